@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Installs every Debian 12 package the build, the tests and the VM test need.
+# Idempotent; runs as root on a fresh machine (CI runs it from .ci/run).
+set -euo pipefail
+
+PACKAGES=(
+  build-essential cmake ninja-build pkg-config git ca-certificates
+  libboost1.81-dev libboost-json1.81-dev
+  libspdlog-dev libfmt-dev libsystemd-dev
+  googletest libgtest-dev libgmock-dev libbenchmark-dev
+  libcli11-dev libtomlplusplus-dev libxxhash-dev libssl-dev
+  clang libclang-rt-14-dev
+  nodejs curl
+  debhelper dpkg-dev fakeroot lintian systemd
+  qemu-system-x86 qemu-utils debootstrap e2fsprogs
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+# nodejs from other repositories bundles npm; Debian's nodejs needs the npm package beside it.
+command -v npm >/dev/null 2>&1 || missing+=(npm)
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#PACKAGES[@]} packages present"
+  exit 0
+fi
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "install-deps: missing packages (${missing[*]}); run this script as root" >&2
+  exit 1
+fi
+
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}"
