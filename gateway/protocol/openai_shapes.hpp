@@ -1,0 +1,117 @@
+// Builders for the OpenAI response JSON the gateway sends, as pure functions of plain structs.
+//
+// Shapes follow the OpenAI API (and ds4-server where it extends it):
+//  * chat.completion: {id, object, created, model, choices:[{index:0, message:{role:"assistant",
+//    content (never null), reasoning_content?, tool_calls?}, logprobs:null, finish_reason}],
+//    usage, ds4d?}
+//  * chat.completion.chunk: same envelope, choices:[{index:0, delta, logprobs:null,
+//    finish_reason}]; the usage chunk has choices:[] (stream_options.include_usage).
+//    Tool calls stream as {index, id, type:"function", function:{name, arguments:""}} once,
+//    then {index, function:{arguments:"<fragment>"}}.
+//  * text_completion: choices:[{text, index:0, logprobs:null, finish_reason}].
+//  * usage: {prompt_tokens, completion_tokens, total_tokens, prompt_tokens_details:
+//    {cached_tokens}, protocol_tokens}; cached_tokens counts reused tokens only (never writes).
+//    protocol_tokens (our extension) = prompt tokens added by the template, not the client.
+//  * error: {"error":{"message","type","param","code"}} (param and code null when unknown).
+//  * ds4d (our extension object on final responses/chunks): {"contract":{mode, ok,
+//    violations:[{message_index, kind, detail, fix_hint}], replayed_blocks, canonical_blocks,
+//    repaired_reasoning}, "cache":{source, cached_tokens}}.
+#pragma once
+
+#include <boost/json/object.hpp>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gateway/protocol/contract_store.hpp"
+#include "gateway/protocol/request_error.hpp"
+
+namespace ds4::protocol::openai {
+
+enum class FinishReason { Stop, Length, ToolCalls, Error };
+const char* finish_reason_name(FinishReason reason);  // "stop","length","tool_calls","error"
+
+struct ResponseMeta {
+    std::string id;       // "chatcmpl-…" / "cmpl-…"
+    int64_t created = 0;  // unix seconds
+    std::string model;    // echoed from the request
+};
+
+struct Usage {
+    uint64_t prompt_tokens = 0;
+    uint64_t completion_tokens = 0;
+    uint64_t cached_tokens = 0;    // prompt tokens reused from a cache (read only)
+    uint64_t protocol_tokens = 0;  // prompt tokens that are template, not client text
+};
+
+struct ContractReport {
+    ContractMode mode = ContractMode::Warn;
+    std::vector<ContractViolation> violations;
+    size_t replayed_blocks = 0;
+    size_t canonical_blocks = 0;
+    size_t repaired_reasoning = 0;
+};
+
+struct CacheReport {
+    std::string source;  // e.g. "live", "disk", "cold"
+    uint64_t cached_tokens = 0;
+};
+
+struct Ds4dExtension {
+    std::optional<ContractReport> contract;
+    std::optional<CacheReport> cache;
+};
+
+struct ReportedToolCall {
+    std::string id;
+    std::string name;
+    std::string arguments;  // JSON text
+};
+
+struct AssistantOutput {
+    std::string content;
+    std::optional<std::string> reasoning;
+    std::vector<ReportedToolCall> tool_calls;
+};
+
+boost::json::object usage_json(const Usage& usage);
+boost::json::object ds4d_json(const Ds4dExtension& extension);
+
+boost::json::object chat_completion(const ResponseMeta& meta, const AssistantOutput& output,
+                                    FinishReason finish, const Usage& usage,
+                                    const Ds4dExtension* extension = nullptr);
+
+boost::json::object chat_chunk_role(const ResponseMeta& meta);
+boost::json::object chat_chunk_content(const ResponseMeta& meta, std::string_view text);
+boost::json::object chat_chunk_reasoning(const ResponseMeta& meta, std::string_view text);
+boost::json::object chat_chunk_tool_call_begin(const ResponseMeta& meta, size_t index,
+                                               std::string_view id, std::string_view name);
+boost::json::object chat_chunk_tool_call_arguments(const ResponseMeta& meta, size_t index,
+                                                   std::string_view fragment);
+boost::json::object chat_chunk_finish(const ResponseMeta& meta, FinishReason finish,
+                                      const Ds4dExtension* extension = nullptr);
+boost::json::object chat_chunk_usage(const ResponseMeta& meta, const Usage& usage);
+
+boost::json::object text_completion(const ResponseMeta& meta, std::string_view text,
+                                    FinishReason finish, const Usage& usage,
+                                    const Ds4dExtension* extension = nullptr);
+boost::json::object text_completion_chunk(const ResponseMeta& meta, std::string_view text,
+                                          std::optional<FinishReason> finish = std::nullopt);
+boost::json::object text_completion_usage_chunk(const ResponseMeta& meta, const Usage& usage);
+
+boost::json::object error_body(std::string_view message, std::string_view type,
+                               std::optional<std::string_view> param = std::nullopt,
+                               std::optional<std::string_view> code = std::nullopt);
+boost::json::object request_error_body(const RequestError& error);  // 400
+// 422 for ContractMode::Strict: message names every broken contract, message index and fix.
+boost::json::object contract_violation_body(const std::vector<ContractViolation>& violations);
+// 400, code "context_length_exceeded", plus n_prompt_tokens / n_ctx as ds4 sends them.
+boost::json::object context_length_body(uint64_t prompt_tokens, uint64_t context_tokens,
+                                        std::string_view param);
+
+std::string sse_data(const boost::json::object& payload);  // "data: <json>\n\n"
+inline constexpr std::string_view kSseDone = "data: [DONE]\n\n";
+
+}  // namespace ds4::protocol::openai
