@@ -1,0 +1,55 @@
+#pragma once
+// The shape of a DS4-family model's attention state, and what it costs in bytes for a context.
+//
+// Every layer keeps a raw sliding window of latent rows (a ring on the GPU, sized so a prefill
+// ubatch never evicts visible rows). A compressed layer (ratio r > 0) also appends one pooled
+// latent row per r tokens and keeps its compressor's running kv/score state; a layer with an
+// indexer appends one indexer row per r tokens and keeps the index compressor's state. Rows are
+// f32 as stored. These rules come from ds4-architecture.md §4 (ds4.c ds4_context_memory_estimate)
+// and hold for any model of this family: the geometry is read from the GGUF metadata and tensor
+// shapes, not assumed, so the tiny test model and the 284B model go through the same arithmetic.
+//
+// The cost splits into a part proportional to the context (bytes per token) and a fixed part (the
+// raw rings, compressor states and the two spare rows ds4 allocates per compressed buffer), which
+// is exactly how the capacity plan states it.
+#include <cstdint>
+#include <vector>
+
+namespace ds4::planner {
+
+struct KvLayer {
+  uint32_t ratio = 0;          // 0: raw window only
+  uint32_t overlap = 1;        // compressor overlap factor ("coff"): 2 for ratio 4 in DS4 Flash
+  bool indexer = false;        // keeps indexer rows + index compressor state
+};
+
+struct KvGeometry {
+  std::vector<KvLayer> layers;
+  uint32_t latent_dim = 512;   // width of a raw/compressed latent row (attention.key_length)
+  uint32_t indexer_dim = 128;  // width of an indexer row (attention.indexer.key_length)
+  uint32_t window = 128;       // logical raw window (attention.sliding_window)
+  uint32_t drafter_layers = 0; // MTP blocks: one raw ring each, no compressor
+
+  // DeepSeek V4 Flash as shipped: 43 layers, ratios 0,0,4,128,4,128,...,4.
+  static KvGeometry ds4_flash();
+};
+
+struct KvCost {
+  uint32_t raw_cap = 0;            // rows per raw ring (GPU rule)
+  uint64_t bytes_per_token = 0;    // compressed + indexer rows per context token, all layers
+  uint64_t raw_ring_bytes = 0;     // fixed: raw rings of every layer (and drafter)
+  uint64_t state_bytes = 0;        // fixed: compressor + index compressor states
+  uint64_t spare_row_bytes = 0;    // fixed: the 2 extra rows per compressed/indexer buffer
+  uint64_t fixed_bytes() const { return raw_ring_bytes + state_bytes + spare_row_bytes; }
+  uint64_t total(uint64_t context) const { return bytes_per_token * context + fixed_bytes(); }
+};
+
+// ds4's GPU raw ring size: min(align_up(min(window + prefill_cap, ctx), 256), 8192), at least
+// the window.
+uint32_t raw_ring_rows(uint32_t window, uint32_t prefill_cap, uint64_t context);
+
+// Bytes per token is rounded up per layer when a row does not divide evenly by the ratio, so the
+// plan never under-counts.
+KvCost kv_cost(const KvGeometry& g, uint64_t context, uint32_t prefill_cap);
+
+}  // namespace ds4::planner
