@@ -1,0 +1,42 @@
+#pragma once
+// Internal: small AVX2 helpers shared by the kernels in this folder (compiled with -mavx2 -mfma
+// -mf16c; include only from files in avx2/).
+#include <immintrin.h>
+
+#include <cstdint>
+
+namespace ds4::quant::detail::avx2 {
+
+inline int32_t hsum_i32(__m256i v) {
+  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
+  return _mm_cvtsi128_si32(s);
+}
+
+inline float hsum_f32(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+// Sums of 8 vectors of 8 int32 each: out lane k = Σ lanes of v[k].
+inline __m256i hsum8_i32(const __m256i v[8]) {
+  const __m256i a = _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
+  const __m256i b = _mm256_hadd_epi32(_mm256_hadd_epi32(v[4], v[5]), _mm256_hadd_epi32(v[6], v[7]));
+  // a = [v0 v1 v2 v3 partials of lanes 0-3 | same for lanes 4-7]; likewise b for v4..v7
+  const __m256i lo = _mm256_permute2x128_si256(a, b, 0x20);
+  const __m256i hi = _mm256_permute2x128_si256(a, b, 0x31);
+  return _mm256_add_epi32(lo, hi);
+}
+
+// int8 x int8 dot of 32 lanes as 8 int32 partial sums. Exact provided no lane of `act` is
+// -128 (the sign trick negates act where w < 0); every activation quantizer here keeps
+// activations in [-127, 127].
+inline __m256i dot_i8_32(__m256i w, __m256i act) {
+  const __m256i p16 = _mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(act, w));
+  return _mm256_madd_epi16(p16, _mm256_set1_epi16(1));
+}
+
+}  // namespace ds4::quant::detail::avx2

@@ -1,0 +1,80 @@
+// AVX2 dots of the K-quants (Q2_K, Q4_K) with a Q8_K activation. Levels are unsigned (0..3,
+// 0..15), so maddubs(levels, q8) is exact with no sign trick; the sub-block scales multiply in
+// through madd_epi16. Per block the integer sums isum and summs are exact, and the float step is
+// the scalar one (q2_k.cpp, q4_k.cpp), so results are bit-identical to the scalar kernels.
+#include <immintrin.h>
+
+#include "engine/quant/avx2/avx2_util.hpp"
+#include "engine/quant/blocks.hpp"
+#include "engine/quant/formats.hpp"
+
+namespace ds4::quant::detail {
+namespace {
+inline __m256i load32(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+inline __m256i pair_scales(int lo, int hi) { return _mm256_set_m128i(_mm_set1_epi16(static_cast<short>(hi)), _mm_set1_epi16(static_cast<short>(lo))); }
+}  // namespace
+
+float dot_q2_k_avx2(const void* w, const void* act, int64_t n) {
+  const BlockQ2_K* x = static_cast<const BlockQ2_K*>(w);
+  const BlockQ8_K* y = static_cast<const BlockQ8_K*>(act);
+  const __m256i m3 = _mm256_set1_epi8(3);
+  const __m128i m4 = _mm_set1_epi8(0x0f);
+  float sumf = 0.0f;
+  for (int64_t i = 0; i < n / QK_K; i++) {
+    const uint8_t* sc = x[i].scales;
+    const __m128i scb = _mm_loadu_si128(reinterpret_cast<const __m128i*>(sc));
+    const __m256i mins = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(scb, 4), m4));
+    const __m256i summs_v = _mm256_madd_epi16(mins, load32(y[i].bsums));
+    __m256i acc = _mm256_setzero_si256();
+    const int8_t* q8 = y[i].qs;
+    for (int half = 0; half < 2; half++) {
+      const __m256i bits = load32(x[i].qs + 32 * half);
+      for (int k = 0; k < 4; k++) {
+        const __m256i q = _mm256_and_si256(_mm256_srli_epi16(bits, 2 * k), m3);
+        const __m256i p = _mm256_maddubs_epi16(q, load32(q8));
+        const int is = 8 * half + 2 * k;
+        acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p, pair_scales(sc[is] & 15, sc[is + 1] & 15)));
+        q8 += 32;
+      }
+    }
+    const __m256i both = _mm256_hadd_epi32(acc, summs_v);  // lanes 0,1,4,5: isum; 2,3,6,7: summs
+    alignas(32) int32_t l[8];
+    _mm256_store_si256(reinterpret_cast<__m256i*>(l), both);
+    const int isum = l[0] + l[1] + l[4] + l[5];
+    const int summs = l[2] + l[3] + l[6] + l[7];
+    const float dall = y[i].d * f16_to_f32(x[i].d);
+    const float dmin = y[i].d * f16_to_f32(x[i].dmin);
+    sumf += dall * static_cast<float>(isum) - dmin * static_cast<float>(summs);
+  }
+  return sumf;
+}
+
+float dot_q4_k_avx2(const void* w, const void* act, int64_t n) {
+  const BlockQ4_K* x = static_cast<const BlockQ4_K*>(w);
+  const BlockQ8_K* y = static_cast<const BlockQ8_K*>(act);
+  const __m256i m4 = _mm256_set1_epi8(0x0f);
+  float sumf = 0.0f;
+  for (int64_t i = 0; i < n / QK_K; i++) {
+    uint8_t sc[8], m[8];
+    unpack_q4_k_scales(x[i].scales, sc, m);
+    int summs = 0;
+    for (int j = 0; j < 8; j++) summs += m[j] * (y[i].bsums[2 * j] + y[i].bsums[2 * j + 1]);
+    __m256i acc = _mm256_setzero_si256();
+    for (int c = 0; c < 4; c++) {
+      const __m256i bits = load32(x[i].qs + 32 * c);
+      const __m256i lo = _mm256_and_si256(bits, m4);
+      const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(bits, 4), m4);
+      const __m256i plo = _mm256_maddubs_epi16(lo, load32(y[i].qs + 64 * c));
+      const __m256i phi = _mm256_maddubs_epi16(hi, load32(y[i].qs + 64 * c + 32));
+      acc = _mm256_add_epi32(acc, _mm256_madd_epi16(plo, _mm256_set1_epi16(sc[2 * c])));
+      acc = _mm256_add_epi32(acc, _mm256_madd_epi16(phi, _mm256_set1_epi16(sc[2 * c + 1])));
+    }
+    const int isum = avx2::hsum_i32(acc);
+    const float dall = y[i].d * f16_to_f32(x[i].d);
+    const float dmin = y[i].d * f16_to_f32(x[i].dmin);
+    sumf += dall * static_cast<float>(isum) - dmin * static_cast<float>(summs);
+  }
+  return sumf;
+}
+
+}  // namespace ds4::quant::detail

@@ -1,0 +1,95 @@
+#pragma once
+// Internal: GGUF block layouts, half/bfloat conversions and the activation block layouts shared
+// by the scalar and AVX2 kernels. Not part of the public interface (use quant.hpp).
+#include <cstdint>
+#include <cstring>
+
+namespace ds4::quant::detail {
+
+constexpr int QK_K = 256;
+
+struct BlockQ8_0 {  // weights, GGML layout
+  uint16_t d;
+  int8_t qs[32];
+};
+struct BlockQ8_0Act {  // activations, ds4 layout: the scale stays f32
+  float d;
+  int8_t qs[32];
+};
+struct BlockQ8_K {
+  float d;
+  int8_t qs[QK_K];
+  int16_t bsums[QK_K / 16];
+};
+struct BlockQ2_K {
+  uint8_t scales[QK_K / 16];  // low nibble scale, high nibble min
+  uint8_t qs[QK_K / 4];
+  uint16_t d, dmin;
+};
+struct BlockQ4_K {
+  uint16_t d, dmin;
+  uint8_t scales[12];
+  uint8_t qs[QK_K / 2];
+};
+struct BlockIQ2_XXS {
+  uint16_t d;
+  uint16_t qs[QK_K / 8];
+};
+struct BlockMXFP4 {
+  uint8_t e;  // E8M0 shared exponent
+  uint8_t qs[16];
+};
+static_assert(sizeof(BlockQ8_0) == 34 && sizeof(BlockQ8_0Act) == 36 && sizeof(BlockQ8_K) == 292);
+static_assert(sizeof(BlockQ2_K) == 84 && sizeof(BlockQ4_K) == 144 && sizeof(BlockIQ2_XXS) == 66);
+static_assert(sizeof(BlockMXFP4) == 17);
+
+static inline float bits_to_f32(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+static inline uint32_t f32_to_bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+
+// IEEE half -> float; exact for every input (subnormals, inf, NaN).
+static inline float f16_to_f32(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  const uint32_t exp = (h >> 10) & 0x1f;
+  uint32_t mant = h & 0x3ffu;
+  if (exp == 0) {
+    if (mant == 0) return bits_to_f32(sign);
+    int e = -1;  // normalise the subnormal
+    do {
+      mant <<= 1;
+      e++;
+    } while ((mant & 0x400u) == 0);
+    return bits_to_f32(sign | static_cast<uint32_t>(127 - 15 - e) << 23 | (mant & 0x3ffu) << 13);
+  }
+  if (exp == 31) return bits_to_f32(sign | 0x7f800000u | mant << 13);
+  return bits_to_f32(sign | (exp + 127 - 15) << 23 | mant << 13);
+}
+
+// float -> IEEE half, round to nearest even (what F16C and ds4's software path do).
+uint16_t f32_to_f16(float f);
+
+static inline float bf16_to_f32(uint16_t h) { return bits_to_f32(static_cast<uint32_t>(h) << 16); }
+// float -> bfloat16, round to nearest even; NaN stays a quiet NaN (GGML's rule).
+static inline uint16_t f32_to_bf16(float f) {
+  const uint32_t u = f32_to_bits(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 64);
+  return static_cast<uint16_t>((u + (0x7fffu + ((u >> 16) & 1))) >> 16);
+}
+
+// E8M0 exponent byte -> 2^(e-127) / 2 (GGML's "half" convention for MXFP4, whose int table
+// holds doubled E2M1 values).
+static inline float e8m0_to_f32_half(uint8_t e) {
+  return bits_to_f32(e < 2 ? 0x00200000u << e : static_cast<uint32_t>(e - 1) << 23);
+}
+
+// Round half to even, as lrintf in the default rounding mode.
+int nearest_int(float x);
+
+}  // namespace ds4::quant::detail

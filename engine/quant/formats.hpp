@@ -1,0 +1,40 @@
+#pragma once
+// Internal: the per-format functions the traits table (traits.cpp) points at. One family per
+// source file: float_types.cpp, q8_0.cpp, q8_k.cpp, q2_k.cpp, q4_k.cpp, iq2_xxs.cpp, mxfp4.cpp;
+// AVX2 versions in avx2/*.cpp (compiled with -mavx2 -mfma -mf16c, only called after a CPU check).
+#include <cstdint>
+
+namespace ds4::quant::detail {
+
+#define DS4_QUANT_FAMILY(name)                                           \
+  void dequantize_##name(const void* src, float* dst, int64_t n);        \
+  void quantize_##name(const float* src, void* dst, int64_t n);          \
+  float dot_##name##_scalar(const void* w, const void* act, int64_t n); \
+  float dot_##name##_avx2(const void* w, const void* act, int64_t n);
+
+DS4_QUANT_FAMILY(f32)
+DS4_QUANT_FAMILY(f16)
+DS4_QUANT_FAMILY(bf16)
+DS4_QUANT_FAMILY(q8_0)
+DS4_QUANT_FAMILY(q2_k)
+DS4_QUANT_FAMILY(q4_k)
+DS4_QUANT_FAMILY(iq2_xxs)
+DS4_QUANT_FAMILY(mxfp4)
+#undef DS4_QUANT_FAMILY
+
+void dequantize_q8_k(const void* src, float* dst, int64_t n);
+// Activation quantizers (§5.2), into the layouts documented in quant.hpp.
+void quantize_act_q8_0(const float* src, void* dst, int64_t n);
+void quantize_act_q8_k(const float* src, void* dst, int64_t n);
+void quantize_act_f32(const float* src, void* dst, int64_t n);
+
+}  // namespace ds4::quant::detail
+
+namespace ds4::quant::detail {
+// Shared helpers between scalar and AVX2 files.
+void unpack_q4_k_scales(const uint8_t* packed12, uint8_t* sc8, uint8_t* m8);
+}  // namespace ds4::quant::detail
+
+namespace ds4::quant::detail {
+extern const int8_t kMxfp4Values[16];  // doubled E2M1 values, GGML's kvalues_mxfp4
+}  // namespace ds4::quant::detail

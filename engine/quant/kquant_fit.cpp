@@ -1,0 +1,104 @@
+// Scale/min search for the K-quants (Q2_K, Q4_K). Each sub-block of 16 or 32 weights is coded as
+// scale*L - min with small integer levels L; the pair (scale, min) is later quantized itself
+// against per-block f16 super-scales. Picking the grid spacing that just covers [min, max] is
+// poor for 2- and 4-bit levels, so fit_scale_min sweeps the spacing over a range around that
+// value, solves the least-squares scale and offset for the level assignment each spacing
+// produces, and keeps the best. This is the idea behind GGML's make_qkx2_quants, written here
+// from the description.
+#include "engine/quant/kquant_fit.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "engine/quant/blocks.hpp"
+
+namespace ds4::quant::detail {
+
+float assign_levels(int n, int nmax, const float* x, float scale, float min, uint8_t* L) {
+  float err = 0.0f;
+  for (int i = 0; i < n; i++) {
+    int l = scale > 0.0f ? nearest_int((x[i] + min) / scale) : 0;
+    l = std::clamp(l, 0, nmax);
+    L[i] = static_cast<uint8_t>(l);
+    const float diff = scale * static_cast<float>(l) - min - x[i];
+    err += diff * diff;
+  }
+  return err;
+}
+
+namespace {
+
+// Least-squares scale and offset for fixed levels: x ≈ scale*L + offset, offset <= 0.
+ScaleMin solve(int n, const float* x, const uint8_t* L) {
+  double sl = 0, sl2 = 0, sx = 0, slx = 0;
+  for (int i = 0; i < n; i++) {
+    sl += L[i];
+    sl2 += static_cast<double>(L[i]) * L[i];
+    sx += x[i];
+    slx += static_cast<double>(L[i]) * x[i];
+  }
+  const double det = n * sl2 - sl * sl;
+  double scale = 0, offset = 0;
+  if (det > 0) {
+    scale = (n * slx - sl * sx) / det;
+    offset = (sl2 * sx - sl * slx) / det;
+  }
+  if (offset > 0) {  // min must be >= 0: refit the scale with offset 0
+    offset = 0;
+    scale = sl2 > 0 ? slx / sl2 : 0;
+  }
+  if (scale < 0) scale = 0;
+  return {static_cast<float>(scale), static_cast<float>(-offset)};
+}
+
+}  // namespace
+
+ScaleMin fit_scale_min(int n, int nmax, const float* x, uint8_t* L) {
+  float lo = x[0], hi = x[0];
+  for (int i = 1; i < n; i++) {
+    lo = std::min(lo, x[i]);
+    hi = std::max(hi, x[i]);
+  }
+  if (lo > 0) lo = 0;
+  if (hi == lo) {
+    for (int i = 0; i < n; i++) L[i] = 0;
+    return {0.0f, -lo};
+  }
+  uint8_t cand[64];
+  ScaleMin best{(hi - lo) / nmax, -lo};
+  float best_err = assign_levels(n, nmax, x, best.scale, best.min, L);
+  // Sweep the number of steps spanned by [lo, hi] from nmax-1 to nmax+1.5 and fit each.
+  constexpr int kSteps = 24;
+  for (int s = 0; s <= kSteps; s++) {
+    const float span = static_cast<float>(nmax) - 1.0f + 2.5f * static_cast<float>(s) / kSteps;
+    const float iscale = span / (hi - lo);
+    for (int i = 0; i < n; i++) cand[i] = static_cast<uint8_t>(std::clamp(nearest_int(iscale * (x[i] - lo)), 0, nmax));
+    const ScaleMin sm = solve(n, x, cand);
+    const float err = assign_levels(n, nmax, x, sm.scale, sm.min, cand);
+    if (err < best_err) {
+      best_err = err;
+      best = sm;
+      std::copy(cand, cand + n, L);
+    }
+  }
+  for (int it = 0; it < 4; it++) {  // polish: refit for the best levels, reassign
+    const ScaleMin sm = solve(n, x, L);
+    const float err = assign_levels(n, nmax, x, sm.scale, sm.min, cand);
+    if (!(err < best_err)) break;
+    best_err = err;
+    best = sm;
+    std::copy(cand, cand + n, L);
+  }
+  return best;
+}
+
+uint16_t quantize_super_scale(int n, int qmax, const float* v, uint8_t* q) {
+  float vmax = 0;
+  for (int i = 0; i < n; i++) vmax = std::max(vmax, v[i]);
+  const uint16_t d16 = f32_to_f16(vmax / static_cast<float>(qmax));
+  const float d = f16_to_f32(d16);
+  for (int i = 0; i < n; i++) q[i] = static_cast<uint8_t>(d > 0 ? std::clamp(nearest_int(v[i] / d), 0, qmax) : 0);
+  return d16;
+}
+
+}  // namespace ds4::quant::detail

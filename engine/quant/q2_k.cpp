@@ -1,0 +1,99 @@
+// Q2_K: 256-element blocks, 16 sub-blocks of 16 with 4-bit scale and 4-bit min, 2-bit levels.
+// Value = (d * sc) * q - (dmin * m)  (f32, left to right, as GGML's dequantize_row_q2_K).
+// Element n + 32k + l (n in {0,128}, k 0..3, l 0..31) is bits 2k..2k+1 of qs[n/4 + l];
+// its sub-block is (n + 32k + l) / 16.
+//
+// Dot with Q8_K (ds4.c ds4_vec_dot_q2_K_q8_K, x86 path), per block i in order:
+//   summs = Σ_{j<16} bsums[j] * (scales[j] >> 4)                         (int, exact)
+//   isum  = Σ over the 16 sub-blocks in storage order of (scales[s] & 15) * <q2, q8>_16  (int)
+//   dall = y.d * f16(x.d);  dmin = y.d * f16(x.dmin)
+//   sumf += dall * (float)isum - dmin * (float)summs    -- i.e. t = dall*isum; u = dmin*summs;
+//                                                            sumf = sumf + (t - u)
+// result sumf. The AVX2 version computes isum/summs with SIMD (exact) and does the same float ops.
+//
+// Quantizer: per sub-block fit_scale_min (nmax 3), the 16 scales and mins quantized to 4 bits
+// against f16 super-scales d = max/15, then each sub-block's integer scale/min is refined among
+// neighbours with the levels re-chosen against the decoded values.
+#include <cstring>
+
+#include "engine/quant/blocks.hpp"
+#include "engine/quant/formats.hpp"
+#include "engine/quant/kquant_fit.hpp"
+#include "engine/quant/kquant_refine.hpp"
+
+namespace ds4::quant::detail {
+
+void dequantize_q2_k(const void* src, float* dst, int64_t n) {
+  const BlockQ2_K* b = static_cast<const BlockQ2_K*>(src);
+  for (int64_t i = 0; i < n / QK_K; i++) {
+    const float d = f16_to_f32(b[i].d), dmin = f16_to_f32(b[i].dmin);
+    float* y = dst + i * QK_K;
+    for (int e = 0; e < QK_K; e++) {
+      const int half = e / 128, k = (e % 128) / 32, l = e % 32;
+      const uint8_t sc = b[i].scales[e / 16];
+      const float dl = d * static_cast<float>(sc & 15), ml = dmin * static_cast<float>(sc >> 4);
+      const int q = (b[i].qs[half * 32 + l] >> (2 * k)) & 3;
+      y[e] = dl * static_cast<float>(q) - ml;
+    }
+  }
+}
+
+void quantize_q2_k(const float* src, void* dst, int64_t n) {
+  BlockQ2_K* out = static_cast<BlockQ2_K*>(dst);
+  for (int64_t i = 0; i < n / QK_K; i++) {
+    const float* x = src + i * QK_K;
+    uint8_t L[QK_K];
+    float scales[16], mins[16];
+    for (int j = 0; j < 16; j++) {
+      const ScaleMin sm = fit_scale_min(16, 3, x + 16 * j, L + 16 * j);
+      scales[j] = sm.scale;
+      mins[j] = sm.min;
+    }
+    uint8_t ls[16], lm[16];
+    BlockQ2_K& y = out[i];
+    y.d = quantize_super_scale(16, 15, scales, ls);
+    y.dmin = quantize_super_scale(16, 15, mins, lm);
+    const float d = f16_to_f32(y.d), dmin = f16_to_f32(y.dmin);
+    for (int j = 0; j < 16; j++) {
+      refine_sub_block(16, 3, 15, x + 16 * j, d, dmin, ls[j], lm[j], L + 16 * j);
+      y.scales[j] = static_cast<uint8_t>(ls[j] | lm[j] << 4);
+    }
+    std::memset(y.qs, 0, sizeof(y.qs));
+    for (int e = 0; e < QK_K; e++) {
+      const int half = e / 128, k = (e % 128) / 32, l = e % 32;
+      y.qs[half * 32 + l] |= static_cast<uint8_t>(L[e] << (2 * k));
+    }
+  }
+}
+
+float dot_q2_k_scalar(const void* w, const void* act, int64_t n) {
+  const BlockQ2_K* x = static_cast<const BlockQ2_K*>(w);
+  const BlockQ8_K* y = static_cast<const BlockQ8_K*>(act);
+  float sumf = 0.0f;
+  for (int64_t i = 0; i < n / QK_K; i++) {
+    const uint8_t* sc = x[i].scales;
+    int summs = 0;
+    for (int j = 0; j < 16; j++) summs += y[i].bsums[j] * (sc[j] >> 4);
+    const float dall = y[i].d * f16_to_f32(x[i].d);
+    const float dmin = y[i].d * f16_to_f32(x[i].dmin);
+    int isum = 0;
+    const uint8_t* q2 = x[i].qs;
+    const int8_t* q8 = y[i].qs;
+    int is = 0;
+    for (int half = 0; half < 2; half++) {
+      for (int shift = 0; shift < 8; shift += 2) {
+        for (int part = 0; part < 2; part++) {  // 16 elements each, two sub-blocks per shift
+          int s = 0;
+          for (int l = 0; l < 16; l++) s += q8[l] * ((q2[part * 16 + l] >> shift) & 3);
+          isum += (sc[is++] & 15) * s;
+          q8 += 16;
+        }
+      }
+      q2 += 32;
+    }
+    sumf += dall * static_cast<float>(isum) - dmin * static_cast<float>(summs);
+  }
+  return sumf;
+}
+
+}  // namespace ds4::quant::detail

@@ -1,0 +1,76 @@
+// Q8_0: blocks of 32 int8 with an f16 scale; the activation for Q8_0 (and MXFP4) weights is the
+// ds4 Q8_0 activation layout {f32 d; i8 q[32]} (quant.hpp).
+//
+// Activation quantization (ds4.c quantize_q8_0_activation): amax = max |x| over the block
+// (fabsf, strict > scan); d = amax / 127.0f; id = d != 0 ? 1.0f / d : 0; q = lrintf(x * id)
+// (multiply by the reciprocal; round half to even), clamped to [-128, 127]; d stored as f32.
+//
+// Dot (ds4.c dot_q8_0_row, x86 path): float acc = 0; for each block b in order:
+//   isum = Σ_i w.q[i] * x.q[i]  (int32, exact)
+//   acc += (f16_to_f32(w.d) * x.d) * (float)isum      -- two f32 multiplies left to right, then add
+// The AVX2 version (avx2/q8_0_avx2.cpp) computes isum with SIMD and accumulates identically.
+//
+// Weight quantizer: d = amax/127 stored as f16, q = round(x / d) with the f16-rounded d, which
+// is GGML's reference quantizer with the rounding done against the scale actually stored.
+#include <cmath>
+
+#include "engine/quant/blocks.hpp"
+#include "engine/quant/formats.hpp"
+
+namespace ds4::quant::detail {
+
+void dequantize_q8_0(const void* src, float* dst, int64_t n) {
+  const BlockQ8_0* b = static_cast<const BlockQ8_0*>(src);
+  for (int64_t i = 0; i < n / 32; i++) {
+    const float d = f16_to_f32(b[i].d);
+    for (int j = 0; j < 32; j++) dst[i * 32 + j] = d * static_cast<float>(b[i].qs[j]);
+  }
+}
+
+void quantize_q8_0(const float* src, void* dst, int64_t n) {
+  BlockQ8_0* y = static_cast<BlockQ8_0*>(dst);
+  for (int64_t i = 0; i < n / 32; i++) {
+    const float* x = src + i * 32;
+    float amax = 0.0f;
+    for (int j = 0; j < 32; j++) amax = std::fmax(amax, std::fabs(x[j]));
+    y[i].d = f32_to_f16(amax / 127.0f);
+    const float d = f16_to_f32(y[i].d);
+    for (int j = 0; j < 32; j++) {
+      int v = d != 0.0f ? nearest_int(x[j] / d) : 0;
+      y[i].qs[j] = static_cast<int8_t>(v > 127 ? 127 : (v < -128 ? -128 : v));
+    }
+  }
+}
+
+void quantize_act_q8_0(const float* src, void* dst, int64_t n) {
+  BlockQ8_0Act* y = static_cast<BlockQ8_0Act*>(dst);
+  for (int64_t i = 0; i < n / 32; i++) {
+    const float* x = src + i * 32;
+    float amax = 0.0f;
+    for (int j = 0; j < 32; j++) {
+      const float ax = std::fabs(x[j]);
+      if (ax > amax) amax = ax;
+    }
+    const float d = amax / 127.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    y[i].d = d;
+    for (int j = 0; j < 32; j++) {
+      const int v = nearest_int(x[j] * id);
+      y[i].qs[j] = static_cast<int8_t>(v > 127 ? 127 : (v < -128 ? -128 : v));
+    }
+  }
+}
+
+float dot_q8_0_scalar(const void* w, const void* act, int64_t n) {
+  const BlockQ8_0* a = static_cast<const BlockQ8_0*>(w);
+  const BlockQ8_0Act* x = static_cast<const BlockQ8_0Act*>(act);
+  float acc = 0.0f;
+  for (int64_t b = 0; b < n / 32; b++) {
+    int32_t isum = 0;
+    for (int j = 0; j < 32; j++) isum += static_cast<int32_t>(a[b].qs[j]) * x[b].qs[j];
+    acc += f16_to_f32(a[b].d) * x[b].d * static_cast<float>(isum);
+  }
+  return acc;
+}
+
+}  // namespace ds4::quant::detail

@@ -1,0 +1,65 @@
+#pragma once
+// The per-format arithmetic of every tensor type the engine reads: a traits table in the
+// style of GGML's type_traits, one entry per Type. Each entry knows how to dequantize a row,
+// quantize a row (weights; for Q8_K the activation quantizer), and take the dot product of a
+// quantized weight row with an activation row quantized to the entry's vec_dot_type.
+//
+// Exact vs fast. dot_scalar follows antirez/ds4's CPU operation order (ds4.c, x86 path), so an
+// engine built on it reproduces ds4 bit for bit ("exact mode"). For the integer-dot formats
+// (Q8_0, Q2_K, Q4_K, IQ2_XXS, MXFP4) dot_avx2 is bit-identical to dot_scalar: SIMD computes
+// the exact integer block sums and the float accumulation is done in the same scalar order.
+// For F32/F16/BF16 the AVX2 path reorders the float sum (fast mode); scalar is the exact one.
+//
+// Activation layouts (what `act` points to in dot(); produce them with quantize_activation):
+//   vec_dot_type Q8_0: blocks of 32 as { f32 d; i8 q[32] } (36 bytes). NOTE: unlike GGML's
+//     block_q8_0 (f16 d, 34 bytes) the scale stays f32, because ds4 keeps the activation
+//     scale in f32 (ds4.c quantize_q8_0_activation); act_row_bytes() gives the size.
+//   vec_dot_type Q8_K: GGML's block_q8_K { f32 d; i8 q[256]; i16 bsums[16] } (292 bytes).
+//   vec_dot_type F32:  plain f32 (used for F32, F16 and BF16 weights).
+#include <cstddef>
+#include <cstdint>
+
+#include "engine/quant/quant_type.hpp"
+
+namespace ds4::quant {
+
+enum class Isa { Scalar, Avx2 };
+
+// Avx2 when the CPU has AVX2+FMA+F16C and env DS4D_ISA is not "scalar"; otherwise Scalar.
+Isa best_isa();
+const char* isa_name(Isa isa);
+
+using DequantizeFn = void (*)(const void* src, float* dst, int64_t n);
+using QuantizeFn = void (*)(const float* src, void* dst, int64_t n);
+using DotFn = float (*)(const void* w, const void* act, int64_t n);
+
+struct Traits {
+  Type type;
+  uint32_t block_elems, block_bytes;  // weight-format geometry (same as quant_type.hpp)
+  Type vec_dot_type;                  // what the activation is quantized to for dot()
+  DequantizeFn dequantize;            // null for I32
+  QuantizeFn quantize;                // weight quantizer (Q8_K: the activation quantizer); null for I32
+  DotFn dot_scalar;                   // exact mode; null for Q8_K and I32 (no weight dot)
+  DotFn dot_avx2;                     // null if none (then dot() uses dot_scalar)
+  // Activation side: only meaningful on entries that are someone's vec_dot_type (F32, Q8_0,
+  // Q8_K). act_block_bytes is the activation layout's block size (see above), 0 elsewhere.
+  uint32_t act_block_bytes;
+  QuantizeFn quantize_activation;     // §5.2 activation quantizer; null where not a vec_dot_type
+};
+
+// Throws std::invalid_argument for a type without an entry.
+const Traits& traits(Type t);
+
+// Bytes of an activation row of n elements in the layout of vec_dot_type (F32, Q8_0, Q8_K).
+size_t act_row_bytes(Type vec_dot_type, int64_t n);
+
+// Quantize n floats (n a multiple of the block size) into the activation layout of
+// vec_dot_type, exactly as ds4 does (§5.2): Q8_0 `d = amax/127, q = lrintf(x*(1/d))`,
+// Q8_K `iscale = -127/max (signed max), q = lrintf(iscale*x), d = 1/iscale, bsums`.
+void quantize_activation(Type vec_dot_type, const float* x, void* out, int64_t n);
+
+// Dot product of one weight row of type `w_type` (n elements) with an activation row already in
+// traits(w_type).vec_dot_type layout. Isa::Avx2 falls back to scalar where no AVX2 kernel exists.
+float dot(Type w_type, const void* w, const void* act, int64_t n, Isa isa);
+
+}  // namespace ds4::quant

@@ -1,0 +1,111 @@
+// The traits table: one entry per tensor type, pointing at the per-format functions, plus the
+// run-time ISA choice and the small conversions every format shares (half rounding,
+// round-half-even). Dispatch is a table lookup; the kernels themselves live one family per file.
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+#include "engine/quant/blocks.hpp"
+#include "engine/quant/formats.hpp"
+#include "engine/quant/quant.hpp"
+
+namespace ds4::quant {
+namespace detail {
+
+uint16_t f32_to_f16(float f) {
+  const uint32_t bits = f32_to_bits(f);
+  const uint32_t sign = (bits >> 16) & 0x8000u;
+  const uint32_t abs = bits & 0x7fffffffu;
+  if (abs > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u | ((abs >> 13) & 0x3ffu));  // NaN
+  if (abs >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // rounds to >= 65536: inf
+  const int32_t exp = static_cast<int32_t>(abs >> 23) - 127 + 15;
+  uint32_t mant = abs & 0x7fffffu;
+  if (exp <= 0) {  // half subnormal or zero
+    if (exp < -10) return static_cast<uint16_t>(sign);
+    mant |= 0x800000u;
+    const uint32_t shift = static_cast<uint32_t>(14 - exp);
+    uint32_t half = mant >> shift;
+    const uint32_t rem = mant & ((1u << shift) - 1);
+    const uint32_t halfway = 1u << (shift - 1);
+    if (rem > halfway || (rem == halfway && (half & 1u))) half++;
+    return static_cast<uint16_t>(sign | half);
+  }
+  uint32_t half = static_cast<uint32_t>(exp) << 10 | mant >> 13;
+  const uint32_t rem = mant & 0x1fffu;
+  if (rem > 0x1000u || (rem == 0x1000u && (half & 1u))) half++;  // may carry into the exponent
+  return static_cast<uint16_t>(sign | half);
+}
+
+int nearest_int(float x) { return static_cast<int>(std::lrintf(x)); }
+
+}  // namespace detail
+
+namespace {
+using namespace detail;
+
+constexpr Traits kTable[] = {
+    {Type::F32, 1, 4, Type::F32, dequantize_f32, quantize_f32, dot_f32_scalar, dot_f32_avx2, 4, quantize_act_f32},
+    {Type::F16, 1, 2, Type::F32, dequantize_f16, quantize_f16, dot_f16_scalar, dot_f16_avx2, 0, nullptr},
+    {Type::BF16, 1, 2, Type::F32, dequantize_bf16, quantize_bf16, dot_bf16_scalar, dot_bf16_avx2, 0, nullptr},
+    {Type::Q8_0, 32, 34, Type::Q8_0, dequantize_q8_0, quantize_q8_0, dot_q8_0_scalar, dot_q8_0_avx2,
+     sizeof(BlockQ8_0Act), quantize_act_q8_0},
+    {Type::Q8_K, 256, 292, Type::Q8_K, dequantize_q8_k, quantize_act_q8_k, nullptr, nullptr, sizeof(BlockQ8_K),
+     quantize_act_q8_k},
+    {Type::Q2_K, 256, 84, Type::Q8_K, dequantize_q2_k, quantize_q2_k, dot_q2_k_scalar, dot_q2_k_avx2, 0, nullptr},
+    {Type::Q4_K, 256, 144, Type::Q8_K, dequantize_q4_k, quantize_q4_k, dot_q4_k_scalar, dot_q4_k_avx2, 0, nullptr},
+    {Type::IQ2_XXS, 256, 66, Type::Q8_K, dequantize_iq2_xxs, quantize_iq2_xxs, dot_iq2_xxs_scalar, dot_iq2_xxs_avx2,
+     0, nullptr},
+    {Type::MXFP4, 32, 17, Type::Q8_0, dequantize_mxfp4, quantize_mxfp4, dot_mxfp4_scalar, dot_mxfp4_avx2, 0,
+     nullptr},
+    {Type::I32, 1, 4, Type::I32, nullptr, nullptr, nullptr, nullptr, 0, nullptr},
+};
+
+Isa detect_isa() {
+  if (const char* env = std::getenv("DS4D_ISA"); env && std::strcmp(env, "scalar") == 0) return Isa::Scalar;
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c"))
+    return Isa::Avx2;
+  return Isa::Scalar;
+}
+
+}  // namespace
+
+Isa best_isa() {
+  static const Isa isa = detect_isa();
+  return isa;
+}
+
+const char* isa_name(Isa isa) { return isa == Isa::Avx2 ? "avx2" : "scalar"; }
+
+const Traits& traits(Type t) {
+  for (const Traits& e : kTable)
+    if (e.type == t) return e;
+  throw std::invalid_argument("no quant traits for tensor type id " + std::to_string(static_cast<uint32_t>(t)));
+}
+
+size_t act_row_bytes(Type vec_dot_type, int64_t n) {
+  const Traits& t = traits(vec_dot_type);
+  if (t.quantize_activation == nullptr)
+    throw std::invalid_argument(std::string(type_info(vec_dot_type).name) + " is not an activation type");
+  if (n % t.block_elems != 0)
+    throw std::invalid_argument("activation row of " + std::to_string(n) + " elements is not a multiple of the " +
+                                std::string(type_info(vec_dot_type).name) + " block size");
+  return static_cast<size_t>(n / t.block_elems) * t.act_block_bytes;
+}
+
+void quantize_activation(Type vec_dot_type, const float* x, void* out, int64_t n) {
+  act_row_bytes(vec_dot_type, n);  // validates type and length
+  traits(vec_dot_type).quantize_activation(x, out, n);
+}
+
+float dot(Type w_type, const void* w, const void* act, int64_t n, Isa isa) {
+  const Traits& t = traits(w_type);
+  if (t.dot_scalar == nullptr)
+    throw std::invalid_argument(std::string(type_info(w_type).name) + " has no weight dot product");
+  if (isa == Isa::Avx2 && t.dot_avx2 != nullptr) return t.dot_avx2(w, act, n);
+  return t.dot_scalar(w, act, n);
+}
+
+}  // namespace ds4::quant
