@@ -1,0 +1,79 @@
+#pragma once
+// Choosing the next token from a logits vector.
+//
+// Settings follow the usual meanings, applied in this order to the finite logits (NaN and -inf
+// logits are never chosen):
+//   temperature  <= 0 means greedy: the highest logit, the lowest id among equals. Otherwise
+//                logits are divided by it before the softmax.
+//   top_k        keep the k highest logits (ties broken towards the lower id); 0 keeps all.
+//   min_p        keep tokens whose probability is at least min_p times the top probability.
+//   top_p        keep the shortest run of most probable tokens whose probability mass reaches
+//                top_p; 1 keeps all.
+// min_p and top_p are both judged on the temperature-scaled distribution over the top-k
+// survivors, and a token is kept only if both keep it; the most probable token always survives.
+// The draw is then proportional to the kept probabilities. Defaults are the reference server's:
+// temperature 1, top_p 1, min_p 0.05, no top-k.
+//
+// Determinism: a Sampler owns its random stream (xoshiro256**, random.hpp) seeded from `seed`, and
+// all arithmetic after the logits is in double, so a seed gives the same tokens on any platform
+// for the same logits. The cost is O(vocab) per token plus a sort of the survivors when top_p < 1
+// (usually a handful of tokens after min_p).
+#include "engine/sampler/random.hpp"
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace ds4::sampler {
+
+struct SamplerConfig {
+  float temperature = 1.0f;
+  int32_t top_k = 0;
+  float top_p = 1.0f;
+  float min_p = 0.05f;
+  uint64_t seed = 0x5eed;
+
+  bool greedy() const { return temperature <= 0.0f || top_k == 1; }
+};
+
+struct SampledToken {
+  int32_t token = -1;
+  // log p(token) under the model's own distribution (softmax of the raw logits, temperature 1,
+  // no filters): what an API reports as the token's logprob.
+  float logprob = 0.0f;
+};
+
+class Sampler {
+ public:
+  // Throws std::invalid_argument for settings outside their domain (NaN temperature, top_k < 0,
+  // top_p outside (0, 1], min_p outside [0, 1]).
+  explicit Sampler(SamplerConfig config);
+
+  // Throws std::invalid_argument when no logit is finite.
+  int32_t sample(std::span<const float> logits);
+  // Same choice (and the same random stream) plus the chosen token's logprob; one extra pass.
+  SampledToken sample_with_logprob(std::span<const float> logits);
+
+  const SamplerConfig& config() const { return config_; }
+  // Restarts the random stream as if freshly constructed with `seed`.
+  void reseed(uint64_t seed);
+
+ private:
+  struct Candidate {
+    int32_t id;
+    float logit;
+  };
+  int32_t sample_filtered(std::span<const float> logits, float max_logit);
+
+  SamplerConfig config_;
+  Xoshiro256 rng_;
+  std::vector<Candidate> candidates_;  // scratch
+  std::vector<double> weights_;        // scratch
+};
+
+// Greedy choice: the highest finite logit, the lowest id among equals; -1 when none is finite.
+int32_t argmax(std::span<const float> logits);
+// log softmax(logits)[token] over the finite logits.
+float log_softmax_at(std::span<const float> logits, int32_t token);
+
+}  // namespace ds4::sampler
