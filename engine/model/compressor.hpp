@@ -1,0 +1,32 @@
+#pragma once
+// The KV compressor of ratio-4 and ratio-128 layers (and the indexer's parallel ratio-4
+// compressor). Every token stores its projected kv row and its score row (gate projection +
+// learned positional bias ape[pos % ratio]) into the rolling window state; when the window
+// completes ((pos + 1) % ratio == 0) the window is pooled per channel with a softmax over the
+// scores and one compressed row is emitted. Ratio 4 windows overlap: the first half of the
+// channels pools the previous window's 4 tokens, the second half the current window's.
+// The emitted row is then RMS-normalised, RoPE'd at the window's first position, passed
+// through the KV format simulation (FP8 for attention rows, Hadamard + FP4 for indexer rows)
+// and rounded to f16, exactly as the reference stores it.
+#include <cstdint>
+
+#include "engine/model/kv_state.hpp"
+#include "engine/model/rope.hpp"
+
+namespace ds4::model {
+
+enum class CompressedRowKind { Attention, Indexer };
+
+// Stores one token's kv row and score row (+ ape) into the state. `ape` is the F16 [width,
+// ratio] tensor data. Returns true when this token completes a window.
+bool compressor_store(CompressorState& st, const float* kv, const float* score, const uint16_t* ape, uint32_t pos);
+
+// Pools the completed window into `pooled` (head_dim values) and, for ratio 4, rolls the
+// current window into the previous one.
+void compressor_pool(CompressorState& st, float* pooled);
+
+// Turns a pooled row into the stored compressed row (in place).
+void compressed_row_finish(float* row, uint32_t head_dim, const float* norm_w, float eps, const RopeParams& rope,
+                           uint32_t comp_pos, CompressedRowKind kind);
+
+}  // namespace ds4::model

@@ -1,0 +1,111 @@
+// Context: one token sequence over a shared Model. Prefill runs layer-major in chunks (so the
+// activations of a long prompt stay bounded) and verify returns every row's logits; both go
+// through forward_batch, whose results do not depend on batching, so they equal decode.
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+#include "engine/model/context_state.hpp"
+#include "engine/model/model_impl.hpp"
+
+namespace ds4 {
+namespace {
+
+constexpr int kChunk = 256;  // tokens per layer-major pass
+
+uint32_t resolve_capacity(const Model& m, const ContextOptions& o) {
+  if (o.context_length) return o.context_length;
+  const uint64_t meta = m.info().context_length;
+  return uint32_t(std::min<uint64_t>(meta ? meta : 65536, 65536));
+}
+
+}  // namespace
+
+Context::Context(std::shared_ptr<const Model> model, ContextOptions options)
+    : model_(std::move(model)), state_(std::make_unique<State>()) {
+  if (!model_) throw std::invalid_argument("Context needs a model");
+  state_->capacity = resolve_capacity(*model_, options);
+  state_->layers = model::make_layer_states(model_->impl().cfg, state_->capacity);
+}
+
+Context::~Context() = default;
+Context::Context(Context&&) noexcept = default;
+Context& Context::operator=(Context&&) noexcept = default;
+
+const Model& Context::model() const { return *model_; }
+std::span<const float> Context::logits() const { return state_->logits; }
+const std::vector<int32_t>& Context::tokens() const { return state_->tokens; }
+size_t Context::size() const { return state_->tokens.size(); }
+uint32_t Context::capacity() const { return state_->capacity; }
+
+uint64_t Context::cache_bytes() const {
+  uint64_t b = 0;
+  for (const auto& l : state_->layers) b += l.bytes();
+  return b + state_->logits.capacity() * sizeof(float) + state_->tokens.capacity() * sizeof(int32_t);
+}
+
+void Context::reset() {
+  state_->tokens.clear();
+  state_->logits.clear();
+  for (auto& l : state_->layers) l.reset();
+}
+
+std::span<const float> Context::prefill(std::span<const int32_t> tokens, ProgressFn progress) {
+  if (tokens.empty()) return logits();
+  State& s = *state_;
+  if (s.tokens.size() + tokens.size() > s.capacity)
+    throw std::length_error("prefill of " + std::to_string(tokens.size()) + " tokens exceeds the context capacity (" +
+                            std::to_string(s.tokens.size()) + " of " + std::to_string(s.capacity) + " used)");
+  const Model::Impl& m = model_->impl();
+  const uint32_t V = m.cfg.n_vocab, L = m.cfg.n_layer;
+  s.logits.resize(V);
+  const size_t n = tokens.size();
+  const size_t n_chunks = (n + kChunk - 1) / kChunk;
+  for (size_t c = 0; c < n_chunks; c++) {
+    const size_t b = c * kChunk, e = std::min(n, b + kChunk);
+    std::function<void(uint32_t)> on_layer;
+    if (progress)
+      on_layer = [&](uint32_t il) {
+        progress((double(c) + double(il + 1) / L) / double(n_chunks), "prefill");
+      };
+    model::forward_batch(m, s.layers, tokens.data() + b, int(e - b), uint32_t(s.tokens.size()), false, s.logits.data(),
+                         s.scratch, on_layer);
+    s.tokens.insert(s.tokens.end(), tokens.begin() + b, tokens.begin() + e);
+  }
+  return s.logits;
+}
+
+std::span<const float> Context::decode(int32_t token) {
+  return prefill(std::span<const int32_t>(&token, 1));
+}
+
+std::vector<std::vector<float>> Context::verify(std::span<const int32_t> tokens) {
+  State& s = *state_;
+  if (s.tokens.size() + tokens.size() > s.capacity)
+    throw std::length_error("verify of " + std::to_string(tokens.size()) + " tokens exceeds the context capacity");
+  const Model::Impl& m = model_->impl();
+  const uint32_t V = m.cfg.n_vocab;
+  std::vector<std::vector<float>> out;
+  std::vector<float> all;
+  for (size_t b = 0; b < tokens.size(); b += kChunk) {
+    const size_t e = std::min(tokens.size(), b + kChunk);
+    all.resize((e - b) * V);
+    model::forward_batch(m, s.layers, tokens.data() + b, int(e - b), uint32_t(s.tokens.size()), true, all.data(),
+                         s.scratch);
+    s.tokens.insert(s.tokens.end(), tokens.begin() + b, tokens.begin() + e);
+    for (size_t t = 0; t < e - b; t++) out.emplace_back(all.begin() + t * V, all.begin() + (t + 1) * V);
+  }
+  if (!out.empty()) s.logits = out.back();
+  return out;
+}
+
+std::vector<uint8_t> Context::snapshot() const { return model::write_snapshot(model_->impl(), *state_); }
+
+void Context::restore(std::span<const uint8_t> bytes) {
+  auto fresh = std::make_unique<State>();
+  fresh->capacity = state_->capacity;
+  model::read_snapshot(model_->impl(), bytes, state_->capacity, *fresh);
+  state_ = std::move(fresh);
+}
+
+}  // namespace ds4

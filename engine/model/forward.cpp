@@ -1,0 +1,234 @@
+// Layer-major batched forward pass; see forward.hpp. Stage arithmetic lives in the stage files
+// (hyper_connection, rope, compressor, indexer, attention, moe, output_head); this file only
+// orders the stages the way antirez/ds4's layer_forward_raw_swa_one does for each token.
+#include "engine/model/forward.hpp"
+
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+#include "engine/model/attention.hpp"
+#include "engine/model/compressor.hpp"
+#include "engine/model/indexer.hpp"
+#include "engine/model/kv_format.hpp"
+#include "engine/model/model_impl.hpp"
+#include "engine/model/numerics.hpp"
+#include "engine/model/rope.hpp"
+
+namespace ds4::model {
+namespace {
+
+template <class V>
+float* sized(V& v, size_t n) {
+  if (v.size() < n) v.resize(n);
+  return v.data();
+}
+
+// HC pre for T tokens: split[t] and the sublayer input x[t] (T x n_embd), then RMSNorm into xn.
+void hc_pre_batch(const Exec& ex, const ModelConfig& cfg, const HcWeights& hw, const Tensor& norm, const float* H,
+                  int T, ForwardScratch& s) {
+  const uint32_t hc = cfg.hc_dim(), D = cfg.n_embd, mixn = cfg.hc_mix();
+  float* flat = sized(s.flat, size_t(T) * hc);
+  float* mix = sized(s.mix, size_t(T) * mixn);
+  float* x = sized(s.x, size_t(T) * D);
+  float* xn = sized(s.xn, size_t(T) * D);
+  if (s.split.size() < size_t(T)) s.split.resize(T);
+  for (int t = 0; t < T; t++) rms_norm_no_weight(flat + size_t(t) * hc, H + size_t(t) * hc, hc, cfg.rms_eps);
+  project(ex, hw.fn, flat, T, mix, s.qa);
+  for (int t = 0; t < T; t++) {
+    hc_split(mix + size_t(t) * mixn, hw.scale.f32(), hw.base.f32(), cfg.n_hc, cfg.sinkhorn_iters, cfg.hc_eps,
+             s.split[t]);
+    hc_weighted_sum(H + size_t(t) * hc, s.split[t].pre, D, cfg.n_hc, x + size_t(t) * D);
+    rms_norm(xn + size_t(t) * D, x + size_t(t) * D, norm.f32(), D, cfg.rms_eps);
+  }
+}
+
+void attention_sublayer(const Model::Impl& m, uint32_t il, LayerState& st, const float* H, int T, uint32_t pos0,
+                        float* H_out, ForwardScratch& s) {
+  const ModelConfig& cfg = m.cfg;
+  const LayerWeights& lw = m.w.layers[il];
+  const Exec& ex = m.ex;
+  const RopeParams& rope = m.rope[il];
+  const uint32_t D = cfg.n_embd, hd = cfg.head_dim, qd = cfg.q_dim(), ql = cfg.q_lora_rank;
+  const uint32_t ratio = cfg.compress_ratio[il];
+
+  hc_pre_batch(ex, cfg, lw.hc_attn, lw.attn_norm, H, T, s);
+  const float* xn = s.xn.data();
+
+  // Batched projections.
+  float* qr = sized(s.qr, size_t(T) * ql);
+  float* qrn = sized(s.qrn, size_t(T) * ql);
+  float* q = sized(s.q, size_t(T) * qd);
+  float* kv = sized(s.kv, size_t(T) * hd);
+  project(ex, lw.attn_q_a, xn, T, qr, s.qa);
+  for (int t = 0; t < T; t++)
+    rms_norm(qrn + size_t(t) * ql, qr + size_t(t) * ql, lw.attn_q_a_norm.f32(), ql, cfg.rms_eps);
+  project(ex, lw.attn_q_b, qrn, T, q, s.qa);
+  for (int t = 0; t < T; t++)
+    for (uint32_t h = 0; h < cfg.n_head; h++) {
+      float* qh = q + size_t(t) * qd + size_t(h) * hd;
+      rms_norm_no_weight(qh, qh, hd, cfg.rms_eps);
+    }
+  float* kvr = sized(s.kvr, size_t(T) * hd);
+  project(ex, lw.attn_kv, xn, T, kvr, s.qa);
+  for (int t = 0; t < T; t++)
+    rms_norm(kv + size_t(t) * hd, kvr + size_t(t) * hd, lw.attn_kv_a_norm.f32(), hd, cfg.rms_eps);
+
+  uint32_t cw = 0, iwid = 0;
+  if (ratio != 0) {
+    cw = st.attn_cmp.width;
+    project(ex, lw.attn_compressor.kv, xn, T, sized(s.ckv, size_t(T) * cw), s.qa);
+    project(ex, lw.attn_compressor.gate, xn, T, sized(s.csc, size_t(T) * cw), s.qa);
+  }
+  const uint32_t iqd = cfg.idx_heads * cfg.idx_dim;
+  if (ratio == 4) {
+    iwid = st.index_cmp.width;
+    project(ex, lw.indexer_compressor.kv, xn, T, sized(s.ikv, size_t(T) * iwid), s.qa);
+    project(ex, lw.indexer_compressor.gate, xn, T, sized(s.isc, size_t(T) * iwid), s.qa);
+    project(ex, lw.indexer_q_b, qrn, T, sized(s.iq, size_t(T) * iqd), s.qa);
+    project(ex, lw.indexer_proj, xn, T, sized(s.iw, size_t(T) * cfg.idx_heads), s.qa);
+  }
+
+  // Sequential, stateful part.
+  float* heads = sized(s.heads, size_t(T) * qd);
+  float* pooled = sized(s.pooled, hd > cfg.idx_dim ? hd : cfg.idx_dim);
+  float cs_fwd[512], cs_inv[512];
+  const float* sinks = lw.attn_sinks.f32();
+  for (int t = 0; t < T; t++) {
+    const uint32_t pos = pos0 + uint32_t(t);
+    float* qt = q + size_t(t) * qd;
+    float* kvt = kv + size_t(t) * hd;
+    rope_angles(rope, pos, false, cs_fwd);
+    rope_apply(qt, cfg.n_head, hd, cfg.n_rot, cs_fwd);
+    rope_apply(kvt, 1, hd, cfg.n_rot, cs_fwd);
+    fp8_kv_row_inplace(kvt, hd, cfg.n_rot);
+    float* slot = st.push_raw_slot();
+    for (uint32_t i = 0; i < hd; i++) slot[i] = round_f16(kvt[i]);
+
+    const uint8_t* allowed = nullptr;
+    if (ratio != 0) {
+      if (compressor_store(st.attn_cmp, s.ckv.data() + size_t(t) * cw, s.csc.data() + size_t(t) * cw,
+                           lw.attn_compressor.ape.f16(), pos)) {
+        compressor_pool(st.attn_cmp, pooled);
+        compressed_row_finish(pooled, hd, lw.attn_compressor.norm.f32(), cfg.rms_eps, rope, pos + 1 - ratio,
+                              CompressedRowKind::Attention);
+        std::memcpy(st.comp.append(), pooled, hd * sizeof(float));
+      }
+      if (ratio == 4) {
+        const uint32_t id = cfg.idx_dim;
+        if (compressor_store(st.index_cmp, s.ikv.data() + size_t(t) * iwid, s.isc.data() + size_t(t) * iwid,
+                             lw.indexer_compressor.ape.f16(), pos)) {
+          compressor_pool(st.index_cmp, pooled);
+          compressed_row_finish(pooled, id, lw.indexer_compressor.norm.f32(), cfg.rms_eps, rope, pos + 1 - ratio,
+                                CompressedRowKind::Indexer);
+          std::memcpy(st.index_comp.append(), pooled, id * sizeof(float));
+        }
+        if (st.index_comp.n > 0) {
+          float* iqt = s.iq.data() + size_t(t) * iqd;
+          float* iwt = s.iw.data() + size_t(t) * cfg.idx_heads;
+          if (st.index_comp.n > cfg.idx_top_k) {
+            rope_apply(iqt, cfg.idx_heads, id, cfg.n_rot, cs_fwd);
+            for (uint32_t h = 0; h < cfg.idx_heads; h++) indexer_qat_row_inplace(iqt + size_t(h) * id, id);
+            const float scale = 1.0f / std::sqrt(float(id * cfg.idx_heads));
+            for (uint32_t h = 0; h < cfg.idx_heads; h++) iwt[h] *= scale;
+          }
+          indexer_select(iqt, iwt, cfg.idx_heads, st.index_comp, cfg.idx_top_k, ex.exact, s.allowed, s.scores);
+          if (s.allowed.size() < st.comp.n) throw std::logic_error("indexer and attention compressed rows disagree");
+          allowed = s.allowed.data();
+        }
+      }
+    }
+    float* ht = heads + size_t(t) * qd;
+    attend(st, qt, cfg.n_head, sinks, allowed, ex.exact, *ex.pool, ht);
+    rope_angles(rope, pos, true, cs_inv);
+    rope_apply(ht, cfg.n_head, hd, cfg.n_rot, cs_inv);
+  }
+
+  // Grouped output projection: group g of heads -> rows [g*rank, (g+1)*rank) of output_a.
+  const uint32_t G = cfg.n_out_group, rank = cfg.out_lora_rank, gd = cfg.group_dim();
+  float* low = sized(s.low, size_t(T) * G * rank);
+  float* low_g = sized(s.low_g, size_t(T) * rank);
+  quantize_rows(lw.attn_output_a.type, heads, T, qd, s.qa);
+  for (uint32_t g = 0; g < G; g++) {
+    const size_t act_off = quant::act_row_bytes(s.qa.type, int64_t(g) * gd);
+    matmul_raw(ex, lw.attn_output_a.rows(int64_t(g) * rank, rank), s.qa.bytes.data() + act_off, s.qa.row_bytes, T,
+               low_g);
+    for (int t = 0; t < T; t++)
+      std::memcpy(low + (size_t(t) * G + g) * rank, low_g + size_t(t) * rank, rank * sizeof(float));
+  }
+  float* attn_out = sized(s.attn_out, size_t(T) * D);
+  project(ex, lw.attn_output_b, low, T, attn_out, s.qa);
+  for (int t = 0; t < T; t++)
+    hc_post(attn_out + size_t(t) * D, H + size_t(t) * cfg.hc_dim(), s.split[t], D, cfg.n_hc,
+            H_out + size_t(t) * cfg.hc_dim());
+}
+
+void ffn_sublayer(const Model::Impl& m, uint32_t il, const int32_t* tokens, const float* H, int T, float* H_out,
+                  ForwardScratch& s) {
+  const ModelConfig& cfg = m.cfg;
+  const LayerWeights& lw = m.w.layers[il];
+  const uint32_t D = cfg.n_embd;
+  hc_pre_batch(m.ex, cfg, lw.hc_ffn, lw.ffn_norm, H, T, s);
+  float* ffn_out = sized(s.ffn_out, size_t(T) * D);
+  moe_forward(m.ex, cfg, lw, il, s.xn.data(), tokens, T, ffn_out, s.moe);
+  for (int t = 0; t < T; t++)
+    hc_post(ffn_out + size_t(t) * D, H + size_t(t) * cfg.hc_dim(), s.split[t], D, cfg.n_hc,
+            H_out + size_t(t) * cfg.hc_dim());
+}
+
+}  // namespace
+
+std::vector<LayerState> make_layer_states(const ModelConfig& cfg, uint32_t capacity) {
+  std::vector<LayerState> layers(cfg.n_layer);
+  for (uint32_t il = 0; il < cfg.n_layer; il++) {
+    LayerState& st = layers[il];
+    st.ratio = cfg.compress_ratio[il];
+    st.head_dim = cfg.head_dim;
+    st.raw_cap = cfg.n_swa < capacity ? cfg.n_swa : capacity;
+    if (st.raw_cap == 0) st.raw_cap = 1;
+    st.raw.assign(size_t(st.raw_cap) * cfg.head_dim, 0.0f);
+    if (st.ratio != 0) {
+      const uint32_t cap = capacity / st.ratio + 2;
+      st.comp.init(cfg.head_dim, cap);
+      st.attn_cmp.init(st.ratio, cfg.head_dim);
+      if (st.ratio == 4) {
+        st.index_comp.init(cfg.idx_dim, cap);
+        st.index_cmp.init(st.ratio, cfg.idx_dim);
+      }
+    }
+  }
+  return layers;
+}
+
+void forward_batch(const Model::Impl& m, std::vector<LayerState>& layers, const int32_t* tokens, int T,
+                   uint32_t pos0, bool all_logits, float* logits, ForwardScratch& s,
+                   const std::function<void(uint32_t)>& on_layer) {
+  const ModelConfig& cfg = m.cfg;
+  const uint32_t D = cfg.n_embd, hc = cfg.hc_dim();
+  float* H = sized(s.H, size_t(T) * hc);
+  float* H_mid = sized(s.H_mid, size_t(T) * hc);
+  float* H_next = sized(s.H_next, size_t(T) * hc);
+  const uint16_t* embd = m.w.token_embd.f16();
+  for (int t = 0; t < T; t++) {
+    if (tokens[t] < 0 || uint32_t(tokens[t]) >= cfg.n_vocab)
+      throw std::out_of_range("token id " + std::to_string(tokens[t]) + " is outside the vocabulary (" +
+                              std::to_string(cfg.n_vocab) + ")");
+    const uint16_t* row = embd + size_t(tokens[t]) * D;
+    float* h0 = H + size_t(t) * hc;
+    for (uint32_t i = 0; i < D; i++) h0[i] = f16_to_f32(row[i]);
+    for (uint32_t h = 1; h < cfg.n_hc; h++) std::memcpy(h0 + size_t(h) * D, h0, D * sizeof(float));
+  }
+  for (uint32_t il = 0; il < cfg.n_layer; il++) {
+    attention_sublayer(m, il, layers[il], H, T, pos0, H_mid, s);
+    ffn_sublayer(m, il, tokens, H_mid, T, H_next, s);
+    std::swap(H, H_next);
+    if (on_layer) on_layer(il);
+  }
+  if (all_logits)
+    output_head(m.ex, cfg, m.w, H, T, logits, s.head);
+  else
+    output_head(m.ex, cfg, m.w, H + size_t(T - 1) * hc, 1, logits, s.head);
+}
+
+}  // namespace ds4::model

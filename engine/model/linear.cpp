@@ -1,0 +1,45 @@
+// Weight x activation dispatch; see linear.hpp.
+#include "engine/model/linear.hpp"
+
+#include <stdexcept>
+#include <string>
+
+namespace ds4::model {
+
+quant::Type vec_dot_type_of(quant::Type weight_type) {
+  return quant::traits(weight_type).vec_dot_type;
+}
+
+void quantize_rows(quant::Type weight_type, const float* x, int n, int64_t cols, QuantAct& out,
+                   int64_t stride) {
+  if (stride < 0) stride = cols;
+  const quant::Type vt = vec_dot_type_of(weight_type);
+  out.type = vt;
+  out.rows = n;
+  out.cols = cols;
+  out.row_bytes = quant::act_row_bytes(vt, cols);
+  const size_t need = out.row_bytes * size_t(n);
+  if (out.bytes.size() < need) out.bytes.resize(need);
+  for (int t = 0; t < n; t++)
+    quant::quantize_activation(vt, x + size_t(t) * size_t(stride), out.bytes.data() + size_t(t) * out.row_bytes,
+                               cols);
+}
+
+void matmul_raw(const Exec& ex, const kernels::WeightView& w, const void* act, size_t act_row_bytes, int n,
+                float* out) {
+  kernels::matmul(*ex.pool, w, act, act_row_bytes, n, out, ex.isa_for(w.type));
+}
+
+void matmul(const Exec& ex, const kernels::WeightView& w, const QuantAct& act, float* out) {
+  if (act.cols != w.cols)
+    throw std::logic_error("model: activation width " + std::to_string(act.cols) + " does not match weight width " +
+                           std::to_string(w.cols));
+  matmul_raw(ex, w, act.bytes.data(), act.row_bytes, act.rows, out);
+}
+
+void project(const Exec& ex, const Tensor& w, const float* x, int n, float* out, QuantAct& scratch) {
+  quantize_rows(w.type, x, n, int64_t(w.ne[0]), scratch);
+  matmul(ex, w.view(), scratch, out);
+}
+
+}  // namespace ds4::model

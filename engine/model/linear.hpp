@@ -1,0 +1,55 @@
+#pragma once
+// Weight x activation products for the forward pass, on top of kernels::matmul. This file
+// decides which activation format each weight type consumes (Q8_0 weights: per-32 int8
+// activations; routed experts: Q8_K; F16: plain f32) and which kernel ISA may run it:
+// integer-dot kernels are bit-identical in scalar and AVX2, so both arithmetic modes use AVX2
+// for them; F16/F32 weights need the sequential scalar sum in Exact mode and may use the
+// reordered AVX2 sum in Fast mode.
+#include <cstdint>
+#include <vector>
+
+#include "engine/kernels/matmul.hpp"
+#include "engine/kernels/thread_pool.hpp"
+#include "engine/model/weights.hpp"
+#include "engine/quant/quant.hpp"
+
+namespace ds4::model {
+
+struct Exec {
+  kernels::ThreadPool* pool = nullptr;
+  bool exact = false;
+  quant::Isa isa = quant::Isa::Scalar;  // best ISA available
+
+  quant::Isa isa_for(quant::Type w) const {
+    if (exact && (w == quant::Type::F16 || w == quant::Type::F32 || w == quant::Type::BF16))
+      return quant::Isa::Scalar;
+    return isa;
+  }
+};
+
+// A batch of activation rows quantized to one vec_dot_type.
+struct QuantAct {
+  quant::Type type = quant::Type::F32;
+  std::vector<uint8_t> bytes;
+  size_t row_bytes = 0;
+  int rows = 0;
+  int64_t cols = 0;
+  const uint8_t* row(int t) const { return bytes.data() + size_t(t) * row_bytes; }
+};
+
+quant::Type vec_dot_type_of(quant::Type weight_type);
+
+// Quantizes n rows of `cols` floats (row stride `stride` floats) for weights of `weight_type`.
+void quantize_rows(quant::Type weight_type, const float* x, int n, int64_t cols, QuantAct& out,
+                   int64_t stride = -1);
+
+// out[t * w.rows + r] = w_row_r . act_row_t.
+void matmul(const Exec& ex, const kernels::WeightView& w, const QuantAct& act, float* out);
+// Same with an explicit activation pointer and row stride in bytes (sub-ranges of a QuantAct).
+void matmul_raw(const Exec& ex, const kernels::WeightView& w, const void* act, size_t act_row_bytes,
+                int n, float* out);
+
+// Quantize and multiply: out [n][w.ne[1]] = W . x[t] for t < n (x rows of w.ne[0] floats).
+void project(const Exec& ex, const Tensor& w, const float* x, int n, float* out, QuantAct& scratch);
+
+}  // namespace ds4::model

@@ -1,0 +1,174 @@
+// Mixture-of-experts FFN; see moe.hpp. Work is grouped by expert so that each selected
+// expert's weights are streamed once per batch; every output element is still one dot product
+// of one weight row with one activation row, so a token's result does not depend on the batch
+// it was computed in. The per-token sum over experts runs in slot order from 0.0f, as ds4's
+// matvec_q2_k_accum_worker does.
+#include "engine/model/moe.hpp"
+
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+#include "engine/model/numerics.hpp"
+
+namespace ds4::model {
+
+void router_probs(const float* logits, uint32_t n_expert, float* probs) {
+  for (uint32_t i = 0; i < n_expert; i++) probs[i] = std::sqrt(softplus_stable(logits[i]));
+}
+
+namespace {
+
+void normalise_weights(RoutedChoice& c, uint32_t k, const float* probs, float scale) {
+  float sum = 0.0f;
+  for (uint32_t i = 0; i < k; i++) {
+    c.weight[i] = probs[c.expert[i]];
+    sum += c.weight[i];
+  }
+  if (sum < 6.103515625e-5f) sum = 6.103515625e-5f;
+  for (uint32_t i = 0; i < k; i++) c.weight[i] = c.weight[i] / sum * scale;
+}
+
+// ds4's topk_desc: insertion into a descending list; equal scores keep the earlier index first.
+void topk_desc(const float* score, uint32_t n, uint32_t k, int32_t* idx) {
+  for (uint32_t i = 0; i < k; i++) idx[i] = -1;
+  for (uint32_t i = 0; i < n; i++)
+    for (uint32_t j = 0; j < k; j++)
+      if (idx[j] < 0 || score[i] > score[idx[j]]) {
+        for (uint32_t m = k - 1; m > j; m--) idx[m] = idx[m - 1];
+        idx[j] = int32_t(i);
+        break;
+      }
+}
+
+inline float clamp_swiglu(float g, float u, float clamp) {
+  if (clamp > 1.0e-6f) {
+    if (g > clamp) g = clamp;
+    if (u > clamp) u = clamp;
+    if (u < -clamp) u = -clamp;
+  }
+  return silu(g) * u;
+}
+
+}  // namespace
+
+void route_token(const ModelConfig& cfg, const LayerWeights& lw, bool hash_layer, int32_t token, const float* probs,
+                 RoutedChoice& out) {
+  const uint32_t k = cfg.n_expert_used;
+  if (hash_layer) {
+    if (token < 0 || uint64_t(token) >= lw.ffn_gate_tid2eid.ne[1])
+      throw std::out_of_range("token id " + std::to_string(token) + " is outside " + lw.ffn_gate_tid2eid.name);
+    const int32_t* row = lw.ffn_gate_tid2eid.i32() + uint64_t(token) * k;
+    for (uint32_t i = 0; i < k; i++) {
+      if (row[i] < 0 || uint32_t(row[i]) >= cfg.n_expert)
+        throw std::runtime_error(lw.ffn_gate_tid2eid.name + ": expert id " + std::to_string(row[i]) +
+                                 " out of range for token " + std::to_string(token));
+      out.expert[i] = row[i];
+    }
+  } else {
+    float sel[1024];
+    const float* score = probs;
+    if (lw.exp_probs_b.present()) {
+      const float* b = lw.exp_probs_b.f32();
+      for (uint32_t i = 0; i < cfg.n_expert; i++) sel[i] = probs[i] + b[i];
+      score = sel;
+    }
+    topk_desc(score, cfg.n_expert, k, out.expert);
+  }
+  normalise_weights(out, k, probs, cfg.expert_weight_scale);
+}
+
+void moe_forward(const Exec& ex, const ModelConfig& cfg, const LayerWeights& lw, uint32_t layer, const float* xn,
+                 const int32_t* tokens, int T, float* ffn_out, MoeScratch& s) {
+  const uint32_t E = cfg.n_expert, K = cfg.n_expert_used, F = cfg.n_ff, D = cfg.n_embd;
+  const float clamp = cfg.swiglu_clamp[layer];
+  const bool hash_layer = layer < cfg.n_hash_layer;
+
+  // Router.
+  s.logits.resize(size_t(T) * E);
+  s.probs.resize(size_t(T) * E);
+  project(ex, lw.ffn_gate_inp, xn, T, s.logits.data(), s.xq);
+  s.choice.resize(T);
+  for (int t = 0; t < T; t++) {
+    router_probs(s.logits.data() + size_t(t) * E, E, s.probs.data() + size_t(t) * E);
+    route_token(cfg, lw, hash_layer, tokens[t], s.probs.data() + size_t(t) * E, s.choice[t]);
+  }
+  s.pairs_of_expert.resize(E);
+  for (auto& v : s.pairs_of_expert) v.clear();
+  for (int t = 0; t < T; t++)
+    for (uint32_t k = 0; k < K; k++) s.pairs_of_expert[s.choice[t].expert[k]].push_back(uint32_t(t) * K + k);
+
+  // Gate/up for every (token, slot) pair, grouped by expert; mid = silu(g) * u * weight.
+  quantize_rows(lw.ffn_gate_exps.type, xn, T, D, s.xq);
+  s.mid.resize(size_t(T) * K * F);
+  for (uint32_t e = 0; e < E; e++) {
+    const auto& pairs = s.pairs_of_expert[e];
+    if (pairs.empty()) continue;
+    const int n = int(pairs.size());
+    s.gather.type = s.xq.type;
+    s.gather.cols = s.xq.cols;
+    s.gather.row_bytes = s.xq.row_bytes;
+    s.gather.rows = n;
+    if (s.gather.bytes.size() < s.xq.row_bytes * n) s.gather.bytes.resize(s.xq.row_bytes * n);
+    for (int i = 0; i < n; i++)
+      std::memcpy(s.gather.bytes.data() + size_t(i) * s.xq.row_bytes, s.xq.row(int(pairs[i] / K)), s.xq.row_bytes);
+    s.gate.resize(size_t(n) * F);
+    s.up.resize(size_t(n) * F);
+    matmul(ex, lw.ffn_gate_exps.expert(e), s.gather, s.gate.data());
+    matmul(ex, lw.ffn_up_exps.expert(e), s.gather, s.up.data());
+    for (int i = 0; i < n; i++) {
+      const uint32_t pair = pairs[i];
+      const float w = s.choice[pair / K].weight[pair % K];
+      float* mid = s.mid.data() + size_t(pair) * F;
+      const float* g = s.gate.data() + size_t(i) * F;
+      const float* u = s.up.data() + size_t(i) * F;
+      for (uint32_t j = 0; j < F; j++) mid[j] = clamp_swiglu(g[j], u[j], clamp) * w;
+    }
+  }
+
+  // Down projections of the re-quantized hidden vectors.
+  quantize_rows(lw.ffn_down_exps.type, s.mid.data(), T * int(K), F, s.midq);
+  s.down.resize(size_t(T) * K * D);
+  std::vector<float>& tmp = s.gate;
+  for (uint32_t e = 0; e < E; e++) {
+    const auto& pairs = s.pairs_of_expert[e];
+    if (pairs.empty()) continue;
+    const int n = int(pairs.size());
+    s.gather.type = s.midq.type;
+    s.gather.cols = s.midq.cols;
+    s.gather.row_bytes = s.midq.row_bytes;
+    s.gather.rows = n;
+    if (s.gather.bytes.size() < s.midq.row_bytes * n) s.gather.bytes.resize(s.midq.row_bytes * n);
+    for (int i = 0; i < n; i++)
+      std::memcpy(s.gather.bytes.data() + size_t(i) * s.midq.row_bytes, s.midq.row(int(pairs[i])), s.midq.row_bytes);
+    tmp.resize(size_t(n) * D);
+    matmul(ex, lw.ffn_down_exps.expert(e), s.gather, tmp.data());
+    for (int i = 0; i < n; i++)
+      std::memcpy(s.down.data() + size_t(pairs[i]) * D, tmp.data() + size_t(i) * D, D * sizeof(float));
+  }
+
+  // Shared expert (weight 1).
+  const uint32_t Fs = uint32_t(lw.ffn_gate_shexp.ne[1]);
+  s.sh_gate.resize(size_t(T) * Fs);
+  s.sh_up.resize(size_t(T) * Fs);
+  s.sh_mid.resize(size_t(T) * Fs);
+  s.sh_out.resize(size_t(T) * D);
+  quantize_rows(lw.ffn_gate_shexp.type, xn, T, D, s.shq);
+  matmul(ex, lw.ffn_gate_shexp.view(), s.shq, s.sh_gate.data());
+  matmul(ex, lw.ffn_up_shexp.view(), s.shq, s.sh_up.data());
+  for (size_t i = 0; i < size_t(T) * Fs; i++) s.sh_mid[i] = clamp_swiglu(s.sh_gate[i], s.sh_up[i], clamp);
+  project(ex, lw.ffn_down_shexp, s.sh_mid.data(), T, s.sh_out.data(), s.shq);
+
+  for (int t = 0; t < T; t++) {
+    const float* sh = s.sh_out.data() + size_t(t) * D;
+    float* o = ffn_out + size_t(t) * D;
+    for (uint32_t r = 0; r < D; r++) {
+      float acc = 0.0f;
+      for (uint32_t k = 0; k < K; k++) acc += s.down[(size_t(t) * K + k) * D + r];
+      o[r] = acc + sh[r];
+    }
+  }
+}
+
+}  // namespace ds4::model

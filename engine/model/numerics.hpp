@@ -1,0 +1,123 @@
+#pragma once
+// Scalar numerics shared by every DS4 stage, written to reproduce antirez/ds4's CPU reference
+// bit for bit: f16 rounding (round to nearest even, as ds4's f32_to_f16), RMSNorm with the sum
+// of squares accumulated in double and the scale applied as (x * scale) * w, the branching
+// "stable" sigmoid used by silu and the output head, the plain 1/(1+e^-z) sigmoid of the HC
+// split, softplus with ds4's +-20 cut-offs, and the sequential f32 dot product.
+//
+// Everything here is compiled with -ffp-contract=off, so a*b+c stays two roundings; expf, logf,
+// sinf, cosf, powf and log1pf come from glibc, as in the reference build.
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+namespace ds4::model {
+
+inline float f16_to_f32(uint16_t h) {
+  const uint32_t sign = uint32_t(h & 0x8000u) << 16;
+  uint32_t exp = (h >> 10) & 0x1fu;
+  uint32_t mant = h & 0x03ffu;
+  uint32_t bits;
+  if (exp == 0) {
+    if (mant == 0) {
+      bits = sign;
+    } else {  // subnormal half: normalise
+      exp = 1;
+      while ((mant & 0x0400u) == 0) {
+        mant <<= 1;
+        exp--;
+      }
+      mant &= 0x03ffu;
+      bits = sign | ((exp + 127 - 15) << 23) | (mant << 13);
+    }
+  } else if (exp == 31) {
+    bits = sign | 0x7f800000u | (mant << 13);
+  } else {
+    bits = sign | ((exp + 127 - 15) << 23) | (mant << 13);
+  }
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+inline uint16_t f32_to_f16(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, sizeof bits);
+  const uint32_t sign = (bits >> 16) & 0x8000u;
+  const int32_t exp = int32_t((bits >> 23) & 0xffu) - 127 + 15;
+  uint32_t mant = bits & 0x7fffffu;
+  if (exp <= 0) {
+    if (exp < -10) return uint16_t(sign);
+    mant |= 0x800000u;
+    const uint32_t shift = uint32_t(14 - exp);
+    uint32_t half_mant = mant >> shift;
+    const uint32_t round_bit = (mant >> (shift - 1)) & 1u;
+    const uint32_t sticky = mant & ((1u << (shift - 1)) - 1u);
+    if (round_bit && (sticky || (half_mant & 1u))) half_mant++;
+    return uint16_t(sign | half_mant);
+  }
+  if (exp >= 31) {
+    if (((bits >> 23) & 0xffu) == 0xffu && mant != 0) return uint16_t(sign | 0x7e00u);
+    return uint16_t(sign | 0x7c00u);
+  }
+  uint32_t half = sign | (uint32_t(exp) << 10) | (mant >> 13);
+  const uint32_t round = mant & 0x1fffu;
+  if (round > 0x1000u || (round == 0x1000u && (half & 1u))) half++;
+  return uint16_t(half);
+}
+
+inline float round_f16(float x) { return f16_to_f32(f32_to_f16(x)); }
+
+// 1 / sqrt(mean(x^2) + eps) with the sum of squares in double, as ds4 computes it.
+inline float rms_scale(const float* x, uint64_t n, float eps) {
+  double ss = 0.0;
+  for (uint64_t i = 0; i < n; i++) ss += double(x[i]) * x[i];
+  return 1.0f / std::sqrt(float(ss / double(n)) + eps);
+}
+
+inline void rms_norm(float* out, const float* x, const float* w, uint64_t n, float eps) {
+  const float s = rms_scale(x, n, eps);
+  for (uint64_t i = 0; i < n; i++) out[i] = x[i] * s * w[i];
+}
+
+inline void rms_norm_no_weight(float* out, const float* x, uint64_t n, float eps) {
+  const float s = rms_scale(x, n, eps);
+  for (uint64_t i = 0; i < n; i++) out[i] = x[i] * s;
+}
+
+inline float sigmoid_stable(float x) {
+  if (x >= 0.0f) {
+    const float e = std::exp(-x);
+    return 1.0f / (1.0f + e);
+  }
+  const float e = std::exp(x);
+  return e / (1.0f + e);
+}
+
+inline float silu(float x) { return x * sigmoid_stable(x); }
+
+inline float softplus_stable(float x) {
+  if (x > 20.0f) return x;
+  if (x < -20.0f) return std::exp(x);
+  return std::log1p(std::exp(x));
+}
+
+// Sequential f32 dot product (the reference order).
+inline float dot_f32_exact(const float* a, const float* b, uint32_t n) {
+  float acc = 0.0f;
+  for (uint32_t i = 0; i < n; i++) acc += a[i] * b[i];
+  return acc;
+}
+
+// Eight independent partial sums: vectorisable without reassociation flags (fast mode).
+inline float dot_f32_fast(const float* a, const float* b, uint32_t n) {
+  float p[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  uint32_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int j = 0; j < 8; j++) p[j] += a[i + j] * b[i + j];
+  float acc = ((p[0] + p[4]) + (p[1] + p[5])) + ((p[2] + p[6]) + (p[3] + p[7]));
+  for (; i < n; i++) acc += a[i] * b[i];
+  return acc;
+}
+
+}  // namespace ds4::model
