@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstring>
 #include <random>
+#include <stdexcept>
 #include <vector>
 
 #include "engine/kernels/matmul.hpp"
@@ -16,8 +17,7 @@ namespace ds4::kernels {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr size_t kStreamBytes = size_t{256} << 20;
-constexpr size_t kCacheBytes = size_t{512} << 10;
+constexpr size_t kStreamBytes = kBenchStreamBytes;
 constexpr double kMinSeconds = 0.3;
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
@@ -45,35 +45,40 @@ double measure_read_bandwidth_gbs(ThreadPool& pool) {
   return best;
 }
 
-double measure_dot_gbs(quant::Type type, bool in_cache, ThreadPool& pool, quant::Isa isa) {
+BenchMatrix make_bench_matrix(quant::Type type, size_t weight_bytes) {
   const quant::Traits& tr = quant::traits(type);
-  if (tr.dot_scalar == nullptr) throw std::invalid_argument("measure_dot_gbs: type has no dot product");
+  if (tr.dot_scalar == nullptr) throw std::invalid_argument("benchmark: type has no dot product");
   const int64_t cols = 4096;
   const size_t rb = static_cast<size_t>(quant::row_bytes(type, cols));
-  const int64_t rows = static_cast<int64_t>((in_cache ? kCacheBytes : kStreamBytes) / rb);
+  const int64_t rows = std::max<int64_t>(1, static_cast<int64_t>(weight_bytes / rb));
   std::mt19937 rng(42);
   std::normal_distribution<float> nd(0.0f, 1.0f);
   std::vector<float> x(static_cast<size_t>(cols));
   for (float& v : x) v = nd(rng);
   std::vector<uint8_t> row(rb);
   tr.quantize(x.data(), row.data(), cols);
-  std::vector<uint8_t> w(rb * static_cast<size_t>(rows));
-  for (int64_t r = 0; r < rows; r++) std::memcpy(w.data() + static_cast<size_t>(r) * rb, row.data(), rb);
+  BenchMatrix m;
+  m.weights.resize(rb * static_cast<size_t>(rows));
+  for (int64_t r = 0; r < rows; r++) std::memcpy(m.weights.data() + static_cast<size_t>(r) * rb, row.data(), rb);
   for (float& v : x) v = nd(rng);
-  std::vector<uint8_t> act;
-  quantize_activations(tr.vec_dot_type, x.data(), 1, cols, act);
-  std::vector<float> out(static_cast<size_t>(rows));
-  const WeightView view{type, w.data(), rows, cols};
-  matmul(pool, view, act.data(), act.size(), 1, out.data(), isa);  // warm up
+  quantize_activations(tr.vec_dot_type, x.data(), 1, cols, m.act);
+  m.view = WeightView{type, m.weights.data(), rows, cols};
+  return m;
+}
+
+double measure_dot_gbs(quant::Type type, bool in_cache, ThreadPool& pool, quant::Isa isa) {
+  const BenchMatrix m = make_bench_matrix(type, in_cache ? kBenchCacheBytes : kBenchStreamBytes);
+  std::vector<float> out(static_cast<size_t>(m.view.rows));
+  matmul(pool, m.view, m.act.data(), m.act.size(), 1, out.data(), isa);  // warm up
   int reps = 0;
   const auto t0 = Clock::now();
   double s = 0;
   do {
-    matmul(pool, view, act.data(), act.size(), 1, out.data(), isa);
+    matmul(pool, m.view, m.act.data(), m.act.size(), 1, out.data(), isa);
     reps++;
     s = seconds_since(t0);
   } while (s < kMinSeconds || reps < 2);
-  return static_cast<double>(w.size()) * reps / s / 1e9;
+  return static_cast<double>(m.weights.size()) * reps / s / 1e9;
 }
 
 }  // namespace ds4::kernels
