@@ -1,0 +1,56 @@
+// Reply builders and the OpenAI error shape. See reply.hpp.
+#include "gateway/http/reply.hpp"
+
+#include <boost/json/serialize.hpp>
+
+namespace ds4::http {
+namespace json = boost::json;
+
+Reply Reply::json(unsigned status, const json::value& body) {
+  Reply r;
+  r.head.status = status;
+  r.head.headers.emplace_back("Content-Type", "application/json");
+  r.head.body = json::serialize(body);
+  return r;
+}
+
+Reply Reply::text(unsigned status, std::string content_type, std::string body) {
+  Reply r;
+  r.head.status = status;
+  r.head.headers.emplace_back("Content-Type", std::move(content_type));
+  r.head.body = std::move(body);
+  return r;
+}
+
+Reply Reply::deferred(std::shared_ptr<ResponseChannel> channel) {
+  Reply r;
+  r.channel = std::move(channel);
+  return r;
+}
+
+static std::string_view default_error_type(unsigned status) {
+  if (status == 401) return "authentication_error";
+  if (status == 403) return "permission_error";
+  if (status == 404) return "not_found_error";
+  if (status == 429) return "rate_limit_error";
+  if (status == 503) return "service_unavailable_error";
+  if (status >= 500) return "server_error";
+  return "invalid_request_error";
+}
+
+json::value api_error_body(unsigned status, std::string_view message, std::string_view param, std::string_view code,
+                           std::string_view type) {
+  json::object err;
+  err["message"] = message;
+  err["type"] = type.empty() ? default_error_type(status) : type;
+  err["param"] = param.empty() ? json::value(nullptr) : json::value(param);
+  err["code"] = code.empty() ? json::value(nullptr) : json::value(code);
+  return json::object{{"error", std::move(err)}};
+}
+
+Reply api_error(unsigned status, std::string_view message, std::string_view param, std::string_view code,
+                std::string_view type) {
+  return Reply::json(status, api_error_body(status, message, param, code, type));
+}
+
+}  // namespace ds4::http

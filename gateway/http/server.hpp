@@ -1,0 +1,65 @@
+#pragma once
+// ds4d's HTTP server: HTTP/1.1 over Boost.Beast with the OpenAI-compatible endpoints.
+//
+//   ServerConfig cfg;                       // 127.0.0.1:8080 by default; port 0 = ephemeral
+//   ds4::http::Server server(cfg, service, metrics);
+//   server.start();                         // binds, starts the io threads; throws on bind errors
+//   ...
+//   server.stop(std::chrono::seconds(30));  // stop accepting, drain in-flight, then close
+//
+// Everything else (routing, auth, CORS, limits, SSE, the endpoints) is private to gateway/http.
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace ds4::serving {
+class Service;
+class Metrics;
+}  // namespace ds4::serving
+
+namespace ds4::http {
+
+struct ServerConfig {
+  std::string host = "127.0.0.1";
+  uint16_t port = 8080;
+  unsigned io_threads = 2;
+  // Bearer token for every endpoint except /health and /health/live; empty: no auth.
+  std::string api_key;
+  // Access-Control-Allow-* on every response and for preflights; off by default.
+  bool cors = false;
+  size_t max_header_bytes = 64 * 1024;        // larger: 431
+  size_t max_body_bytes = 64 * 1024 * 1024;   // larger: 413
+  std::chrono::milliseconds read_timeout{30'000};   // reading one request once it started
+  std::chrono::milliseconds idle_timeout{60'000};   // keep-alive wait for the next request
+  std::chrono::milliseconds write_timeout{30'000};  // one write to a client that does not drain
+  std::chrono::milliseconds request_timeout{30 * 60'000};  // one generation, queue included
+  // The model name clients see in /v1/models and in responses ("" : the backend's id).
+  std::string model_name;
+  // How the echo contracts are enforced: "strict", "repair" or "off" (see ContractMode).
+  std::string contract_mode = "repair";
+};
+
+class Server {
+ public:
+  Server(ServerConfig config, serving::Service& service, serving::Metrics& metrics);
+  ~Server();  // stop(0) if still running
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  // Binds and starts the io threads. Throws std::runtime_error naming the address on failure.
+  void start();
+  // The bound port (the actual one when the configured port was 0).
+  uint16_t port() const;
+  // Stops accepting, lets in-flight requests finish for up to `drain`, then cancels their
+  // generations, closes every connection and joins the io threads. Idempotent.
+  void stop(std::chrono::milliseconds drain);
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace ds4::http

@@ -1,0 +1,67 @@
+// GET /health, /health/live, /metrics, /v1/models: the endpoints that describe the service
+// rather than run the model.
+//
+// /health is readiness: 200 {"status":"ok"} once the model serves, 503 with the load progress
+// while it loads ({"status":"loading","progress":0.42}), 503 {"status":"failed"} if loading
+// failed and {"status":"stopping"} during shutdown. /health/live is liveness: 200 whenever the
+// process answers HTTP at all. Both are public (no API key) so that probes need no secret.
+// /metrics is the Prometheus text exposition of the ds4d_* series.
+#include <boost/json.hpp>
+
+#include "gateway/http/endpoints.hpp"
+#include "gateway/serving/metrics.hpp"
+#include "gateway/serving/service.hpp"
+
+namespace ds4::http {
+namespace json = boost::json;
+
+void add_service_endpoints(Router& router, EndpointEnv env) {
+  serving::Service& service = env.service;
+  serving::Metrics& metrics = env.metrics;
+  std::string model_name = env.config.model_name;
+
+  router.add("GET", "/health", [&service](RequestContext&) {
+    switch (service.state()) {
+      case serving::ServiceState::ready:
+        return Reply::json(200, json::object{{"status", "ok"}});
+      case serving::ServiceState::loading:
+        return Reply::json(503, json::object{{"status", "loading"}, {"progress", service.load_progress()}});
+      case serving::ServiceState::failed:
+        return Reply::json(503, json::object{{"status", "failed"}, {"error", service.failure()}});
+      case serving::ServiceState::stopping:
+        break;
+    }
+    return Reply::json(503, json::object{{"status", "stopping"}});
+  }, /*is_public=*/true);
+
+  router.add("GET", "/health/live", [](RequestContext&) {
+    return Reply::json(200, json::object{{"status", "alive"}});
+  }, /*is_public=*/true);
+
+  router.add("GET", "/metrics", [&metrics](RequestContext&) {
+    return Reply::text(200, "text/plain; version=0.0.4; charset=utf-8", metrics.render());
+  });
+
+  router.add("GET", "/v1/models", [&service, model_name](RequestContext&) {
+    json::array data;
+    if (auto backend = service.backend()) {
+      json::object m;
+      m["id"] = model_name.empty() ? backend->model_id() : model_name;
+      m["object"] = "model";
+      m["created"] = 0;
+      m["owned_by"] = "ds4d";
+      m["context_length"] = backend->context_length();
+      data.push_back(std::move(m));
+    }
+    return Reply::json(200, json::object{{"object", "list"}, {"data", std::move(data)}});
+  });
+}
+
+void add_endpoints(Router& router, EndpointEnv env) {
+  add_service_endpoints(router, env);
+  add_token_endpoints(router, env);
+  add_chat_endpoint(router, env);
+  add_completion_endpoint(router, env);
+}
+
+}  // namespace ds4::http

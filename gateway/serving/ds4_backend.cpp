@@ -1,0 +1,52 @@
+// The real engine behind the serving layer. See ds4_backend.hpp.
+#include "gateway/serving/ds4_backend.hpp"
+
+#include <spdlog/spdlog.h>
+
+namespace ds4::serving {
+
+class Ds4Sequence final : public EngineSequence {
+ public:
+  Ds4Sequence(std::shared_ptr<const Model> model, ContextOptions options) : context_(std::move(model), options) {}
+
+  const std::vector<Token>& tokens() const override { return context_.tokens(); }
+  size_t capacity() const override { return context_.capacity(); }
+  void clear() override { context_.reset(); }
+  void append(std::span<const Token> tokens) override {
+    if (tokens.size() == 1) context_.decode(tokens[0]);
+    else context_.prefill(tokens);
+  }
+  std::span<const float> logits() const override { return context_.logits(); }
+
+ private:
+  Context context_;
+};
+
+Ds4Backend::Ds4Backend(std::shared_ptr<const Model> model, tokenizer::Tokenizer tokenizer, std::string model_id,
+                       ContextOptions context_options)
+    : model_(std::move(model)), tokenizer_(std::move(tokenizer)), model_id_(std::move(model_id)),
+      context_options_(context_options) {
+  if (model_id_.empty()) model_id_ = model_->info().name.empty() ? "ds4" : model_->info().name;
+  // The context decides its capacity (metadata context_length, capped). Build the live one now,
+  // so its size is known and its memory is allocated before the service reports ready.
+  first_sequence_ = std::make_unique<Ds4Sequence>(model_, context_options_);
+  context_length_ = first_sequence_->capacity();
+}
+
+std::shared_ptr<Ds4Backend> Ds4Backend::load(const std::filesystem::path& path, const LoadOptions& load_options,
+                                             ContextOptions context_options, ProgressFn progress,
+                                             std::string model_id) {
+  auto model = Model::load(path, load_options, std::move(progress));
+  auto tokenizer = tokenizer::Tokenizer::from_gguf(model->gguf());
+  if (model_id.empty() && model->info().name.empty()) model_id = path.stem().string();
+  return std::make_shared<Ds4Backend>(std::move(model), std::move(tokenizer), std::move(model_id), context_options);
+}
+
+Ds4Backend::~Ds4Backend() = default;
+
+std::unique_ptr<EngineSequence> Ds4Backend::new_sequence() {
+  if (first_sequence_) return std::move(first_sequence_);
+  return std::make_unique<Ds4Sequence>(model_, context_options_);
+}
+
+}  // namespace ds4::serving

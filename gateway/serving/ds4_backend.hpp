@@ -1,0 +1,50 @@
+#pragma once
+// Ds4Backend: EngineBackend on the real engine (ds4::Model + ds4::Context + the DS4 tokenizer).
+//
+// The model is shared and immutable; the one live sequence is a ds4::Context the engine worker
+// owns. Tokenization is thread-safe (the Tokenizer is immutable), so HTTP threads encode prompts
+// while the worker decodes.
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "engine/model/model.hpp"
+#include "engine/tokenizer/tokenizer.hpp"
+#include "gateway/serving/engine_backend.hpp"
+
+namespace ds4::serving {
+
+class Ds4Backend final : public EngineBackend {
+ public:
+  // `model_id`: the name clients see; empty: the GGUF's general.name, else the file stem.
+  ~Ds4Backend() override;
+  Ds4Backend(std::shared_ptr<const Model> model, tokenizer::Tokenizer tokenizer, std::string model_id,
+             ContextOptions context_options = {});
+
+  // Loads the model and its tokenizer; progress as in Model::load.
+  static std::shared_ptr<Ds4Backend> load(const std::filesystem::path& path, const LoadOptions& load_options,
+                                          ContextOptions context_options = {}, ProgressFn progress = {},
+                                          std::string model_id = {});
+
+  std::string model_id() const override { return model_id_; }
+  size_t context_length() const override { return context_length_; }
+  size_t vocab_size() const override { return tokenizer_.vocab_size(); }
+  std::vector<Token> encode(std::string_view text) const override { return tokenizer_.encode(text); }
+  std::vector<Token> encode_plain(std::string_view text) const override { return tokenizer_.encode_raw(text); }
+  std::string decode(std::span<const Token> tokens) const override { return tokenizer_.decode(tokens); }
+  std::string token_bytes(Token token) const override { return tokenizer_.token_bytes(token); }
+  bool is_end_of_generation(Token token) const override { return token == tokenizer_.eos(); }
+  std::unique_ptr<EngineSequence> new_sequence() override;
+
+  const tokenizer::Tokenizer& tokenizer() const { return tokenizer_; }
+
+ private:
+  std::shared_ptr<const Model> model_;
+  tokenizer::Tokenizer tokenizer_;
+  std::string model_id_;
+  ContextOptions context_options_;
+  size_t context_length_ = 0;
+  std::unique_ptr<EngineSequence> first_sequence_;  // handed to the worker by new_sequence()
+};
+
+}  // namespace ds4::serving

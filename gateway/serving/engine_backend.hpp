@@ -1,0 +1,56 @@
+#pragma once
+// EngineBackend: the narrow face of a loaded model that the serving layer drives.
+//
+// The gateway talks to the engine in tokens only: prompt tokens go in, sampled tokens (and their
+// bytes) come out. This interface is that boundary. Ds4Backend (ds4_backend.hpp) implements it on
+// ds4::Model + ds4::Context + the tokenizer and sampler; the tests implement it with a scripted
+// fake so that queueing, cancellation and timeouts can be checked without a model, and a later
+// remote raw-completion engine could implement it over the network.
+//
+// Threading: the metadata and text methods are const and thread-safe (HTTP threads tokenize);
+// an EngineSequence is owned and used by the engine worker thread alone.
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ds4::serving {
+
+using Token = int32_t;
+
+// One token sequence with its KV state; logits are always those after the last token.
+class EngineSequence {
+ public:
+  virtual ~EngineSequence() = default;
+  virtual const std::vector<Token>& tokens() const = 0;
+  virtual size_t capacity() const = 0;
+  // Back to an empty sequence.
+  virtual void clear() = 0;
+  // Appends tokens (prefill for several, decode for one). Throws on engine errors.
+  virtual void append(std::span<const Token> tokens) = 0;
+  // The next-token logits after the last appended token (empty before the first append).
+  virtual std::span<const float> logits() const = 0;
+};
+
+class EngineBackend {
+ public:
+  virtual ~EngineBackend() = default;
+  virtual std::string model_id() const = 0;
+  virtual size_t context_length() const = 0;
+  virtual size_t vocab_size() const = 0;
+  // Special-token strings become control tokens (for rendered prompts).
+  virtual std::vector<Token> encode(std::string_view text) const = 0;
+  // Plain BPE: special-token strings stay text (for client text counted on its own).
+  virtual std::vector<Token> encode_plain(std::string_view text) const = 0;
+  // Throws std::out_of_range for an id outside the vocabulary.
+  virtual std::string decode(std::span<const Token> tokens) const = 0;
+  virtual std::string token_bytes(Token token) const = 0;
+  // EOS (and any other token that ends a turn for good).
+  virtual bool is_end_of_generation(Token token) const = 0;
+  // The live sequence; called once by the engine worker.
+  virtual std::unique_ptr<EngineSequence> new_sequence() = 0;
+};
+
+}  // namespace ds4::serving
