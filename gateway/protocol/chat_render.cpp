@@ -62,14 +62,41 @@ constexpr std::string_view kToolsTail =
 bool is_system(Role r) { return r == Role::System || r == Role::Developer; }
 bool is_user_like(Role r) { return r == Role::User || r == Role::Tool; }
 
-// Same JSON value? Raw equality first; otherwise both must parse and compare equal (object
-// comparison in Boost.JSON ignores key order; numbers compare by value).
+// Same JSON value: numbers by value (10 == 10.0 == 1e1), objects regardless of key order.
+bool same_json(const boost::json::value& a, const boost::json::value& b) {
+    if (a.is_number() && b.is_number()) {
+        if (!a.is_double() && !b.is_double()) return a == b;
+        return a.to_number<double>() == b.to_number<double>();
+    }
+    if (a.kind() != b.kind()) return false;
+    if (a.is_object()) {
+        const auto& x = a.get_object();
+        const auto& y = b.get_object();
+        if (x.size() != y.size()) return false;
+        for (const auto& [key, value] : x) {
+            const auto* other = y.if_contains(key);
+            if (!other || !same_json(value, *other)) return false;
+        }
+        return true;
+    }
+    if (a.is_array()) {
+        const auto& x = a.get_array();
+        const auto& y = b.get_array();
+        if (x.size() != y.size()) return false;
+        for (size_t i = 0; i < x.size(); ++i)
+            if (!same_json(x[i], y[i])) return false;
+        return true;
+    }
+    return a == b;
+}
+
+// Did the client send back the arguments we reported? Raw equality, else the same JSON value.
 bool same_arguments(std::string_view client, std::string_view ours) {
     if (client == ours) return true;
     boost::system::error_code ec1, ec2;
     auto a = boost::json::parse(client, ec1);
     auto b = boost::json::parse(ours, ec2);
-    return !ec1 && !ec2 && a == b;
+    return !ec1 && !ec2 && same_json(a, b);
 }
 
 class Renderer {
