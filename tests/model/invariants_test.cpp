@@ -1,0 +1,241 @@
+// Invariants of the model API that exact speculative decoding and checkpointing rely on:
+// prefill == token-by-token decode, verify == decode one by one, thread count does not change
+// logits, snapshot/restore resumes bit-exactly, bad snapshots are rejected without touching
+// the context, and capacity / token-id errors leave the state intact.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <memory>
+#include <random>
+#include <span>
+
+#include "engine/model/model.hpp"
+#include "tests/model/tiny_cases.hpp"
+
+namespace ds4 {
+namespace {
+
+std::shared_ptr<Model> load(Arithmetic a, unsigned threads) {
+  LoadOptions o;
+  o.arithmetic = a;
+  o.threads = threads;
+  return Model::load(test::tiny_vectors_dir() / "model.gguf", o);
+}
+
+std::shared_ptr<Model> exact2() {
+  static auto m = load(Arithmetic::Exact, 2);
+  return m;
+}
+
+std::vector<int32_t> random_tokens(size_t n, uint32_t seed, int32_t vocab) {
+  std::mt19937 rng(seed);
+  std::vector<int32_t> t(n);
+  t[0] = 0;
+  for (size_t i = 1; i < n; i++) t[i] = int32_t(rng() % uint32_t(vocab));
+  return t;
+}
+
+std::vector<float> copy(std::span<const float> s) { return {s.begin(), s.end()}; }
+
+bool same_bits(std::span<const float> a, std::span<const float> b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+class Invariants : public ::testing::TestWithParam<Arithmetic> {
+ protected:
+  std::shared_ptr<Model> model() {
+    static auto fast = load(Arithmetic::Fast, 2);
+    return GetParam() == Arithmetic::Exact ? exact2() : fast;
+  }
+};
+
+TEST_P(Invariants, PrefillEqualsTokenByToken) {
+  auto m = model();
+  // 150 tokens: crosses the 128-row window, several ratio-4 rows (indexer top-k active) and
+  // one ratio-128 row.
+  const auto toks = random_tokens(150, 7, int32_t(m->info().n_vocab));
+  Context a(m), b(m);
+  const std::vector<float> pre = copy(a.prefill(toks));
+  std::vector<float> last;
+  for (int32_t t : toks) {
+    auto l = b.decode(t);
+    last.assign(l.begin(), l.end());
+  }
+  EXPECT_TRUE(same_bits(pre, last));
+  // And they continue identically.
+  EXPECT_TRUE(same_bits(a.decode(5), b.decode(5)));
+  EXPECT_EQ(a.tokens(), b.tokens());
+}
+
+TEST_P(Invariants, SplitPrefillEqualsFullPrefill) {
+  auto m = model();
+  const auto toks = random_tokens(140, 11, int32_t(m->info().n_vocab));
+  Context a(m), b(m);
+  const std::vector<float> full = copy(a.prefill(toks));
+  b.prefill(std::span<const int32_t>(toks.data(), 70));
+  auto l = b.prefill(std::span<const int32_t>(toks.data() + 70, 70));
+  EXPECT_TRUE(same_bits(full, l));
+}
+
+TEST_P(Invariants, VerifyEqualsDecodeOneByOne) {
+  auto m = model();
+  const auto toks = random_tokens(60, 3, int32_t(m->info().n_vocab));
+  const std::vector<int32_t> draft = {17, 99, 3, 250, 1000, 4, 4};
+  Context a(m), b(m);
+  a.prefill(toks);
+  b.prefill(toks);
+  auto rows = a.verify(draft);
+  ASSERT_EQ(rows.size(), draft.size());
+  for (size_t i = 0; i < draft.size(); i++) EXPECT_TRUE(same_bits(rows[i], b.decode(draft[i]))) << "row " << i;
+  EXPECT_TRUE(same_bits(a.logits(), b.logits()));
+}
+
+TEST_P(Invariants, ThreadCountDoesNotChangeLogits) {
+  auto one = load(GetParam(), 1);
+  auto two = model();
+  const auto toks = random_tokens(40, 5, int32_t(one->info().n_vocab));
+  Context a(one), b(two);
+  EXPECT_TRUE(same_bits(a.prefill(toks), b.prefill(toks)));
+  EXPECT_TRUE(same_bits(a.decode(9), b.decode(9)));
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, Invariants, ::testing::Values(Arithmetic::Exact, Arithmetic::Fast),
+                         [](const auto& i) { return i.param == Arithmetic::Exact ? "Exact" : "Fast"; });
+
+TEST(Snapshot, RestoreAndContinueIsBitIdentical) {
+  auto m = exact2();
+  const auto toks = random_tokens(135, 21, int32_t(m->info().n_vocab));
+  Context a(m);
+  a.prefill(toks);
+  const auto snap = a.snapshot();
+  std::vector<std::vector<float>> ref;
+  for (int32_t t : {4, 8, 15, 16, 23, 42}) {
+    auto l = a.decode(t);
+    ref.emplace_back(l.begin(), l.end());
+  }
+  Context b(m);
+  b.prefill(random_tokens(30, 99, 1000));  // unrelated state, replaced by restore
+  b.restore(snap);
+  EXPECT_EQ(b.size(), toks.size());
+  EXPECT_EQ(b.tokens(), toks);
+  size_t i = 0;
+  for (int32_t t : {4, 8, 15, 16, 23, 42}) EXPECT_TRUE(same_bits(b.decode(t), ref[i++])) << "step " << i;
+}
+
+TEST(Snapshot, EmptyContextRoundTrips) {
+  auto m = exact2();
+  Context a(m), b(m);
+  b.restore(a.snapshot());
+  EXPECT_EQ(b.size(), 0u);
+  EXPECT_TRUE(b.logits().empty());
+  EXPECT_TRUE(same_bits(a.decode(3), b.decode(3)));
+}
+
+// Every rejection must leave the context exactly as it was.
+class SnapshotRejection : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    m = exact2();
+    ctx = std::make_unique<Context>(m);
+    ctx->prefill(random_tokens(20, 1, 1000));
+    snap = ctx->snapshot();
+    Context other(m);
+    other.prefill(random_tokens(12, 2, 1000));
+    foreign = other.snapshot();
+  }
+  void expect_rejected(std::span<const uint8_t> bytes, const std::string& reason_part) {
+    const auto tokens_before = ctx->tokens();
+    const auto state_before = ctx->snapshot();
+    const std::vector<float> logits_before(ctx->logits().begin(), ctx->logits().end());
+    try {
+      ctx->restore(bytes);
+      ADD_FAILURE() << "restore accepted a bad snapshot";
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find(reason_part), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(ctx->tokens(), tokens_before);
+    EXPECT_TRUE(same_bits(ctx->logits(), logits_before));
+    // The state still continues like an untouched twin.
+    Context twin(m);
+    twin.restore(state_before);
+    EXPECT_TRUE(same_bits(ctx->decode(77), twin.decode(77)));
+  }
+  std::shared_ptr<Model> m;
+  std::unique_ptr<Context> ctx;
+  std::vector<uint8_t> snap, foreign;
+};
+
+TEST_F(SnapshotRejection, Corrupted) {
+  auto bad = foreign;
+  bad[bad.size() / 2] ^= 0x40;
+  expect_rejected(bad, "checksum");
+}
+
+TEST_F(SnapshotRejection, Truncated) {
+  auto bad = foreign;
+  bad.resize(bad.size() - 100);
+  expect_rejected(bad, "truncated");
+  expect_rejected(std::span<const uint8_t>(foreign.data(), 10), "truncated");
+}
+
+TEST_F(SnapshotRejection, BadMagicAndVersion) {
+  auto bad = foreign;
+  bad[0] ^= 1;
+  expect_rejected(bad, "magic");
+  bad = foreign;
+  bad[4] = 99;
+  expect_rejected(bad, "version");
+}
+
+TEST_F(SnapshotRejection, OtherModel) {
+  auto bad = foreign;
+  bad[8] ^= 0xff;  // model fingerprint
+  expect_rejected(bad, "different model");
+}
+
+TEST_F(SnapshotRejection, TooLargeForCapacity) {
+  Context small(m, ContextOptions{16});
+  try {
+    small.restore(snap);  // 20 tokens
+    ADD_FAILURE() << "accepted";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("capacity"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(small.size(), 0u);
+}
+
+TEST(ContextErrors, CapacityAndTokenIdLeaveStateIntact) {
+  auto m = exact2();
+  Context c(m, ContextOptions{32});
+  EXPECT_EQ(c.capacity(), 32u);
+  c.prefill(random_tokens(30, 4, 1000));
+  const auto before = c.snapshot();
+  EXPECT_THROW(c.prefill(random_tokens(3, 5, 1000)), std::length_error);
+  EXPECT_THROW(c.decode(int32_t(m->info().n_vocab)), std::out_of_range);
+  EXPECT_THROW(c.decode(-1), std::out_of_range);
+  EXPECT_EQ(c.snapshot(), before);
+}
+
+TEST(ContextErrors, ResetStartsOver) {
+  auto m = exact2();
+  Context a(m), b(m);
+  a.prefill(random_tokens(50, 8, 1000));
+  a.reset();
+  EXPECT_EQ(a.size(), 0u);
+  const auto toks = random_tokens(10, 9, 1000);
+  EXPECT_TRUE(same_bits(a.prefill(toks), b.prefill(toks)));
+}
+
+TEST(ContextMemory, CacheBytesCountsRealStorage) {
+  auto m = exact2();
+  Context c(m, ContextOptions{4096});
+  const uint64_t empty = c.cache_bytes();
+  // Raw windows alone: n_layer * min(window, capacity) * head_dim floats.
+  const auto& i = m->info();
+  EXPECT_GE(empty, uint64_t(i.n_layer) * i.sliding_window * i.head_dim * sizeof(float));
+  c.prefill(random_tokens(300, 10, 1000));
+  EXPECT_GT(c.cache_bytes(), empty);  // compressed rows were appended
+}
+
+}  // namespace
+}  // namespace ds4
