@@ -19,6 +19,7 @@ using testing::load_quant_vectors;
 using testing::QuantVectors;
 
 class VectorsTest : public ::testing::TestWithParam<const char*> {};
+class WeightVectorsTest : public ::testing::TestWithParam<const char*> {};  // files with a dot
 
 TEST_P(VectorsTest, DequantizeIsBitExact) {
   const QuantVectors v = load_quant_vectors(GetParam());
@@ -64,9 +65,9 @@ std::vector<uint8_t> activation_for_dot(const QuantVectors& v, Type w_type) {
 // cancels heavily: there GGML's own f32 result is further than 1e-5 from the exact
 // (double-precision) dot -- e.g. q4_k row 4: GGML 1.9e-5 off, ours 4.9e-6 -- so a pure relative
 // bound would test GGML's rounding rather than ours.
-TEST_P(VectorsTest, DotMatchesWithinTolerance) {
+TEST_P(WeightVectorsTest, DotMatchesWithinTolerance) {
   const QuantVectors v = load_quant_vectors(GetParam());
-  if (!v.has_dot) GTEST_SKIP() << GetParam() << " is an activation-only type (no dot in the file)";
+  ASSERT_TRUE(v.has_dot);
   const Type type = static_cast<Type>(v.ggml_type);
   const std::vector<uint8_t> act = activation_for_dot(v, type);
   std::vector<float> wf(v.n_per_row), xf(v.n_per_row);
@@ -95,10 +96,10 @@ TEST_P(VectorsTest, DotMatchesWithinTolerance) {
 // multiplies by 127/amax, ds4 (and we) by 1/(amax/127); the two factors can differ by an ulp,
 // which moves a value sitting within a hair of .5 to the other side. Every differing byte must
 // be off by one at such a near-tie.
-TEST_P(VectorsTest, ActivationQuantizationMatches) {
+TEST_P(WeightVectorsTest, ActivationQuantizationMatches) {
   const QuantVectors v = load_quant_vectors(GetParam());
   const Type file_vdt = static_cast<Type>(v.vec_dot_type);
-  if (file_vdt == Type::F32) GTEST_SKIP() << "no activation quantization for this file";
+  ASSERT_NE(file_vdt, Type::F32);
   if (file_vdt == Type::F16 || file_vdt == Type::BF16) {
     std::vector<uint8_t> got(v.act_bytes);
     traits(file_vdt).quantize(v.act.data(), got.data(), v.n_per_row);
@@ -137,6 +138,9 @@ TEST_P(VectorsTest, ActivationQuantizationMatches) {
 
 INSTANTIATE_TEST_SUITE_P(AllTypes, VectorsTest,
                          ::testing::Values("f16", "bf16", "q8_0", "q8_k", "q2_k", "q4_k", "iq2_xxs", "mxfp4"),
+                         [](const auto& info) { return std::string(info.param); });
+INSTANTIATE_TEST_SUITE_P(WeightTypes, WeightVectorsTest,
+                         ::testing::Values("f16", "bf16", "q8_0", "q2_k", "q4_k", "iq2_xxs", "mxfp4"),
                          [](const auto& info) { return std::string(info.param); });
 
 }  // namespace

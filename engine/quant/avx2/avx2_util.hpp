@@ -7,6 +7,9 @@
 
 namespace ds4::quant::detail::avx2 {
 
+// Exact half -> float with F16C (same value as the software detail::f16_to_f32).
+inline float h2f(uint16_t h) { return _cvtsh_ss(h); }
+
 inline int32_t hsum_i32(__m256i v) {
   __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
   s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));

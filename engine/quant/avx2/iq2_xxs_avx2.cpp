@@ -23,7 +23,7 @@ float dot_iq2_xxs_avx2(const void* w, const void* act, int64_t n) {
   const uint64_t* pm = kIq2Signs.plus_minus_one;
   float sumf = 0.0f;
   for (int64_t i = 0; i < n / QK_K; i++) {
-    const float d = f16_to_f32(x[i].d) * y[i].d;
+    const float d = avx2::h2f(x[i].d) * y[i].d;
     uint32_t aux[16];
     std::memcpy(aux, x[i].qs, sizeof(aux));
     __m256i acc = _mm256_setzero_si256();

@@ -11,7 +11,22 @@
 namespace ds4::quant::detail {
 namespace {
 inline __m256i load32(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
-inline __m256i pair_scales(int lo, int hi) { return _mm256_set_m128i(_mm_set1_epi16(static_cast<short>(hi)), _mm_set1_epi16(static_cast<short>(lo))); }
+
+// pshufb controls that turn the 16 Q2_K scale bytes (in both 128-bit lanes) into int16 lanes:
+// low lane all scale[2p], high lane all scale[2p+1] (0x80 zeroes the high byte).
+struct PairShuffles {
+  __m256i ctl[8];
+  PairShuffles() {
+    for (int p = 0; p < 8; p++) {
+      alignas(32) uint8_t b[32];
+      for (int i = 0; i < 16; i++) {
+        b[i] = (i % 2) ? 0x80 : static_cast<uint8_t>(2 * p);
+        b[16 + i] = (i % 2) ? 0x80 : static_cast<uint8_t>(2 * p + 1);
+      }
+      ctl[p] = _mm256_load_si256(reinterpret_cast<const __m256i*>(b));
+    }
+  }
+};
 }  // namespace
 
 float dot_q2_k_avx2(const void* w, const void* act, int64_t n) {
@@ -19,12 +34,13 @@ float dot_q2_k_avx2(const void* w, const void* act, int64_t n) {
   const BlockQ8_K* y = static_cast<const BlockQ8_K*>(act);
   const __m256i m3 = _mm256_set1_epi8(3);
   const __m128i m4 = _mm_set1_epi8(0x0f);
+  static const PairShuffles shuffles;
   float sumf = 0.0f;
   for (int64_t i = 0; i < n / QK_K; i++) {
-    const uint8_t* sc = x[i].scales;
-    const __m128i scb = _mm_loadu_si128(reinterpret_cast<const __m128i*>(sc));
+    const __m128i scb = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x[i].scales));
     const __m256i mins = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(scb, 4), m4));
     const __m256i summs_v = _mm256_madd_epi16(mins, load32(y[i].bsums));
+    const __m256i scales = _mm256_broadcastsi128_si256(_mm_and_si128(scb, m4));
     __m256i acc = _mm256_setzero_si256();
     const int8_t* q8 = y[i].qs;
     for (int half = 0; half < 2; half++) {
@@ -32,8 +48,8 @@ float dot_q2_k_avx2(const void* w, const void* act, int64_t n) {
       for (int k = 0; k < 4; k++) {
         const __m256i q = _mm256_and_si256(_mm256_srli_epi16(bits, 2 * k), m3);
         const __m256i p = _mm256_maddubs_epi16(q, load32(q8));
-        const int is = 8 * half + 2 * k;
-        acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p, pair_scales(sc[is] & 15, sc[is + 1] & 15)));
+        const __m256i sc16 = _mm256_shuffle_epi8(scales, shuffles.ctl[4 * half + k]);
+        acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p, sc16));
         q8 += 32;
       }
     }
@@ -42,8 +58,8 @@ float dot_q2_k_avx2(const void* w, const void* act, int64_t n) {
     _mm256_store_si256(reinterpret_cast<__m256i*>(l), both);
     const int isum = l[0] + l[1] + l[4] + l[5];
     const int summs = l[2] + l[3] + l[6] + l[7];
-    const float dall = y[i].d * f16_to_f32(x[i].d);
-    const float dmin = y[i].d * f16_to_f32(x[i].dmin);
+    const float dall = y[i].d * avx2::h2f(x[i].d);
+    const float dmin = y[i].d * avx2::h2f(x[i].dmin);
     sumf += dall * static_cast<float>(isum) - dmin * static_cast<float>(summs);
   }
   return sumf;
@@ -70,8 +86,8 @@ float dot_q4_k_avx2(const void* w, const void* act, int64_t n) {
       acc = _mm256_add_epi32(acc, _mm256_madd_epi16(phi, _mm256_set1_epi16(sc[2 * c + 1])));
     }
     const int isum = avx2::hsum_i32(acc);
-    const float dall = y[i].d * f16_to_f32(x[i].d);
-    const float dmin = y[i].d * f16_to_f32(x[i].dmin);
+    const float dall = y[i].d * avx2::h2f(x[i].d);
+    const float dmin = y[i].d * avx2::h2f(x[i].dmin);
     sumf += dall * static_cast<float>(isum) - dmin * static_cast<float>(summs);
   }
   return sumf;

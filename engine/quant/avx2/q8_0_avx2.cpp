@@ -16,7 +16,7 @@ inline __m256i load32(const void* p) { return _mm256_loadu_si256(static_cast<con
 // Weight-format specific: scale factor of block b and its 32 int8 values.
 struct Q8_0Weights {
   const BlockQ8_0* w;
-  float scale(int64_t b) const { return f16_to_f32(w[b].d); }
+  float scale(int64_t b) const { return avx2::h2f(w[b].d); }
   __m256i values(int64_t b) const { return load32(w[b].qs); }
 };
 
