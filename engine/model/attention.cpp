@@ -62,4 +62,17 @@ void attend(const LayerState& st, const float* q, uint32_t n_head, const float* 
   });
 }
 
+void grouped_output(const Exec& ex, const ModelConfig& cfg, const Tensor& output_a, const float* heads, int T,
+                    float* low, QuantAct& qa, std::vector<float>& tmp) {
+  const uint32_t G = cfg.n_out_group, rank = cfg.out_lora_rank, gd = cfg.group_dim();
+  if (tmp.size() < size_t(T) * rank) tmp.resize(size_t(T) * rank);
+  quantize_rows(output_a.type, heads, T, int64_t(cfg.q_dim()), qa);
+  for (uint32_t g = 0; g < G; g++) {
+    const size_t act_off = quant::act_row_bytes(qa.type, int64_t(g) * gd);
+    matmul_raw(ex, output_a.rows(int64_t(g) * rank, rank), qa.bytes.data() + act_off, qa.row_bytes, T, tmp.data());
+    for (int t = 0; t < T; t++)
+      std::memcpy(low + (size_t(t) * G + g) * rank, tmp.data() + size_t(t) * rank, rank * sizeof(float));
+  }
+}
+
 }  // namespace ds4::model

@@ -145,18 +145,9 @@ void attention_sublayer(const Model::Impl& m, uint32_t il, LayerState& st, const
     rope_apply(ht, cfg.n_head, hd, cfg.n_rot, cs_inv);
   }
 
-  // Grouped output projection: group g of heads -> rows [g*rank, (g+1)*rank) of output_a.
-  const uint32_t G = cfg.n_out_group, rank = cfg.out_lora_rank, gd = cfg.group_dim();
-  float* low = sized(s.low, size_t(T) * G * rank);
-  float* low_g = sized(s.low_g, size_t(T) * rank);
-  quantize_rows(lw.attn_output_a.type, heads, T, qd, s.qa);
-  for (uint32_t g = 0; g < G; g++) {
-    const size_t act_off = quant::act_row_bytes(s.qa.type, int64_t(g) * gd);
-    matmul_raw(ex, lw.attn_output_a.rows(int64_t(g) * rank, rank), s.qa.bytes.data() + act_off, s.qa.row_bytes, T,
-               low_g);
-    for (int t = 0; t < T; t++)
-      std::memcpy(low + (size_t(t) * G + g) * rank, low_g + size_t(t) * rank, rank * sizeof(float));
-  }
+  // Grouped output projection, then back to the embedding width.
+  float* low = sized(s.low, size_t(T) * cfg.n_out_group * cfg.out_lora_rank);
+  grouped_output(ex, cfg, lw.attn_output_a, heads, T, low, s.qa, s.low_g);
   float* attn_out = sized(s.attn_out, size_t(T) * D);
   project(ex, lw.attn_output_b, low, T, attn_out, s.qa);
   for (int t = 0; t < T; t++)

@@ -42,15 +42,6 @@ void topk_desc(const float* score, uint32_t n, uint32_t k, int32_t* idx) {
       }
 }
 
-inline float clamp_swiglu(float g, float u, float clamp) {
-  if (clamp > 1.0e-6f) {
-    if (g > clamp) g = clamp;
-    if (u > clamp) u = clamp;
-    if (u < -clamp) u = -clamp;
-  }
-  return silu(g) * u;
-}
-
 }  // namespace
 
 void route_token(const ModelConfig& cfg, const LayerWeights& lw, bool hash_layer, int32_t token, const float* probs,
@@ -123,7 +114,7 @@ void moe_forward(const Exec& ex, const ModelConfig& cfg, const LayerWeights& lw,
       float* mid = s.mid.data() + size_t(pair) * F;
       const float* g = s.gate.data() + size_t(i) * F;
       const float* u = s.up.data() + size_t(i) * F;
-      for (uint32_t j = 0; j < F; j++) mid[j] = clamp_swiglu(g[j], u[j], clamp) * w;
+      for (uint32_t j = 0; j < F; j++) mid[j] = swiglu_clamped(g[j], u[j], clamp) * w;
     }
   }
 
@@ -157,7 +148,7 @@ void moe_forward(const Exec& ex, const ModelConfig& cfg, const LayerWeights& lw,
   quantize_rows(lw.ffn_gate_shexp.type, xn, T, D, s.shq);
   matmul(ex, lw.ffn_gate_shexp.view(), s.shq, s.sh_gate.data());
   matmul(ex, lw.ffn_up_shexp.view(), s.shq, s.sh_up.data());
-  for (size_t i = 0; i < size_t(T) * Fs; i++) s.sh_mid[i] = clamp_swiglu(s.sh_gate[i], s.sh_up[i], clamp);
+  for (size_t i = 0; i < size_t(T) * Fs; i++) s.sh_mid[i] = swiglu_clamped(s.sh_gate[i], s.sh_up[i], clamp);
   project(ex, lw.ffn_down_shexp, s.sh_mid.data(), T, s.sh_out.data(), s.shq);
 
   for (int t = 0; t < T; t++) {

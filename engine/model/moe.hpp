@@ -12,6 +12,7 @@
 
 #include "engine/model/linear.hpp"
 #include "engine/model/model_config.hpp"
+#include "engine/model/numerics.hpp"
 #include "engine/model/weights.hpp"
 
 namespace ds4::model {
@@ -20,6 +21,16 @@ struct RoutedChoice {
   int32_t expert[32];
   float weight[32];
 };
+
+// silu(min(g, clamp)) * clamp(u, +-clamp) (no clamping when clamp <= 1e-6).
+inline float swiglu_clamped(float g, float u, float clamp) {
+  if (clamp > 1.0e-6f) {
+    if (g > clamp) g = clamp;
+    if (u > clamp) u = clamp;
+    if (u < -clamp) u = -clamp;
+  }
+  return silu(g) * u;
+}
 
 // Expert probabilities from router logits.
 void router_probs(const float* logits, uint32_t n_expert, float* probs);

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <memory>
 #include <span>
 
@@ -40,6 +41,11 @@ float max_abs_diff(std::span<const float> a, std::span<const float> b) {
   return m;
 }
 
+struct Worst {
+  double pearson = 1, rms_ratio = 0, max_ratio = 0;
+};
+thread_local Worst g_worst;
+
 // Statistical agreement as the ds4-tiny README defines it.
 void expect_statistically_close(std::span<const float> got, std::span<const float> ref, const std::string& what) {
   const size_t n = ref.size();
@@ -56,6 +62,9 @@ void expect_statistically_close(std::span<const float> got, std::span<const floa
   }
   const double pearson = sxy / std::sqrt(sxx * syy);
   const double std_ref = std::sqrt(sxx / n), rms = std::sqrt(sdd / n);
+  g_worst.pearson = std::min(g_worst.pearson, pearson);
+  g_worst.rms_ratio = std::max(g_worst.rms_ratio, rms / std_ref);
+  g_worst.max_ratio = std::max(g_worst.max_ratio, maxd / maxref);
   EXPECT_GE(pearson, 0.98) << what;
   EXPECT_LE(rms, 0.2 * std_ref) << what;
   EXPECT_LE(maxd, 0.25 * maxref) << what;
@@ -81,11 +90,17 @@ TEST_P(Conformance, ExactPromptAndTeacherForcedDecode) {
   const auto& k = find_case(GetParam());
   Context ctx(fixture().exact);
   auto logits = ctx.prefill(k.prompt);
-  EXPECT_LE(max_abs_diff(logits, k.logits), 1e-5f) << k.name << " prompt";
+  float worst = max_abs_diff(logits, k.logits);
+  EXPECT_LE(worst, 1e-5f) << k.name << " prompt";
   for (size_t g = 0; g < k.gen.size(); g++) {
     auto l = ctx.decode(k.gen[g]);
-    EXPECT_LE(max_abs_diff(l, k.gen_logits[g]), 1e-5f) << k.name << " decode step " << g;
+    const float d = max_abs_diff(l, k.gen_logits[g]);
+    worst = std::max(worst, d);
+    EXPECT_LE(d, 1e-5f) << k.name << " decode step " << g;
   }
+  RecordProperty("max_abs_diff", std::to_string(worst));
+  std::printf("[ exact    ] %s: max |dlogit| over prompt + %zu decode steps = %g\n", k.name.c_str(), k.gen.size(),
+              double(worst));
 }
 
 TEST_P(Conformance, ExactPrefixes) {
@@ -93,12 +108,15 @@ TEST_P(Conformance, ExactPrefixes) {
   for (const auto& [len, ref] : k.prefixes) {
     Context ctx(fixture().exact);
     auto logits = ctx.prefill(std::span<const int32_t>(k.prompt.data(), len));
-    EXPECT_LE(max_abs_diff(logits, ref), 1e-5f) << k.name << " prefix " << len;
+    const float d = max_abs_diff(logits, ref);
+    EXPECT_LE(d, 1e-5f) << k.name << " prefix " << len;
+    std::printf("[ exact    ] %s prefix %u: max |dlogit| = %g\n", k.name.c_str(), len, double(d));
   }
 }
 
 TEST_P(Conformance, FastStatistical) {
   const auto& k = find_case(GetParam());
+  g_worst = Worst{};
   Context ctx(fixture().fast);
   expect_statistically_close(ctx.prefill(k.prompt), k.logits, k.name + " prompt");
   for (size_t g = 0; g < k.gen.size(); g++)
@@ -108,6 +126,8 @@ TEST_P(Conformance, FastStatistical) {
     expect_statistically_close(c2.prefill(std::span<const int32_t>(k.prompt.data(), len)), ref,
                                k.name + " prefix " + std::to_string(len));
   }
+  std::printf("[ fast     ] %s: min Pearson %.6f, max rms/std %.4f, max |d|/max|logit| %.4f\n", k.name.c_str(),
+              g_worst.pearson, g_worst.rms_ratio, g_worst.max_ratio);
 }
 
 INSTANTIATE_TEST_SUITE_P(DsTiny, Conformance, ::testing::Values("rand8", "text64", "rand300", "rand600"));
