@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# vm-test.sh: install the ds4d package in a real Debian 12 VM and check the service end to end.
+#
+# Host side of the VM install test. It builds or reuses the cached guest image
+# (packaging/vm/build-image.sh, with the package's runtime dependencies preinstalled because the
+# guest has no network), puts the .deb and the guest check script on a small second disk, boots
+# the image under qemu TCG with -kernel/-initrd and the console on the serial line, and reads
+# the serial log back: the guest prints one "DS4D-VM-CHECK PASS|FAIL name" line per check and a
+# final "DS4D-VM-SUMMARY N passed, M failed", then powers off. The VM never gets a network
+# device; every check talks to 127.0.0.1 inside the guest.
+#
+# Usage: vm-test.sh DEB CACHE_DIR
+# Exit status: 0 all checks passed, 1 a check failed or the guest did not report,
+# 77 the test cannot run here (no qemu, or no guest image can be built).
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+deb=${1:?usage: vm-test.sh DEB CACHE_DIR}
+cache_dir=${2:?usage: vm-test.sh DEB CACHE_DIR}
+boot_timeout=${DS4D_VM_TIMEOUT:-1200}
+
+if ! command -v qemu-system-x86_64 >/dev/null; then
+  echo "vm-test: SKIP: qemu-system-x86_64 is not installed"
+  exit 77
+fi
+for tool in qemu-img mkfs.ext4 dpkg-deb; do
+  command -v "$tool" >/dev/null || { echo "vm-test: SKIP: $tool is not installed"; exit 77; }
+done
+[ -f "$deb" ] || { echo "vm-test: package $deb not found (build the deb target)"; exit 1; }
+deb=$(cd "$(dirname "$deb")" && pwd)/$(basename "$deb")
+mkdir -p "$cache_dir"
+cache_dir=$(cd "$cache_dir" && pwd)
+
+# Runtime dependencies of the package: the first alternative of each Depends entry, without
+# version constraints. They go into the image because dpkg -i in the guest cannot download.
+mapfile -t deps < <(dpkg-deb -f "$deb" Depends | tr ',' '\n' | sed -e 's/|.*//' -e 's/(.*)//' \
+                    -e 's/:any//' -e 's/[[:space:]]//g' | grep -v '^$' | sort -u)
+echo "vm-test: package dependencies preinstalled in the image: ${deps[*]}"
+
+set +e
+image_dir=$(bash "$here/vm/build-image.sh" "$cache_dir" "${deps[@]}" | tail -n 1)
+rc=${PIPESTATUS[0]}
+set -e
+if [ "$rc" -eq 77 ]; then echo "vm-test: SKIP: cannot build the guest image here"; exit 77; fi
+[ "$rc" -eq 0 ] || { echo "vm-test: guest image build failed"; exit 1; }
+
+run_dir="$cache_dir/run"
+rm -rf "$run_dir"
+mkdir -p "$run_dir/payload"
+cp "$deb" "$here/vm/guest-checks.sh" "$run_dir/payload/"
+payload_mib=$(( $(du -sm "$run_dir/payload" | cut -f1) + 16 ))
+mkfs.ext4 -q -F -L ds4d-payload -E root_owner=0:0 -d "$run_dir/payload" "$run_dir/payload.img" "${payload_mib}M"
+# A copy-on-write overlay keeps the cached image pristine for the next run.
+qemu-img create -q -f qcow2 -b "$image_dir/rootfs.img" -F raw "$run_dir/overlay.qcow2"
+
+serial="$run_dir/serial.log"
+echo "vm-test: booting $image_dir (TCG, 2 vCPUs, 2 GiB); serial log $serial"
+start=$(date +%s)
+set +e
+timeout --foreground "$boot_timeout" qemu-system-x86_64 \
+  -accel tcg -cpu max -smp 2 -m 2048 \
+  -kernel "$image_dir/vmlinuz" -initrd "$image_dir/initrd.img" \
+  -append "root=/dev/vda rw console=ttyS0 quiet loglevel=3 systemd.show_status=0 panic=-1" \
+  -drive file="$run_dir/overlay.qcow2",if=virtio,format=qcow2 \
+  -drive file="$run_dir/payload.img",if=virtio,format=raw,readonly=on \
+  -nic none -display none -monitor none -serial file:"$serial" -no-reboot
+qemu_rc=$?
+set -e
+elapsed=$(( $(date +%s) - start ))
+
+tr -d '\r' < "$serial" | grep -a '^DS4D-VM' || true
+summary=$(tr -d '\r' < "$serial" | grep -a '^DS4D-VM-SUMMARY' | tail -n 1 || true)
+if [ "$qemu_rc" -eq 124 ]; then
+  echo "vm-test: the guest did not power off within ${boot_timeout}s; last serial lines:"
+  tail -n 40 "$serial"
+  exit 1
+fi
+if [ -z "$summary" ]; then
+  echo "vm-test: no summary from the guest (qemu exit $qemu_rc after ${elapsed}s); last serial lines:"
+  tail -n 40 "$serial"
+  exit 1
+fi
+failed=$(sed -n 's/.* \([0-9][0-9]*\) failed.*/\1/p' <<<"$summary")
+echo "vm-test: guest finished in ${elapsed}s: ${summary#DS4D-VM-SUMMARY }"
+[ "${failed:-1}" -eq 0 ]

@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# build-image.sh: build (or reuse) the Debian 12 guest image the VM install test boots.
+#
+# The image is a debootstrap minbase bookworm root filesystem with systemd as PID 1, a stock
+# Debian kernel, earlyoom, the tools the guest checks call (curl, iproute2, procps) and every
+# runtime library the ds4d package depends on, so that `dpkg -i ds4d_*.deb` works with no
+# network inside the guest. It is packed into an ext4 image with `mkfs.ext4 -d` (no loop mounts,
+# no privileges beyond what debootstrap itself needs) and the kernel and initrd are copied out
+# beside it for qemu's -kernel/-initrd boot.
+#
+# The guest is generic: at boot a oneshot unit (ds4d-vm-check.service, installed here) mounts
+# the second virtio disk, runs the check script it finds there and powers the machine off. So
+# the image does not change when the package or the checks change. Two caches: the debootstrap
+# tree under CACHE_DIR/rootfs-<packages hash>/ (the slow, network-bound part) and the packed
+# image under CACHE_DIR/image-<packages hash>-<hash of the files that shape the guest>/.
+# A rerun whose packages a cached image already holds prints that image's directory at once.
+#
+# Usage: build-image.sh CACHE_DIR [EXTRA_PACKAGE...]
+# Prints the image directory (holding rootfs.img, vmlinuz, initrd.img) on the last stdout line.
+# Exit 77 when the image cannot be built here (not root, no debootstrap, no Debian mirror).
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+cache_dir=${1:?usage: build-image.sh CACHE_DIR [EXTRA_PACKAGE...]}
+shift
+
+# Packages beyond minbase. Recommends are never installed (debootstrap resolves Depends only).
+base_packages=(systemd systemd-sysv udev linux-image-amd64 earlyoom curl ca-certificates
+               iproute2 procps)
+mapfile -t packages < <(printf '%s\n' "${base_packages[@]}" "$@" | sort -u)
+
+guest_key=$(cat "$0" "$here/ds4d-vm-check.service" "$here/guest-run.sh" | sha256sum | cut -c1-16)
+pkg_key=$(printf '%s\n' "${packages[@]}" | sha256sum | cut -c1-16)
+out="$cache_dir/image-$pkg_key-$guest_key"
+root="$cache_dir/rootfs-$pkg_key"
+
+# Any cached image of the same guest files whose package manifest covers the list will do:
+# a package whose dependencies are a subset of an earlier one's needs no second debootstrap.
+covers() {  # covers MANIFEST: every requested package is installed in that image
+  local p
+  for p in "${packages[@]}"; do
+    grep -q "^$p " "$1" || return 1
+  done
+}
+for dir in "$cache_dir"/image-*-"$guest_key"; do
+  if [ -f "$dir/rootfs.img" ] && [ -f "$dir/manifest.txt" ] && covers "$dir/manifest.txt"; then
+    echo "build-image: cached image $dir" >&2
+    echo "$dir"
+    exit 0
+  fi
+done
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "build-image: debootstrap needs root; cannot build the guest image" >&2
+  exit 77
+fi
+command -v debootstrap >/dev/null || { echo "build-image: debootstrap not installed" >&2; exit 77; }
+command -v mkfs.ext4 >/dev/null || { echo "build-image: mkfs.ext4 not installed" >&2; exit 77; }
+
+# The mirror the host itself installs bookworm from (works with sources.list and deb822 files).
+mirror=${DS4D_VM_MIRROR:-$(apt-cache policy 2>/dev/null \
+          | awk '$3 ~ /^bookworm\/main$/ && $4 == "amd64" { print $2; exit }')}
+if [ -z "$mirror" ]; then
+  echo "build-image: no bookworm/main mirror in the host's apt sources (set DS4D_VM_MIRROR)" >&2
+  exit 77
+fi
+
+work="$out.tmp"
+rm -rf "$work"
+mkdir -p "$work"
+if [ ! -f "$root/.debootstrap-complete" ]; then
+  rm -rf "$root"
+  echo "build-image: debootstrap bookworm from $mirror with ${packages[*]}" >&2
+  include=$(IFS=,; echo "${packages[*]}")
+  if ! debootstrap --variant=minbase --include="$include" bookworm "$root" "$mirror" \
+       >"$work/debootstrap.log" 2>&1; then
+    tail -n 30 "$work/debootstrap.log" >&2
+    echo "build-image: debootstrap failed (log: $work/debootstrap.log)" >&2
+    exit 1
+  fi
+  # Smaller image: no downloaded archives, no package lists (the guest has no network anyway).
+  rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/var/lib/apt/lists/*_Packages
+  touch "$root/.debootstrap-complete"
+fi
+
+# Guest configuration: root on the first virtio disk, no network, no login prompt on the
+# serial line (the checks own it), no periodic apt jobs competing for the two emulated CPUs.
+echo ds4d-vm > "$root/etc/hostname"
+printf '127.0.0.1 localhost\n127.0.1.1 ds4d-vm\n' > "$root/etc/hosts"
+printf '/dev/vda / ext4 defaults,errors=remount-ro 0 1\n' > "$root/etc/fstab"
+: > "$root/etc/machine-id"
+for unit in serial-getty@ttyS0.service getty@tty1.service apt-daily.timer \
+            apt-daily-upgrade.timer e2scrub_all.timer fstrim.timer; do
+  ln -sf /dev/null "$root/etc/systemd/system/$unit"
+done
+install -m 0644 "$here/ds4d-vm-check.service" "$root/etc/systemd/system/ds4d-vm-check.service"
+install -m 0755 "$here/guest-run.sh" "$root/usr/local/sbin/ds4d-vm-run"
+mkdir -p "$root/etc/systemd/system/multi-user.target.wants"
+ln -sf ../ds4d-vm-check.service "$root/etc/systemd/system/multi-user.target.wants/ds4d-vm-check.service"
+
+vmlinuz=$(ls "$root"/boot/vmlinuz-* | sort -V | tail -n 1)
+initrd=$(ls "$root"/boot/initrd.img-* | sort -V | tail -n 1)
+cp "$vmlinuz" "$work/vmlinuz"
+cp "$initrd" "$work/initrd.img"
+chroot "$root" dpkg-query -W -f='${Package} ${Version}\n' > "$work/manifest.txt"
+
+# Room for the package, the daemon's state and the supervisor's swapfile; the file is sparse.
+used_mib=$(du -sm "$root" | cut -f1)
+size_mib=$((used_mib + ${DS4D_VM_FREE_MIB:-2048}))
+mkfs.ext4 -q -F -L ds4d-vm -E root_owner=0:0 -d "$root" "$work/rootfs.img" "${size_mib}M"
+
+rm -rf "$out"
+mv "$work" "$out"
+echo "build-image: built $out (${size_mib} MiB image, $(wc -l < "$out/manifest.txt") packages)" >&2
+echo "$out"

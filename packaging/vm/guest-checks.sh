@@ -1,0 +1,179 @@
+#!/bin/sh
+# guest-checks.sh: the checks the VM install test runs inside the Debian 12 guest.
+#
+# Runs as root under systemd (from ds4d-vm-check.service) with the payload disk mounted at $1.
+# It installs the package the way an administrator would (dpkg -i: the guest has no network,
+# the dependencies are preinstalled in the image), drives the service with systemctl, talks
+# HTTP to 127.0.0.1 only, and finally purges the package. Every check prints exactly one line
+#   DS4D-VM-CHECK PASS <name> [detail]   or   DS4D-VM-CHECK FAIL <name> <why>
+# and the run ends with "DS4D-VM-SUMMARY <n> passed, <m> failed", which the host parses.
+# A failed check also prints the service's recent journal as DS4D-VM-LOG lines.
+set -u
+payload=${1:?usage: guest-checks.sh PAYLOAD_DIR}
+url=http://127.0.0.1:8080
+conf=/etc/ds4d/ds4d.toml
+passed=0
+failed=0
+
+pass() { passed=$((passed + 1)); echo "DS4D-VM-CHECK PASS $*"; }
+fail() {
+  failed=$((failed + 1)); echo "DS4D-VM-CHECK FAIL $*"
+  journalctl -u ds4d.service -n 15 --no-pager -o cat 2>/dev/null | sed 's/^/DS4D-VM-LOG /'
+}
+check() {  # check NAME DETAIL-ON-FAILURE COMMAND...
+  name=$1; why=$2; shift 2
+  if "$@"; then pass "$name"; else fail "$name" "$why"; fi
+}
+wait_for() {  # wait_for SECONDS COMMAND...: poll once a second until COMMAND succeeds
+  limit=$1; shift
+  i=0
+  while [ "$i" -lt "$limit" ]; do
+    "$@" && return 0
+    sleep 1; i=$((i + 1))
+  done
+  return 1
+}
+is_active() { [ "$(systemctl is-active ds4d.service)" = active ]; }
+healthy() { curl -fsS -m 10 "$url/health" 2>/dev/null | grep -q '"ok"'; }
+main_pid() { systemctl show -p MainPID --value ds4d.service; }
+# The daemon is the supervisor's child running as the service user.
+daemon_pid() { ps -o pid=,user= --ppid "$(main_pid)" 2>/dev/null | awk '$2 == "ds4d" { print $1; exit }'; }
+# A TOML value from the installed configuration: toml_value SECTION KEY (flat sections only).
+toml_value() {
+  awk -v s="[$1]" -v k="$2" '
+    /^[[:space:]]*\[/ { insec = ($0 ~ "^[[:space:]]*\\[" substr(s, 2, length(s) - 2) "\\]") }
+    insec && $0 ~ "^[[:space:]]*" k "[[:space:]]*=" { sub(/^[^=]*=[[:space:]]*/, ""); sub(/[[:space:]]*#.*/, ""); gsub(/"/, ""); print; exit }
+  ' "$conf"
+}
+chat() {  # chat MAX_TOKENS STREAM(true|false) OUTPUT_FILE
+  curl -sS -m 600 -o "$3" -w '%{http_code}' "$url/v1/chat/completions" \
+    -H 'Content-Type: application/json' \
+    -d "{\"model\":\"ds4d\",\"messages\":[{\"role\":\"user\",\"content\":\"Say hello.\"}],\"max_tokens\":$1,\"stream\":$2}"
+}
+
+echo "DS4D-VM-INFO kernel $(uname -r), $(nproc) CPUs, $(awk '/MemTotal/ {print int($2/1024)}' /proc/meminfo) MiB"
+
+# --- install -------------------------------------------------------------------------------
+deb=$(ls "$payload"/ds4d_*_amd64.deb 2>/dev/null | head -n 1)
+if [ -n "$deb" ] && dpkg -i "$deb" >/tmp/dpkg-install.log 2>&1; then
+  pass install "$(basename "$deb")"
+else
+  fail install "dpkg -i failed: $(tail -n 3 /tmp/dpkg-install.log 2>/dev/null | tr '\n' ' ')"
+  echo "DS4D-VM-SUMMARY $passed passed, $failed failed"
+  exit 1
+fi
+dpkg-query -L ds4d | sort > /tmp/ds4d-files.txt
+check service_user "no ds4d system user" getent passwd ds4d
+check conffile "$conf is not a conffile" sh -c "dpkg-query -W -f='\${Conffiles}' ds4d | grep -q ' $conf '"
+check unit_enabled "ds4d.service not enabled by the postinst" sh -c '[ "$(systemctl is-enabled ds4d.service)" = enabled ]'
+
+# --- start ---------------------------------------------------------------------------------
+start_t=$(date +%s)
+systemctl start ds4d.service
+if wait_for 300 is_active; then
+  pass active "after $(( $(date +%s) - start_t ))s"
+else
+  fail active "state $(systemctl is-active ds4d.service) after 300s"
+fi
+check health "/health did not answer ok" wait_for 60 healthy
+code=$(chat 8 false /tmp/chat.json)
+if [ "$code" = 200 ] && grep -q '"choices"' /tmp/chat.json && grep -q '"content"' /tmp/chat.json; then
+  pass chat_completion "$(head -c 200 /tmp/chat.json)"
+else
+  fail chat_completion "HTTP $code: $(head -c 300 /tmp/chat.json 2>/dev/null)"
+fi
+status_text=$(systemctl show -p StatusText --value ds4d.service)
+if [ -n "$status_text" ] && systemctl status ds4d.service --no-pager 2>/dev/null | grep -q "Status: \"$status_text\""; then
+  pass status_text "$status_text"
+else
+  fail status_text "systemctl status shows no STATUS= text (StatusText='$status_text')"
+fi
+pid=$(daemon_pid)
+check daemon_user "no ds4d process running as user ds4d under the supervisor" test -n "$pid"
+
+# --- memory protection ---------------------------------------------------------------------
+if systemctl cat earlyoom.service 2>/dev/null | grep -q -- '--avoid.*ds4d'; then
+  pass earlyoom_dropin "$(systemctl cat earlyoom.service | grep -m1 -- '--avoid')"
+else
+  fail earlyoom_dropin "no --avoid rule for ds4d in systemctl cat earlyoom"
+fi
+eo_pid=$(systemctl show -p MainPID --value earlyoom.service)
+if [ "$(systemctl is-active earlyoom.service)" = active ] && [ "${eo_pid:-0}" -gt 0 ] \
+   && tr '\0' ' ' < "/proc/$eo_pid/cmdline" | grep -q -- '--avoid'; then
+  pass earlyoom_running "$(tr '\0' ' ' < "/proc/$eo_pid/cmdline")"
+else
+  fail earlyoom_running "earlyoom is not running with the drop-in's arguments"
+fi
+if [ "$(wc -l < /proc/swaps)" -gt 1 ]; then
+  pass swap_on "$(tail -n +2 /proc/swaps | awk '{print $1, $3 " KiB"}' | tr '\n' ' ')"
+else
+  fail swap_on "/proc/swaps lists no swap"
+fi
+want_adj=$(toml_value memory oom_score_adj)
+have_adj=$(cat "/proc/${pid:-0}/oom_score_adj" 2>/dev/null)
+if [ -n "$want_adj" ] && [ "$have_adj" = "$want_adj" ]; then
+  pass oom_score_adj "daemon pid $pid has $have_adj"
+else
+  fail oom_score_adj "daemon pid ${pid:-none} has '${have_adj}', configured '${want_adj}'"
+fi
+
+# --- stop drains the in-flight request -----------------------------------------------------
+rm -f /tmp/stream.out
+( chat 2000 true /tmp/stream.out > /tmp/stream.code ) &
+curl_pid=$!
+wait_for 120 sh -c 'grep -q "^data: {" /tmp/stream.out 2>/dev/null'
+in_flight=no; grep -q '^data: \[DONE\]' /tmp/stream.out 2>/dev/null || in_flight=yes
+stop_t=$(date +%s)
+systemctl stop ds4d.service
+stop_s=$(( $(date +%s) - stop_t ))
+wait "$curl_pid"
+result=$(systemctl show -p Result --value ds4d.service)
+timeout_s=$(systemctl show -p TimeoutStopUSec --value ds4d.service)
+if [ "$result" = success ] && [ "$in_flight" = yes ] && [ "$(cat /tmp/stream.code)" = 200 ] \
+   && grep -q '^data: \[DONE\]' /tmp/stream.out; then
+  pass stop_drains "stopped in ${stop_s}s (limit $timeout_s); the in-flight stream finished"
+else
+  fail stop_drains "result=$result in_flight_at_stop=$in_flight http=$(cat /tmp/stream.code) stop=${stop_s}s; stream tail: $(tail -c 200 /tmp/stream.out 2>/dev/null | tr '\n' ' ')"
+fi
+check stopped_no_processes "processes left in the unit after stop" \
+  sh -c '! ps -u ds4d -o pid= | grep -q .'
+
+# --- restart and crash recovery ------------------------------------------------------------
+systemctl restart ds4d.service
+if wait_for 300 is_active && wait_for 60 healthy; then pass restart; else fail restart "not active and healthy after systemctl restart"; fi
+sup_before=$(main_pid)
+old=$(daemon_pid)
+if [ -n "$old" ]; then
+  kill -KILL "$old"
+  if wait_for 300 sh -c "p=\$(ps -o pid=,user= --ppid $sup_before | awk '\$2==\"ds4d\"{print \$1}'); [ -n \"\$p\" ] && [ \"\$p\" != $old ]" \
+     && wait_for 120 healthy && [ "$(main_pid)" = "$sup_before" ]; then
+    pass daemon_crash_restart "supervisor $sup_before replaced daemon $old with $(daemon_pid)"
+  else
+    fail daemon_crash_restart "after SIGKILL of $old: supervisor $(main_pid) (was $sup_before), daemon '$(daemon_pid)', healthy=$(healthy && echo yes || echo no)"
+  fi
+else
+  fail daemon_crash_restart "no daemon process to kill"
+fi
+
+# --- purge ---------------------------------------------------------------------------------
+if dpkg --purge ds4d >/tmp/dpkg-purge.log 2>&1; then
+  pass purge
+else
+  fail purge "dpkg --purge failed: $(tail -n 3 /tmp/dpkg-purge.log | tr '\n' ' ')"
+fi
+left=""
+while read -r f; do
+  [ -e "$f" ] && [ ! -d "$f" ] && left="$left $f"
+done < /tmp/ds4d-files.txt
+for f in /etc/ds4d /var/lib/ds4d /run/ds4d /etc/systemd/system/earlyoom.service.d/50-ds4d.conf \
+         /etc/systemd/system/earlyoom.service.d /usr/share/ds4d; do
+  [ -e "$f" ] && left="$left $f"
+done
+if [ -z "$left" ] && ! ps -u ds4d -o pid= 2>/dev/null | grep -q .; then
+  pass purge_clean "only the ds4d system user remains (documented)"
+else
+  fail purge_clean "left after purge:$left"
+fi
+
+echo "DS4D-VM-SUMMARY $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
