@@ -37,8 +37,9 @@ struct ServerConfig {
   std::chrono::milliseconds request_timeout{30 * 60'000};  // one generation, queue included
   // The model name clients see in /v1/models and in responses ("" : the backend's id).
   std::string model_name;
-  // How the echo contracts are enforced: "strict", "repair" or "off" (see ContractMode).
-  std::string contract_mode = "repair";
+  // How echo contracts are enforced (protocol::ContractMode): "off", "warn" (check, repair what
+  // can be repaired, report in the ds4d object and metrics) or "strict" (422 on a violation).
+  std::string contract_mode = "warn";
 };
 
 class Server {
