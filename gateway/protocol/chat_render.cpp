@@ -6,9 +6,9 @@
 
 #include <algorithm>
 #include <boost/json/parse.hpp>
-#include <boost/json/serialize.hpp>
 
 #include "gateway/protocol/dsml_format.hpp"
+#include "gateway/protocol/json_scan.hpp"
 #include "gateway/protocol/tool_call_id.hpp"
 
 namespace ds4::protocol {
@@ -165,7 +165,7 @@ private:
             out().append(kToolsHead);
             for (size_t i = 0; i < req_.tools.size(); ++i) {
                 if (i) out().push_back('\n');
-                client(boost::json::serialize(req_.tools[i]));
+                client(json_scan::compact_text(req_.tools[i]));
             }
             out().append(kToolsTail);
         }

@@ -2,6 +2,9 @@
 //
 //   <｜begin▁of▁sentence｜> [MAX PREFIX] SYSTEM { TURN } [<｜Assistant｜> (<think> | </think>)]
 //
+// Tool schemas are written one per line as compact JSON in the client's key order (ds4 writes
+// the client's raw bytes; we receive parsed JSON, so whitespace is normalised and numbers are
+// written in shortest decimal form).
 // SYSTEM is the tools block (when tools are active) followed by every system/developer message,
 // hoisted from wherever it appears, joined with "\n\n". A user message opens <｜User｜>; a run of
 // tool messages shares one <｜User｜> and each is <tool_result>…</tool_result> (a literal

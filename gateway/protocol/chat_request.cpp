@@ -3,9 +3,11 @@
 // the thinking mapping.
 #include "gateway/protocol/chat_request.hpp"
 
-#include <boost/json/serialize.hpp>
+#include <charconv>
 #include <cmath>
 #include <limits>
+
+#include "gateway/protocol/json_scan.hpp"
 
 namespace ds4::protocol {
 
@@ -78,13 +80,15 @@ uint64_t integer_field(const json::value& v, const std::string& path, uint64_t l
     wrong_type(path, v, "an integer");
 }
 
+std::string number_text(double d) {
+    char buf[64];
+    auto res = std::to_chars(buf, buf + sizeof buf, d);
+    return std::string(buf, res.ptr);
+}
+
 double ranged(const json::value& v, const std::string& path, double lo, double hi) {
     double d = number_field(v, path);
-    if (d < lo || d > hi) {
-        std::string l = std::to_string(lo), h = std::to_string(hi);
-        fail(path, "'" + path + "' must be between " + l.substr(0, l.find_last_not_of('0') + 1) + " and " +
-                       h.substr(0, h.find_last_not_of('0') + 1));
-    }
+    if (d < lo || d > hi) fail(path, "'" + path + "' must be between " + number_text(lo) + " and " + number_text(hi));
     return d;
 }
 
@@ -146,7 +150,7 @@ ToolCall parse_tool_call(const json::value& v, const std::string& path) {
     const auto* args = f.if_contains("arguments");
     if (!args || args->is_null()) call.arguments = "{}";
     else if (args->is_string()) call.arguments = std::string(args->get_string());
-    else call.arguments = json::serialize(*args);
+    else call.arguments = json_scan::compact_text(*args);
     return call;
 }
 

@@ -1,6 +1,8 @@
 // Byte-exact JSON scanning for DSML rendering and parsing (see json_scan.hpp).
 #include "gateway/protocol/json_scan.hpp"
 
+#include <charconv>
+#include <cmath>
 #include <cstdio>
 
 namespace ds4::protocol::json_scan {
@@ -242,6 +244,61 @@ void append_quoted(std::string& out, std::string_view text) {
         }
     }
     out.push_back('"');
+}
+
+namespace {
+
+void write_compact(std::string& out, const boost::json::value& v) {
+    switch (v.kind()) {
+        case boost::json::kind::null: out += "null"; return;
+        case boost::json::kind::bool_: out += v.get_bool() ? "true" : "false"; return;
+        case boost::json::kind::int64: out += std::to_string(v.get_int64()); return;
+        case boost::json::kind::uint64: out += std::to_string(v.get_uint64()); return;
+        case boost::json::kind::double_: {
+            double d = v.get_double();
+            if (!std::isfinite(d)) {
+                out += "null";  // not representable in JSON
+                return;
+            }
+            char buf[64];
+            auto res = std::to_chars(buf, buf + sizeof buf, d);
+            out.append(buf, res.ptr);
+            return;
+        }
+        case boost::json::kind::string: append_quoted(out, v.get_string()); return;
+        case boost::json::kind::array: {
+            out.push_back('[');
+            bool first = true;
+            for (const auto& item : v.get_array()) {
+                if (!first) out.push_back(',');
+                first = false;
+                write_compact(out, item);
+            }
+            out.push_back(']');
+            return;
+        }
+        case boost::json::kind::object: {
+            out.push_back('{');
+            bool first = true;
+            for (const auto& [key, item] : v.get_object()) {
+                if (!first) out.push_back(',');
+                first = false;
+                append_quoted(out, key);
+                out.push_back(':');
+                write_compact(out, item);
+            }
+            out.push_back('}');
+            return;
+        }
+    }
+}
+
+}  // namespace
+
+std::string compact_text(const boost::json::value& value) {
+    std::string out;
+    write_compact(out, value);
+    return out;
 }
 
 }  // namespace ds4::protocol::json_scan

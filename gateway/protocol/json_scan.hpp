@@ -4,6 +4,7 @@
 // and splits an object into (decoded key, raw value bytes) pairs in document order.
 #pragma once
 
+#include <boost/json/value.hpp>
 #include <cstddef>
 #include <optional>
 #include <string>
@@ -31,6 +32,12 @@ struct Member {
 // The members of a JSON object text in order (duplicates kept); nullopt if `s` is not exactly
 // one valid JSON object.
 std::optional<std::vector<Member>> object_members(std::string_view s);
+
+// Compact JSON text of a parsed value, in document key order, with numbers written the way
+// people write them (shortest round-trip decimal: 1.5, 0.1, 1e+300) rather than Boost.JSON's
+// 1.5E0 style. Used for text the model reads (tool schemas) and for client arguments that
+// arrived as JSON values instead of strings.
+std::string compact_text(const boost::json::value& value);
 
 // Appends `text` as a JSON string literal (quotes included); escapes " \ and controls.
 void append_quoted(std::string& out, std::string_view text);

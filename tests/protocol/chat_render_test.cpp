@@ -171,6 +171,13 @@ TEST(ChatRender, ToolsAreOneSchemaPerLine) {
                              ASSISTANT + "</think>");
 }
 
+TEST(ChatRender, ToolSchemaNumbersAreWrittenAsPeopleWriteThem) {
+    ChatRequest r = request({msg(Role::User, "q")}, Thinking::Off);
+    r.tools.push_back(boost::json::parse(R"({"name":"n","parameters":{"minimum":1.5,"maximum":10,"step":0.1,"big":1e300,"d":"a\nb"}})").as_object());
+    EXPECT_EQ(render(r), BOS + tools_block(R"({"name":"n","parameters":{"minimum":1.5,"maximum":10,"step":0.1,"big":1e+300,"d":"a\nb"}})") +
+                             USER + "q" + ASSISTANT + "</think>");
+}
+
 TEST(ChatRender, ToolChoiceNoneHidesToolsButHistoryStillKeepsReasoning) {
     ChatRequest r = request({msg(Role::User, "q"), assistant("", "r1", {{"call_1", "f", "{}"}}), tool("res"),
                              assistant("a", "r2"), msg(Role::User, "q2")},
@@ -212,7 +219,9 @@ TEST(ChatRender, ClientSpansCoverExactlyClientText) {
         auto [b, e] = out.client_spans[i];
         ASSERT_LT(b, e);
         ASSERT_LE(e, out.text.size());
-        if (i) ASSERT_GT(b, out.client_spans[i - 1].second);
+        if (i) {
+            ASSERT_GT(b, out.client_spans[i - 1].second);
+        }
         pieces.push_back(out.text.substr(b, e - b));
         covered += e - b;
     }
