@@ -68,6 +68,9 @@ int main(int argc, char** argv) {
                                    ds4::kernels::kBenchCacheBytes, Isa::Avx2)->UseRealTime();
       benchmark::RegisterBenchmark(("matmul/" + name + "/stream/avx2").c_str(), bm_matmul, &pool, t,
                                    ds4::kernels::kBenchStreamBytes, Isa::Avx2)->UseRealTime();
+      if (ds4::quant::traits(t).dot_avx2_exact != ds4::quant::traits(t).dot_avx2)  // exact-mode float kernels
+        benchmark::RegisterBenchmark(("matmul/" + name + "/stream/avx2-exact").c_str(), bm_matmul, &pool, t,
+                                     ds4::kernels::kBenchStreamBytes, Isa::Avx2Exact)->UseRealTime();
     }
     benchmark::RegisterBenchmark(("matmul/" + name + "/stream/scalar").c_str(), bm_matmul, &pool, t,
                                  ds4::kernels::kBenchStreamBytes, Isa::Scalar)->UseRealTime();

@@ -37,7 +37,7 @@ void matmul(ThreadPool& pool, const WeightView& w, const void* act, size_t act_r
   if (act_row_bytes < need)
     throw std::invalid_argument("matmul: activation rows of " + std::to_string(act_row_bytes) + " bytes, " +
                                 std::to_string(need) + " needed for " + std::to_string(w.cols) + " columns");
-  const quant::DotFn dot = (isa == quant::Isa::Avx2 && tr.dot_avx2) ? tr.dot_avx2 : tr.dot_scalar;
+  const quant::DotFn dot = quant::dot_fn(tr, isa);
   const size_t rb = weight_row_bytes(w);
   const uint8_t* wbase = static_cast<const uint8_t*>(w.data);
   const uint8_t* abase = static_cast<const uint8_t*>(act);

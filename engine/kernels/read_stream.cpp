@@ -6,7 +6,7 @@
 namespace ds4::kernels {
 
 uint64_t read_stream(const uint8_t* p, size_t bytes, quant::Isa isa) {
-  if (isa == quant::Isa::Avx2) return read_stream_avx2(p, bytes);
+  if (isa != quant::Isa::Scalar) return read_stream_avx2(p, bytes);
   uint64_t acc[8] = {};
   for (size_t i = 0; i + 64 <= bytes; i += 64) {
     uint64_t v[8];

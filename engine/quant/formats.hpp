@@ -31,6 +31,10 @@ void quantize_act_f32(const float* src, void* dst, int64_t n);
 }  // namespace ds4::quant::detail
 
 namespace ds4::quant::detail {
+// Exact-order AVX2 float dots (SIMD products, serial sum in index order).
+float dot_f32_avx2_exact(const void* w, const void* act, int64_t n);
+float dot_f16_avx2_exact(const void* w, const void* act, int64_t n);
+float dot_bf16_avx2_exact(const void* w, const void* act, int64_t n);
 // Shared helpers between scalar and AVX2 files.
 void unpack_q4_k_scales(const uint8_t* packed12, uint8_t* sc8, uint8_t* m8);
 }  // namespace ds4::quant::detail

@@ -46,20 +46,20 @@ namespace {
 using namespace detail;
 
 constexpr Traits kTable[] = {
-    {Type::F32, 1, 4, Type::F32, dequantize_f32, quantize_f32, dot_f32_scalar, dot_f32_avx2, 4, quantize_act_f32},
-    {Type::F16, 1, 2, Type::F32, dequantize_f16, quantize_f16, dot_f16_scalar, dot_f16_avx2, 0, nullptr},
-    {Type::BF16, 1, 2, Type::F32, dequantize_bf16, quantize_bf16, dot_bf16_scalar, dot_bf16_avx2, 0, nullptr},
-    {Type::Q8_0, 32, 34, Type::Q8_0, dequantize_q8_0, quantize_q8_0, dot_q8_0_scalar, dot_q8_0_avx2,
+    {Type::F32, 1, 4, Type::F32, dequantize_f32, quantize_f32, dot_f32_scalar, dot_f32_avx2, dot_f32_avx2_exact, 4, quantize_act_f32},
+    {Type::F16, 1, 2, Type::F32, dequantize_f16, quantize_f16, dot_f16_scalar, dot_f16_avx2, dot_f16_avx2_exact, 0, nullptr},
+    {Type::BF16, 1, 2, Type::F32, dequantize_bf16, quantize_bf16, dot_bf16_scalar, dot_bf16_avx2, dot_bf16_avx2_exact, 0, nullptr},
+    {Type::Q8_0, 32, 34, Type::Q8_0, dequantize_q8_0, quantize_q8_0, dot_q8_0_scalar, dot_q8_0_avx2, dot_q8_0_avx2,
      sizeof(BlockQ8_0Act), quantize_act_q8_0},
-    {Type::Q8_K, 256, 292, Type::Q8_K, dequantize_q8_k, quantize_act_q8_k, nullptr, nullptr, sizeof(BlockQ8_K),
+    {Type::Q8_K, 256, 292, Type::Q8_K, dequantize_q8_k, quantize_act_q8_k, nullptr, nullptr, nullptr, sizeof(BlockQ8_K),
      quantize_act_q8_k},
-    {Type::Q2_K, 256, 84, Type::Q8_K, dequantize_q2_k, quantize_q2_k, dot_q2_k_scalar, dot_q2_k_avx2, 0, nullptr},
-    {Type::Q4_K, 256, 144, Type::Q8_K, dequantize_q4_k, quantize_q4_k, dot_q4_k_scalar, dot_q4_k_avx2, 0, nullptr},
-    {Type::IQ2_XXS, 256, 66, Type::Q8_K, dequantize_iq2_xxs, quantize_iq2_xxs, dot_iq2_xxs_scalar, dot_iq2_xxs_avx2,
+    {Type::Q2_K, 256, 84, Type::Q8_K, dequantize_q2_k, quantize_q2_k, dot_q2_k_scalar, dot_q2_k_avx2, dot_q2_k_avx2, 0, nullptr},
+    {Type::Q4_K, 256, 144, Type::Q8_K, dequantize_q4_k, quantize_q4_k, dot_q4_k_scalar, dot_q4_k_avx2, dot_q4_k_avx2, 0, nullptr},
+    {Type::IQ2_XXS, 256, 66, Type::Q8_K, dequantize_iq2_xxs, quantize_iq2_xxs, dot_iq2_xxs_scalar, dot_iq2_xxs_avx2, dot_iq2_xxs_avx2,
      0, nullptr},
-    {Type::MXFP4, 32, 17, Type::Q8_0, dequantize_mxfp4, quantize_mxfp4, dot_mxfp4_scalar, dot_mxfp4_avx2, 0,
+    {Type::MXFP4, 32, 17, Type::Q8_0, dequantize_mxfp4, quantize_mxfp4, dot_mxfp4_scalar, dot_mxfp4_avx2, dot_mxfp4_avx2, 0,
      nullptr},
-    {Type::I32, 1, 4, Type::I32, nullptr, nullptr, nullptr, nullptr, 0, nullptr},
+    {Type::I32, 1, 4, Type::I32, nullptr, nullptr, nullptr, nullptr, nullptr, 0, nullptr},
 };
 
 Isa detect_isa() {
@@ -77,7 +77,15 @@ Isa best_isa() {
   return isa;
 }
 
-const char* isa_name(Isa isa) { return isa == Isa::Avx2 ? "avx2" : "scalar"; }
+Isa exact_isa() { return best_isa() == Isa::Avx2 ? Isa::Avx2Exact : Isa::Scalar; }
+
+const char* isa_name(Isa isa) {
+  switch (isa) {
+    case Isa::Avx2: return "avx2";
+    case Isa::Avx2Exact: return "avx2-exact";
+    default: return "scalar";
+  }
+}
 
 const Traits& traits(Type t) {
   for (const Traits& e : kTable)
@@ -100,12 +108,17 @@ void quantize_activation(Type vec_dot_type, const float* x, void* out, int64_t n
   traits(vec_dot_type).quantize_activation(x, out, n);
 }
 
+DotFn dot_fn(const Traits& t, Isa isa) {
+  if (isa == Isa::Avx2 && t.dot_avx2 != nullptr) return t.dot_avx2;
+  if (isa == Isa::Avx2Exact && t.dot_avx2_exact != nullptr) return t.dot_avx2_exact;
+  return t.dot_scalar;
+}
+
 float dot(Type w_type, const void* w, const void* act, int64_t n, Isa isa) {
   const Traits& t = traits(w_type);
   if (t.dot_scalar == nullptr)
     throw std::invalid_argument(std::string(type_info(w_type).name) + " has no weight dot product");
-  if (isa == Isa::Avx2 && t.dot_avx2 != nullptr) return t.dot_avx2(w, act, n);
-  return t.dot_scalar(w, act, n);
+  return dot_fn(t, isa)(w, act, n);
 }
 
 }  // namespace ds4::quant

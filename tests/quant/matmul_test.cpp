@@ -49,7 +49,10 @@ TEST_P(MatmulInvarianceTest, RowResultIndependentOfBatchAndThreads) {
   ASSERT_EQ(act.size(), 9 * arb);
 
   std::vector<quant::Isa> isas{quant::Isa::Scalar};
-  if (quant::best_isa() == quant::Isa::Avx2) isas.push_back(quant::Isa::Avx2);
+  if (quant::best_isa() == quant::Isa::Avx2) {
+    isas.push_back(quant::Isa::Avx2);
+    isas.push_back(quant::Isa::Avx2Exact);
+  }
   ThreadPool one(1), two(2);
   for (quant::Isa isa : isas) {
     // Reference: a direct dot per element.

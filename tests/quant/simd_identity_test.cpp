@@ -98,6 +98,8 @@ TEST_P(SimdIdentityTest, IntegerDotsAreBitIdentical) {
       const float v = t.dot_avx2(w.data(), a.data(), n);
       ASSERT_EQ(std::memcmp(&s, &v, 4), 0) << "blocks " << blocks << " trial " << trial << ": " << s << " vs " << v;
       ASSERT_EQ(dot(type, w.data(), a.data(), n, Isa::Avx2), v);
+      const float e = dot(type, w.data(), a.data(), n, Isa::Avx2Exact);
+      ASSERT_EQ(std::memcmp(&s, &e, 4), 0) << "avx2-exact, blocks " << blocks << " trial " << trial;
     }
   }
 }
@@ -123,6 +125,24 @@ TEST_P(FloatSimdTest, ReorderedSumIsClose) {
     const float s = t.dot_scalar(w.data(), a.data(), n), v = t.dot_avx2(w.data(), a.data(), n);
     EXPECT_NEAR(s, v, 1e-5 * mag + 1e-30) << "n " << n;
   }
+}
+
+TEST_P(FloatSimdTest, ExactVariantIsBitIdenticalToScalar) {
+  const Type type = GetParam();
+  const Traits& t = traits(type);
+  ASSERT_NE(t.dot_avx2_exact, nullptr);
+  std::mt19937 rng(5);
+  for (int64_t n = 1; n <= 70; n++) {  // every tail length for 4- and 8-wide steps
+    for (int trial = 0; trial < 5; trial++) {
+      const std::vector<uint8_t> w = random_weights(type, n, rng);
+      const std::vector<uint8_t> a = random_activation(type, n, rng);
+      const float s = t.dot_scalar(w.data(), a.data(), n), e = t.dot_avx2_exact(w.data(), a.data(), n);
+      ASSERT_EQ(std::memcmp(&s, &e, 4), 0) << "n " << n << ": " << s << " vs " << e;
+    }
+  }
+  const std::vector<uint8_t> w = random_weights(type, 4096, rng), a = random_activation(type, 4096, rng);
+  const float s = t.dot_scalar(w.data(), a.data(), 4096), e = dot(type, w.data(), a.data(), 4096, exact_isa());
+  EXPECT_EQ(std::memcmp(&s, &e, 4), 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(FloatFormats, FloatSimdTest, ::testing::Values(Type::F32, Type::F16, Type::BF16),
