@@ -47,7 +47,7 @@ if [ "$rc" -eq 77 ]; then echo "vm-test: SKIP: cannot build the guest image here
 run_dir="$cache_dir/run"
 rm -rf "$run_dir"
 mkdir -p "$run_dir/payload"
-cp "$deb" "$here/vm/guest-checks.sh" "$run_dir/payload/"
+cp "$deb" "$here/vm/guest-checks.sh" "$here/vm/vm-test.conf" "$run_dir/payload/"
 payload_mib=$(( $(du -sm "$run_dir/payload" | cut -f1) + 16 ))
 mkfs.ext4 -q -F -L ds4d-payload -E root_owner=0:0 -d "$run_dir/payload" "$run_dir/payload.img" "${payload_mib}M"
 # A copy-on-write overlay keeps the cached image pristine for the next run.
