@@ -1,0 +1,21 @@
+#pragma once
+// The supervisor's start-up work before the daemon is launched, from the shared configuration:
+//   1. the capacity plan for the configured model (planner, MemTotal from <sysroot>/proc/meminfo);
+//      anything but "fits" stops here with the readable report;
+//   2. swap of at least memory.swap_size (swap_file.hpp);
+//   3. the earlyoom drop-in with thresholds below the planned headroom (earlyoom_dropin.hpp).
+#include <iosfwd>
+
+#include "daemon/daemon_config.hpp"
+#include "engine/planner/memory_plan.hpp"
+#include "supervisor/system_changes.hpp"
+
+namespace ds4::supervisor {
+
+planner::Plan plan_for_config(const daemon::Config& cfg, const sysconf::Sysroot& root);
+
+// Swap and earlyoom; throws std::runtime_error (or std::invalid_argument for thresholds that
+// would fire at steady state) naming the failing step.
+void prepare_host(const daemon::Config& cfg, const planner::Plan& plan, sysconf::SystemChanges& changes);
+
+}  // namespace ds4::supervisor

@@ -1,0 +1,143 @@
+// ensure_swap against a fake sysroot: swap already present, our file active, an existing usable
+// file, creation, an unusable file, a non-file in the way, and dry-run. Commands are recorded.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <sstream>
+
+#include "supervisor/swap_file.hpp"
+#include "test_sysroot.hpp"
+
+namespace ds4::sysconf {
+namespace {
+
+using testing::meminfo_text;
+using testing::read_file;
+using testing::write_file;
+
+constexpr uint64_t kWant = 4ull << 20;  // 4 MiB: small enough to create for real in the test
+
+class SwapTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    write_file(root.path() / "proc/swaps", testing::kSwapsHeader);
+    set_swap_kib(0);
+  }
+  void set_swap_kib(uint64_t kib) {
+    write_file(root.path() / "proc/meminfo", meminfo_text(16 << 20, 8 << 20, kib, kib));
+  }
+  SwapResult ensure(bool dry_run = false) {
+    SystemChanges changes(Sysroot(root.str()), runner, dry_run, out);
+    SwapRequest r;
+    r.file = "/var/lib/ds4d/swapfile";
+    r.size_bytes = kWant;
+    const SwapResult res = ensure_swap(r, changes);
+    log = changes.log();
+    return res;
+  }
+  std::string real_file() const { return root.str() + "/var/lib/ds4d/swapfile"; }
+  void make_swap_file(mode_t mode, bool signature, uint64_t size = kWant) {
+    std::string bytes(size, '\0');
+    if (signature) bytes.replace(static_cast<size_t>(::sysconf(_SC_PAGESIZE)) - 10, 10, "SWAPSPACE2");
+    write_file(real_file(), bytes);
+    chmod(real_file().c_str(), mode);
+  }
+
+  testing::TempDir root;
+  testing::RecordingRunner runner;
+  std::ostringstream out;
+  std::vector<std::string> log;
+};
+
+TEST_F(SwapTest, EnoughSwapAlreadyDoesNothing) {
+  set_swap_kib(kWant / 1024);
+  EXPECT_EQ(ensure(), SwapResult::already_enough);
+  EXPECT_TRUE(runner.commands.empty());
+  EXPECT_FALSE(std::filesystem::exists(real_file()));
+}
+
+TEST_F(SwapTest, CreatesFileThenMkswapAndSwapon) {
+  EXPECT_EQ(ensure(), SwapResult::created);
+  ASSERT_TRUE(std::filesystem::exists(real_file()));
+  EXPECT_EQ(std::filesystem::file_size(real_file()), kWant);
+  struct stat st {};
+  ASSERT_EQ(stat(real_file().c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0600u);
+  ASSERT_EQ(runner.commands.size(), 2u);
+  EXPECT_EQ(runner.commands[0], "mkswap " + real_file());
+  EXPECT_EQ(runner.commands[1], "swapon " + real_file());
+}
+
+TEST_F(SwapTest, ActiveFileIsLeftAlone) {
+  write_file(root.path() / "proc/swaps",
+             std::string(testing::kSwapsHeader) + "/var/lib/ds4d/swapfile\tfile\t1024\t0\t-2\n");
+  set_swap_kib(1024);
+  EXPECT_EQ(ensure(), SwapResult::already_active);
+  EXPECT_TRUE(runner.commands.empty());
+}
+
+TEST_F(SwapTest, OctalEscapedPathsInProcSwaps) {
+  write_file(root.path() / "proc/swaps", std::string(testing::kSwapsHeader) + "/srv/my\\040swap\tfile\t1\t0\t-2\n");
+  const auto paths = active_swap_paths((root.path() / "proc/swaps").string());
+  ASSERT_EQ(paths.size(), 1u);
+  EXPECT_EQ(paths[0], "/srv/my swap");
+}
+
+TEST_F(SwapTest, ExistingSignedFileIsChmoddedAndActivated) {
+  make_swap_file(0644, true);
+  EXPECT_EQ(ensure(), SwapResult::activated_existing);
+  struct stat st {};
+  ASSERT_EQ(stat(real_file().c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0600u);
+  ASSERT_EQ(runner.commands.size(), 1u);
+  EXPECT_EQ(runner.commands[0], "swapon " + real_file());
+}
+
+TEST_F(SwapTest, UnsignedOrWrongSizeFileIsRecreated) {
+  make_swap_file(0600, false);
+  EXPECT_EQ(ensure(), SwapResult::created);
+  EXPECT_EQ(runner.commands.size(), 2u);
+  make_swap_file(0600, true, kWant / 2);
+  runner.commands.clear();
+  EXPECT_EQ(ensure(), SwapResult::created);
+  EXPECT_EQ(std::filesystem::file_size(real_file()), kWant);
+  EXPECT_EQ(runner.commands.size(), 2u);
+}
+
+TEST_F(SwapTest, DirectoryInTheWayIsAnError) {
+  std::filesystem::create_directories(real_file());
+  EXPECT_THROW(ensure(), std::runtime_error);
+  EXPECT_TRUE(runner.commands.empty());
+}
+
+TEST_F(SwapTest, MkswapFailureIsReported) {
+  runner.next_status = 1;
+  try {
+    ensure();
+    FAIL();
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("mkswap"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(SwapTest, DryRunPrintsThePlanAndChangesNothing) {
+  EXPECT_EQ(ensure(true), SwapResult::created);
+  EXPECT_FALSE(std::filesystem::exists(real_file()));
+  EXPECT_TRUE(runner.commands.empty());
+  const std::string o = out.str();
+  EXPECT_NE(o.find("would: create swap file /var/lib/ds4d/swapfile"), std::string::npos) << o;
+  EXPECT_NE(o.find("would: run mkswap " + real_file()), std::string::npos) << o;
+  EXPECT_NE(o.find("would: run swapon " + real_file()), std::string::npos) << o;
+}
+
+TEST_F(SwapTest, ZeroSizeDisables) {
+  SystemChanges changes(Sysroot(root.str()), runner, false, out);
+  SwapRequest r;
+  r.size_bytes = 0;
+  EXPECT_EQ(ensure_swap(r, changes), SwapResult::disabled);
+  EXPECT_TRUE(runner.commands.empty());
+}
+
+}  // namespace
+}  // namespace ds4::sysconf
