@@ -74,7 +74,6 @@ struct OutputParser::State {
     // Block state.
     dsml::Style style = dsml::Style::Full;
     BlockPos pos = BlockPos::BetweenInvokes;
-    std::string trimmed_ws;   // whitespace between content and block not in block_raw
     std::string block_raw;    // consumed block bytes
     size_t invoke_start = 0;  // offset of the current invoke in block_raw
     size_t call_index = 0;
@@ -170,10 +169,11 @@ struct OutputParser::State {
         if (marker) {
             size_t text_end = best;
             while (text_end > 0 && is_space(buf[text_end - 1])) --text_end;
-            size_t raw_start = best >= 2 && buf.compare(best - 2, 2, "\n\n") == 0 ? best - 2 : best;
-            if (raw_start < text_end) raw_start = text_end;
+            // The whitespace between content and block belongs to the block: it is protocol, not
+            // content, and keeping all of it (not just a "\n\n") makes content + block exactly the
+            // sampled bytes, so a replay matches the KV cache whatever whitespace the model chose.
+            const size_t raw_start = text_end;
             content(std::string_view(buf).substr(0, text_end));
-            trimmed_ws.assign(buf, text_end, raw_start - text_end);
             buf.erase(0, raw_start);
             style = marker->style;
             phase = Phase::Block;
@@ -373,7 +373,7 @@ struct OutputParser::State {
     }
 
     void malformed() {
-        std::string raw = trimmed_ws + block_raw + buf;
+        std::string raw = block_raw + buf;
         buf.clear();
         msg.calls.clear();
         msg.dsml_block.clear();
@@ -414,7 +414,7 @@ std::vector<Event> OutputParser::finish() {
     state_->process();
     if (state_->phase == Phase::Block) {
         State& s = *state_;
-        std::string raw = s.trimmed_ws + s.block_raw + s.buf;
+        std::string raw = s.block_raw + s.buf;
         s.buf.clear();
         s.msg.status = ToolCallsStatus::Unterminated;
         events.push_back(ToolCallsError{ToolCallsStatus::Unterminated, raw, "output ended inside a tool-call block"});

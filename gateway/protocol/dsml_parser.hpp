@@ -16,7 +16,8 @@
 //    JSON-escaped as a string; string="false": minified JSON bytes; a parameter with no string
 //    attribute whose value is more parameters becomes a JSON object of them, ds4's "loose nested"
 //    recovery), ToolCallEnd at </invoke>, ToolCallsDone at the block's close tag with the exact
-//    sampled block bytes (from the blank line before it, when there was one). Text after the
+//    sampled block bytes (including all whitespace between the content and the block, so that
+//    content + block is exactly what was sampled; ds4 keeps only a "\n\n"). Text after the
 //    block is ignored (the server stops decoding there).
 // Arguments JSON is built deterministically: {"k":v,...} in DSML order, no spaces; the
 // fragments of one call concatenate to exactly ToolCallEnd::arguments_json.

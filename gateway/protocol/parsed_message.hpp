@@ -31,7 +31,7 @@ struct ParsedMessage {
     std::string content;                   // client-visible content (trailing whitespace before
                                            // a tool-call block is protocol and trimmed)
     std::vector<ParsedToolCall> calls;
-    std::string dsml_block;                // exact sampled block incl. the whitespace before it
+    std::string dsml_block;                // exact sampled block incl. all whitespace before it
     ToolCallsStatus status = ToolCallsStatus::None;
 };
 

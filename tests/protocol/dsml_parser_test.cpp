@@ -104,7 +104,17 @@ TEST(DsmlParser, ShortAndPlainSpellings) {
         EXPECT_EQ(m.calls[0].name, "f");
         EXPECT_EQ(m.calls[0].arguments_json, R"({"a":"1"})");
         EXPECT_EQ(m.content, "text");
-        EXPECT_EQ(m.dsml_block, block);  // "\n\n" belongs to the block only when it is exactly that
+        EXPECT_EQ(m.dsml_block, " " + block);  // all whitespace after the content is the block's
+    }
+}
+
+TEST(DsmlParser, ContentPlusBlockIsExactlyTheSampledText) {
+    for (std::string ws : {"", "\n", "\n\n", " \n\n\n\n", "\t "}) {
+        std::string after_think = "Answer:" + ws + kFullBlock.substr(2);
+        auto m = parse_message("r</think>" + after_think, true);
+        ASSERT_EQ(m.status, ToolCallsStatus::Complete);
+        EXPECT_EQ(m.content, "Answer:");
+        EXPECT_EQ(m.content + m.dsml_block, after_think);
     }
 }
 
