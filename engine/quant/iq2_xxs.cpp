@@ -82,34 +82,54 @@ struct GridFit {
   uint8_t signs;  // 8-bit negative mask with even popcount
 };
 
+// Grid points as magnitude levels 0/1/2 (bytes 8/25/43), so a candidate's error is a sum of
+// per-element table entries instead of a multiply per element.
+struct GridLevels {
+  uint8_t level[256][8];
+  GridLevels() {
+    for (int k = 0; k < 256; k++)
+      for (int j = 0; j < 8; j++) {
+        const int b = static_cast<int>((kIq2xxsGrid[k] >> (8 * j)) & 255);
+        level[k][j] = static_cast<uint8_t>(b == 8 ? 0 : (b == 25 ? 1 : 2));
+      }
+  }
+};
+const GridLevels& grid_levels() {
+  static const GridLevels t;
+  return t;
+}
+constexpr float kMagnitudes[3] = {8.0f, 25.0f, 43.0f};
+
 // Best grid point and signs for 8 values at group scale g (value = g * grid byte * sign).
 GridFit fit_eight(const float* x, float g) {
-  float ax[8];
+  float err[8][3], extra[8][3];
   uint8_t neg = 0;
   for (int j = 0; j < 8; j++) {
-    ax[j] = std::fabs(x[j]);
+    const float a = std::fabs(x[j]);
     if (x[j] < 0) neg |= static_cast<uint8_t>(1u << j);
+    for (int l = 0; l < 3; l++) {
+      const float v = g * kMagnitudes[l];
+      err[j][l] = (a - v) * (a - v);
+      extra[j][l] = 4.0f * a * v;  // (a+v)^2 - (a-v)^2: cost of flipping this sign
+    }
   }
   const bool odd = __builtin_popcount(neg) & 1;
-  GridFit best{INFINITY, 0, 0};
+  const GridLevels& lv = grid_levels();
+  GridFit best{INFINITY, 0, neg};
   for (int k = 0; k < 256; k++) {
-    const uint64_t grid = kIq2xxsGrid[k];
-    float err = 0, min_extra = INFINITY;
-    int flip = 0;
-    for (int j = 0; j < 8; j++) {
-      const float v = g * static_cast<float>((grid >> (8 * j)) & 255);
-      const float diff = ax[j] - v;
-      err += diff * diff;
-      if (odd) {
-        const float extra = 4.0f * ax[j] * v;  // (a+v)^2 - (a-v)^2
-        if (extra < min_extra) {
-          min_extra = extra;
-          flip = j;
-        }
-      }
+    const uint8_t* L = lv.level[k];
+    float e = 0;
+    for (int j = 0; j < 8; j++) e += err[j][L[j]];
+    if (!odd) {
+      if (e < best.err) best = {e, static_cast<uint8_t>(k), neg};
+      continue;
     }
-    if (odd) err += min_extra;
-    if (err < best.err) best = {err, static_cast<uint8_t>(k), static_cast<uint8_t>(odd ? neg ^ (1u << flip) : neg)};
+    int flip = 0;
+    float min_extra = extra[0][L[0]];
+    for (int j = 1; j < 8; j++)
+      if (extra[j][L[j]] < min_extra) min_extra = extra[j][L[j]], flip = j;
+    e += min_extra;
+    if (e < best.err) best = {e, static_cast<uint8_t>(k), static_cast<uint8_t>(neg ^ (1u << flip))};
   }
   return best;
 }
@@ -149,8 +169,8 @@ float best_group_scale(const float* x) {
   for (int j = 0; j < 32; j++) amax = std::max(amax, std::fabs(x[j]));
   if (amax == 0) return 0;
   float best_g = amax / 43.0f, best_err = INFINITY;
-  constexpr int kSteps = 16;
-  for (int s = 0; s <= kSteps; s++) {  // grid maximum 43 lands between 0.85x and 2x amax
+  constexpr int kSteps = 8;
+  for (int s = 0; s <= kSteps; s++) {  // the top magnitude 43*g spans 0.5x .. 1.25x amax
     const float g = amax / 43.0f * (0.5f + 0.75f * static_cast<float>(s) / kSteps);
     const GroupFit f = fit_group(x, g);
     if (f.err < best_err) {
