@@ -125,15 +125,19 @@ ModelConfig read_config(const gguf::GgufFile& f) {
        "expert_used_count must be in 1..min(32, expert_count), expert_count <= 1024");
   need(c.n_hash_layer <= c.n_layer, "hash_layer_count exceeds block_count");
   need(c.n_swa > 0, "attention.sliding_window must be positive");
-  need(c.compress_ratio.size() >= c.n_layer, "attention.compress_ratios is shorter than block_count");
-  need(c.swiglu_clamp.size() >= c.n_layer, "swiglu_clamp_exp is shorter than block_count");
+  need(c.compress_ratio.size() >= c.n_layer, "metadata deepseek4.attention.compress_ratios has " +
+                                                 std::to_string(c.compress_ratio.size()) +
+                                                 " entries, fewer than deepseek4.block_count = " + std::to_string(c.n_layer));
+  need(c.swiglu_clamp.size() >= c.n_layer, "metadata deepseek4.swiglu_clamp_exp has " +
+                                               std::to_string(c.swiglu_clamp.size()) +
+                                               " entries, fewer than deepseek4.block_count = " + std::to_string(c.n_layer));
   c.compress_ratio.resize(c.n_layer);
   c.swiglu_clamp.resize(c.n_layer);
   bool any4 = false;
   for (uint32_t il = 0; il < c.n_layer; il++) {
     const uint32_t r = c.compress_ratio[il];
     need(r == 0 || r == 4 || r == 128,
-         "attention.compress_ratios[" + std::to_string(il) + "] = " + std::to_string(r) + ", expected 0, 4 or 128");
+         "metadata deepseek4.attention.compress_ratios[" + std::to_string(il) + "] = " + std::to_string(r) + ", expected 0, 4 or 128");
     any4 |= r == 4;
   }
   if (any4) {
