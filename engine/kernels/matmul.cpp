@@ -1,7 +1,9 @@
 // Matrix products over quantized weights, built on quant::dot. Every output element is one dot
-// call of a full weight row with a full activation row; the pool partitions weight rows only.
-// That is what makes results batch- and thread-count-invariant: the value computed for
-// (activation row t, weight row r) does not depend on which other rows share the call.
+// of a full weight row with a full activation row; the pool partitions weight rows only. That is
+// what makes results batch- and thread-count-invariant: the value computed for (activation row
+// t, weight row r) does not depend on which other rows share the call. Formats with a
+// multi-activation kernel (IQ2_XXS) decode a weight row once for all activation rows; those
+// kernels are bit-identical per output to the single-row ones, so the invariant holds.
 #include "engine/kernels/matmul.hpp"
 
 #include <stdexcept>
@@ -41,7 +43,17 @@ void matmul(ThreadPool& pool, const WeightView& w, const void* act, size_t act_r
   const size_t rb = weight_row_bytes(w);
   const uint8_t* wbase = static_cast<const uint8_t*>(w.data);
   const uint8_t* abase = static_cast<const uint8_t*>(act);
+  const quant::DotMultiFn multi =
+      (isa != quant::Isa::Scalar && quant::best_isa() == quant::Isa::Avx2 && n_rows_act > 1) ? tr.dot_multi_avx2 : nullptr;
   auto rows = [&](int64_t r0, int64_t r1) {
+    if (multi != nullptr) {  // decode each weight row once for all activation rows
+      std::vector<float> tmp(static_cast<size_t>(n_rows_act));
+      for (int64_t r = r0; r < r1; r++) {
+        multi(wbase + static_cast<size_t>(r) * rb, abase, act_row_bytes, n_rows_act, w.cols, tmp.data());
+        for (int t = 0; t < n_rows_act; t++) out[static_cast<size_t>(t) * w.rows + r] = tmp[static_cast<size_t>(t)];
+      }
+      return;
+    }
     for (int64_t r = r0; r < r1; r++) {
       const uint8_t* wrow = wbase + static_cast<size_t>(r) * rb;
       for (int t = 0; t < n_rows_act; t++)

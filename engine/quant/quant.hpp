@@ -41,6 +41,9 @@ const char* isa_name(Isa isa);
 using DequantizeFn = void (*)(const void* src, float* dst, int64_t n);
 using QuantizeFn = void (*)(const float* src, void* dst, int64_t n);
 using DotFn = float (*)(const void* w, const void* act, int64_t n);
+// One weight row against n_act activation rows (act + t*act_stride): out[t] is bit-identical to
+// the single-row kernel of the same ISA; the weight row is decoded once for all of them.
+using DotMultiFn = void (*)(const void* w, const void* act, size_t act_stride, int n_act, int64_t n, float* out);
 
 struct Traits {
   Type type;
@@ -51,6 +54,7 @@ struct Traits {
   DotFn dot_scalar;                   // exact mode; null for Q8_K and I32 (no weight dot)
   DotFn dot_avx2;                     // null if none (then dot() uses dot_scalar)
   DotFn dot_avx2_exact;               // bit-identical to dot_scalar; null if none
+  DotMultiFn dot_multi_avx2;          // several activation rows at once (== dot_avx2 each); null if none
   // Activation side: only meaningful on entries that are someone's vec_dot_type (F32, Q8_0,
   // Q8_K). act_block_bytes is the activation layout's block size (see above), 0 elsewhere.
   uint32_t act_block_bytes;

@@ -46,20 +46,20 @@ namespace {
 using namespace detail;
 
 constexpr Traits kTable[] = {
-    {Type::F32, 1, 4, Type::F32, dequantize_f32, quantize_f32, dot_f32_scalar, dot_f32_avx2, dot_f32_avx2_exact, 4, quantize_act_f32},
-    {Type::F16, 1, 2, Type::F32, dequantize_f16, quantize_f16, dot_f16_scalar, dot_f16_avx2, dot_f16_avx2_exact, 0, nullptr},
-    {Type::BF16, 1, 2, Type::F32, dequantize_bf16, quantize_bf16, dot_bf16_scalar, dot_bf16_avx2, dot_bf16_avx2_exact, 0, nullptr},
-    {Type::Q8_0, 32, 34, Type::Q8_0, dequantize_q8_0, quantize_q8_0, dot_q8_0_scalar, dot_q8_0_avx2, dot_q8_0_avx2,
+    {Type::F32, 1, 4, Type::F32, dequantize_f32, quantize_f32, dot_f32_scalar, dot_f32_avx2, dot_f32_avx2_exact, nullptr, 4, quantize_act_f32},
+    {Type::F16, 1, 2, Type::F32, dequantize_f16, quantize_f16, dot_f16_scalar, dot_f16_avx2, dot_f16_avx2_exact, nullptr, 0, nullptr},
+    {Type::BF16, 1, 2, Type::F32, dequantize_bf16, quantize_bf16, dot_bf16_scalar, dot_bf16_avx2, dot_bf16_avx2_exact, nullptr, 0, nullptr},
+    {Type::Q8_0, 32, 34, Type::Q8_0, dequantize_q8_0, quantize_q8_0, dot_q8_0_scalar, dot_q8_0_avx2, dot_q8_0_avx2, nullptr,
      sizeof(BlockQ8_0Act), quantize_act_q8_0},
-    {Type::Q8_K, 256, 292, Type::Q8_K, dequantize_q8_k, quantize_act_q8_k, nullptr, nullptr, nullptr, sizeof(BlockQ8_K),
+    {Type::Q8_K, 256, 292, Type::Q8_K, dequantize_q8_k, quantize_act_q8_k, nullptr, nullptr, nullptr, nullptr, sizeof(BlockQ8_K),
      quantize_act_q8_k},
-    {Type::Q2_K, 256, 84, Type::Q8_K, dequantize_q2_k, quantize_q2_k, dot_q2_k_scalar, dot_q2_k_avx2, dot_q2_k_avx2, 0, nullptr},
-    {Type::Q4_K, 256, 144, Type::Q8_K, dequantize_q4_k, quantize_q4_k, dot_q4_k_scalar, dot_q4_k_avx2, dot_q4_k_avx2, 0, nullptr},
-    {Type::IQ2_XXS, 256, 66, Type::Q8_K, dequantize_iq2_xxs, quantize_iq2_xxs, dot_iq2_xxs_scalar, dot_iq2_xxs_avx2, dot_iq2_xxs_avx2,
+    {Type::Q2_K, 256, 84, Type::Q8_K, dequantize_q2_k, quantize_q2_k, dot_q2_k_scalar, dot_q2_k_avx2, dot_q2_k_avx2, nullptr, 0, nullptr},
+    {Type::Q4_K, 256, 144, Type::Q8_K, dequantize_q4_k, quantize_q4_k, dot_q4_k_scalar, dot_q4_k_avx2, dot_q4_k_avx2, nullptr, 0, nullptr},
+    {Type::IQ2_XXS, 256, 66, Type::Q8_K, dequantize_iq2_xxs, quantize_iq2_xxs, dot_iq2_xxs_scalar, dot_iq2_xxs_avx2, dot_iq2_xxs_avx2, dot_iq2_xxs_multi_avx2,
      0, nullptr},
-    {Type::MXFP4, 32, 17, Type::Q8_0, dequantize_mxfp4, quantize_mxfp4, dot_mxfp4_scalar, dot_mxfp4_avx2, dot_mxfp4_avx2, 0,
+    {Type::MXFP4, 32, 17, Type::Q8_0, dequantize_mxfp4, quantize_mxfp4, dot_mxfp4_scalar, dot_mxfp4_avx2, dot_mxfp4_avx2, nullptr, 0,
      nullptr},
-    {Type::I32, 1, 4, Type::I32, nullptr, nullptr, nullptr, nullptr, nullptr, 0, nullptr},
+    {Type::I32, 1, 4, Type::I32, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, 0, nullptr},
 };
 
 Isa detect_isa() {

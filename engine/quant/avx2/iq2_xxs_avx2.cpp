@@ -54,4 +54,44 @@ float dot_iq2_xxs_avx2(const void* w, const void* act, int64_t n) {
   return 0.125f * sumf;
 }
 
+void dot_iq2_xxs_multi_avx2(const void* w, const void* act, size_t act_stride, int n_act, int64_t n, float* out) {
+  constexpr int kMax = 8;
+  const BlockIQ2_XXS* x = static_cast<const BlockIQ2_XXS*>(w);
+  const uint64_t* pm = kIq2Signs.plus_minus_one;
+  for (int t0 = 0; t0 < n_act; t0 += kMax) {
+    const int nt = n_act - t0 < kMax ? n_act - t0 : kMax;
+    const uint8_t* act0 = static_cast<const uint8_t*>(act) + static_cast<size_t>(t0) * act_stride;
+    float sumf[kMax] = {};
+    for (int64_t i = 0; i < n / QK_K; i++) {
+      // Decode the block's grid points, signs and scales once...
+      __m256i grid[8], sign[8], scale[8];
+      const uint8_t* q = reinterpret_cast<const uint8_t*>(x[i].qs);
+      for (int ib = 0; ib < 8; ib++) {
+        const uint8_t* g = q + 8 * ib;
+        uint32_t s;
+        std::memcpy(&s, g + 4, 4);
+        grid[ib] = gather4(kIq2xxsGrid, g[0], g[1], g[2], g[3]);
+        sign[ib] = gather4(pm, s & 127, (s >> 7) & 127, (s >> 14) & 127, (s >> 21) & 127);
+        scale[ib] = _mm256_set1_epi16(static_cast<short>(2 * (s >> 28) + 1));
+      }
+      const float dx = avx2::h2f(x[i].d);
+      // ...and apply them to every activation row, with the single-row kernel's float steps.
+      for (int t = 0; t < nt; t++) {
+        const BlockQ8_K* y = reinterpret_cast<const BlockQ8_K*>(act0 + static_cast<size_t>(t) * act_stride) + i;
+        __m256i acc1 = _mm256_setzero_si256(), acc2 = _mm256_setzero_si256();
+        for (int ib = 0; ib < 8; ib += 2) {
+          const __m256i q1 = _mm256_sign_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(y->qs + 32 * ib)), sign[ib]);
+          const __m256i q2 =
+              _mm256_sign_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(y->qs + 32 * ib + 32)), sign[ib + 1]);
+          acc1 = _mm256_add_epi32(acc1, _mm256_madd_epi16(_mm256_maddubs_epi16(grid[ib], q1), scale[ib]));
+          acc2 = _mm256_add_epi32(acc2, _mm256_madd_epi16(_mm256_maddubs_epi16(grid[ib + 1], q2), scale[ib + 1]));
+        }
+        const float d = dx * y->d;
+        sumf[t] += d * static_cast<float>(avx2::hsum_i32(_mm256_add_epi32(acc1, acc2)));
+      }
+    }
+    for (int t = 0; t < nt; t++) out[t0 + t] = 0.125f * sumf[t];
+  }
+}
+
 }  // namespace ds4::quant::detail
