@@ -163,6 +163,54 @@ Summarize the following article in three sentences. Translate this paragraph int
 hash table handles collisions. Compare merge sort with quick sort. List the steps to reset a password.
 Describe the water cycle for a ten year old. Write a short poem about autumn leaves falling on a quiet
 river. What is the capital of Australia? How many legs does a spider have? Which planet is the largest?
+
+Gardening notes: tomatoes need full sunlight, regular watering and support from stakes or cages. Prune
+the suckers that grow between the stem and the branches. Basil, parsley and thyme grow well in pots on
+a balcony. Compost improves the soil; earthworms are a good sign. Harvest beans while they are young and
+tender, and pick zucchini before they become enormous. Frost arrives early in northern valleys.
+
+Kitchen: whisk two eggs with milk, flour and a pinch of salt. Heat butter in a pan, pour a thin layer,
+cook until golden, flip, and serve with lemon, honey, berries or cheese. Bread dough rises overnight in
+a cool place; bake it at high temperature with steam for a crisp crust. Soup simmers slowly with onions,
+garlic, carrots, celery, potatoes, lentils and fresh herbs.
+
+History and geography: rivers shaped early cities, trade routes connected distant kingdoms, and printing
+spread knowledge quickly across Europe. Mountains divide climates; deserts receive little rain; forests
+store carbon; oceans regulate temperature. Volcanoes, glaciers, earthquakes and tides change landscapes
+over centuries. Explorers, merchants, scholars, farmers and engineers built bridges, canals and railways.
+
+Physics and chemistry: energy is conserved, momentum is conserved, entropy increases. Light behaves as a
+wave and as a particle. Electrons occupy orbitals; atoms bond by sharing or transferring electrons. Acids
+donate protons; bases accept them. Catalysts lower activation barriers without being consumed. Gravity
+bends the paths of planets, comets, satellites and photons. Magnetic fields surround electric currents.
+
+SELECT user_id, COUNT(*) AS orders FROM purchases WHERE created_at >= '2026-01-01' GROUP BY user_id
+HAVING COUNT(*) > 3 ORDER BY orders DESC LIMIT 10;
+CREATE TABLE sessions (id INTEGER PRIMARY KEY, token TEXT NOT NULL, expires_at TIMESTAMP);
+UPDATE accounts SET balance = balance - 100 WHERE id = 7;
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let path = args.get(1).expect("usage: checksum FILE");
+    let bytes = std::fs::read(path).unwrap_or_default();
+    let sum: u64 = bytes.iter().map(|&b| b as u64).sum();
+    println!("{} bytes, checksum {}", bytes.len(), sum);
+}
+
+function debounce(callback, delay) {
+  let timer = null;
+  return (...args) => {
+    clearTimeout(timer);
+    timer = setTimeout(() => callback.apply(this, args), delay);
+  };
+}
+const response = await fetch("/v1/chat/completions", { method: "POST", headers, body: JSON.stringify(payload) });
+if (!response.ok) throw new Error(`request failed: ${response.status} ${response.statusText}`);
+
+Music and art: melody, harmony, rhythm, tempo, chords, scales, octaves, violins, pianos, trumpets, drums,
+choirs, orchestras, galleries, sculptures, portraits, landscapes, watercolors, charcoal sketches, museums.
+Sports: football, basketball, tennis, cycling, swimming, marathon, referee, tournament, champion, trophy.
+Emotions: happy, curious, anxious, grateful, surprised, frustrated, hopeful, proud, calm, lonely, excited.
 )SAMPLE";
   return kText;
 }
