@@ -65,6 +65,51 @@ float dot_q2_k_avx2(const void* w, const void* act, int64_t n) {
   return sumf;
 }
 
+void dot_q2_k_multi_avx2(const void* w, const void* act, size_t act_stride, int n_act, int64_t n, float* out) {
+  constexpr int kMax = 8;
+  const BlockQ2_K* x = static_cast<const BlockQ2_K*>(w);
+  const __m256i m3 = _mm256_set1_epi8(3);
+  const __m128i m4 = _mm_set1_epi8(0x0f);
+  static const PairShuffles shuffles;
+  for (int t0 = 0; t0 < n_act; t0 += kMax) {
+    const int nt = n_act - t0 < kMax ? n_act - t0 : kMax;
+    const uint8_t* act0 = static_cast<const uint8_t*>(act) + static_cast<size_t>(t0) * act_stride;
+    float sumf[kMax] = {};
+    for (int64_t i = 0; i < n / QK_K; i++) {
+      // Decode levels and scales once...
+      const __m128i scb = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x[i].scales));
+      const __m256i mins = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(scb, 4), m4));
+      const __m256i scales = _mm256_broadcastsi128_si256(_mm_and_si128(scb, m4));
+      __m256i lv[8], sc[8];
+      for (int half = 0; half < 2; half++) {
+        const __m256i bits = load32(x[i].qs + 32 * half);
+        for (int k = 0; k < 4; k++) {
+          lv[4 * half + k] = _mm256_and_si256(_mm256_srli_epi16(bits, 2 * k), m3);
+          sc[4 * half + k] = _mm256_shuffle_epi8(scales, shuffles.ctl[4 * half + k]);
+        }
+      }
+      const float xd = avx2::h2f(x[i].d), xdmin = avx2::h2f(x[i].dmin);
+      // ...then the single-row kernel's integer sums and float steps for every activation row.
+      for (int t = 0; t < nt; t++) {
+        const BlockQ8_K* y = reinterpret_cast<const BlockQ8_K*>(act0 + static_cast<size_t>(t) * act_stride) + i;
+        const __m256i summs_v = _mm256_madd_epi16(mins, load32(y->bsums));
+        __m256i acc = _mm256_setzero_si256();
+        for (int j = 0; j < 8; j++)
+          acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(lv[j], load32(y->qs + 32 * j)), sc[j]));
+        const __m256i both = _mm256_hadd_epi32(acc, summs_v);
+        alignas(32) int32_t l[8];
+        _mm256_store_si256(reinterpret_cast<__m256i*>(l), both);
+        const int isum = l[0] + l[1] + l[4] + l[5];
+        const int summs = l[2] + l[3] + l[6] + l[7];
+        const float dall = y->d * xd;
+        const float dmin = y->d * xdmin;
+        sumf[t] += dall * static_cast<float>(isum) - dmin * static_cast<float>(summs);
+      }
+    }
+    for (int t = 0; t < nt; t++) out[t0 + t] = sumf[t];
+  }
+}
+
 float dot_q4_k_avx2(const void* w, const void* act, int64_t n) {
   const BlockQ4_K* x = static_cast<const BlockQ4_K*>(w);
   const BlockQ8_K* y = static_cast<const BlockQ8_K*>(act);
