@@ -49,7 +49,7 @@ rm -rf "$run_dir"
 mkdir -p "$run_dir/payload"
 cp "$deb" "$here/vm/guest-checks.sh" "$here/vm/vm-test.conf" "$run_dir/payload/"
 payload_mib=$(( $(du -sm "$run_dir/payload" | cut -f1) + 16 ))
-mkfs.ext4 -q -F -L ds4d-payload -E root_owner=0:0 -d "$run_dir/payload" "$run_dir/payload.img" "${payload_mib}M"
+mkfs.ext4 -q -F -L ds4d-payload -E root_owner=0:0 -d "$run_dir/payload" "$run_dir/payload.img" "${payload_mib}M" >/dev/null
 # A copy-on-write overlay keeps the cached image pristine for the next run.
 qemu-img create -q -f qcow2 -b "$image_dir/rootfs.img" -F raw "$run_dir/overlay.qcow2"
 

@@ -68,6 +68,17 @@ fi
 work="$out.tmp"
 rm -rf "$work"
 mkdir -p "$work"
+# Likewise a cached debootstrap tree that already has every package (only the image is redone).
+for dir in "$cache_dir"/rootfs-*; do
+  [ -f "$dir/.debootstrap-complete" ] || continue
+  missing=0
+  for p in "${packages[@]}"; do
+    dpkg-query --admindir="$dir/var/lib/dpkg" -W -f='${Status}\n' "$p" 2>/dev/null \
+      | grep -q 'install ok installed' || { missing=1; break; }
+  done
+  if [ "$missing" -eq 0 ]; then root=$dir; break; fi
+done
+
 if [ ! -f "$root/.debootstrap-complete" ]; then
   rm -rf "$root"
   echo "build-image: debootstrap bookworm from $mirror with ${packages[*]}" >&2
