@@ -71,6 +71,7 @@ void Connection::close() {
 net::awaitable<void> Connection::serve() {
   const ServerConfig& cfg = host_.config;
   bool first = true;
+  bool busy = false;  // between request read and response end: counted for the drain
   try {
     for (;;) {
       bhttp::request_parser<bhttp::string_body> parser;
@@ -117,6 +118,7 @@ net::awaitable<void> Connection::serve() {
       HttpRequest req = parser.release();
       const bool keep_alive = req.keep_alive() && !host_.stopping;
       host_.busy_changed(+1);
+      busy = true;
       auto received = std::chrono::steady_clock::now();
       std::string_view target(req.target().data(), req.target().size());
       RequestContext ctx{req, Router::path_of(target), stream_.get_executor(), received};
@@ -136,6 +138,7 @@ net::awaitable<void> Connection::serve() {
       host_.metrics.observe_request_duration(
           d.endpoint, std::chrono::duration<double>(std::chrono::steady_clock::now() - received).count());
       host_.busy_changed(-1);
+      busy = false;
       if (!ok || !keep_alive || host_.stopping) break;
     }
   } catch (const std::exception& e) {
@@ -143,8 +146,8 @@ net::awaitable<void> Connection::serve() {
     if (channel_) {
       channel_->consumer_closed();
       channel_.reset();
-      host_.busy_changed(-1);
     }
+    if (busy) host_.busy_changed(-1);
   }
   close();
   host_.connection_closed(this);

@@ -2,6 +2,7 @@
 #include "gateway/serving/service.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <random>
 #include <spdlog/spdlog.h>
 
@@ -21,6 +22,26 @@ uint64_t fresh_seed() {
   std::random_device rd;
   uint64_t s = (static_cast<uint64_t>(rd()) << 32) ^ rd() ^ (counter.fetch_add(1) * 0x9e3779b97f4a7c15ULL);
   return s ? s : 1;
+}
+
+// When the live tokens are not a token prefix of the prompt but their bytes are a byte prefix of
+// the prompt's bytes, returns live tokens + the tokenization of the remaining prompt text. (Never
+// slice the prompt's own tokenization at a byte boundary: BPE may merge across it.)
+std::optional<std::vector<Token>> extend_by_text(const EngineBackend& backend, const std::vector<Token>& live,
+                                                 const std::vector<Token>& prompt) {
+  try {
+    std::string live_text = backend.decode(live);
+    std::string prompt_text = backend.decode(prompt);
+    if (prompt_text.size() < live_text.size() || prompt_text.compare(0, live_text.size(), live_text) != 0)
+      return std::nullopt;
+    std::vector<Token> out = live;
+    auto suffix = backend.encode(std::string_view(prompt_text).substr(live_text.size()));
+    out.insert(out.end(), suffix.begin(), suffix.end());
+    return out;
+  } catch (const std::exception& e) {
+    spdlog::debug("serving: text prefix match failed: {}", e.what());
+    return std::nullopt;
+  }
 }
 
 }  // namespace
@@ -261,6 +282,16 @@ void Service::run(Queued& q) {
     if (live.empty()) {
       usage.cache = CacheOutcome::cold;
     } else if (live.size() <= job.prompt.size() && std::equal(live.begin(), live.end(), job.prompt.begin())) {
+      usage.cache = CacheOutcome::live;
+      usage.cached_tokens = live.size();
+    } else if (auto extended = extend_by_text(backend, live, job.prompt)) {
+      // The model sampled a spelling that re-tokenizes differently, but the bytes agree: keep the
+      // live tokens and use the prompt's tokenization only after them.
+      job.prompt = std::move(*extended);
+      if (job.prompt.size() >= seq.capacity())
+        throw std::length_error("prompt has " + std::to_string(job.prompt.size()) + " tokens, context holds " +
+                                std::to_string(seq.capacity()));
+      usage.prompt_tokens = job.prompt.size();
       usage.cache = CacheOutcome::live;
       usage.cached_tokens = live.size();
     } else {

@@ -9,10 +9,15 @@
 //
 // Prefix reuse: the DS4 state (sliding-window ring, compressed rows, indexer rows, compressor
 // frontiers) cannot be rewound to an arbitrary earlier token, so the live context is reused only
-// when its tokens are a prefix of the new prompt; only the suffix is prefilled and cached_tokens
-// says how many were reused. Otherwise the context is cleared and the prompt prefilled from the
-// start. After a turn the live context holds prompt + every sampled token but the last (the last
-// one is never fed: EOS is not part of the next prompt, and for other endings the next prompt
+// when it is a prefix of the new prompt; only the suffix is prefilled and cached_tokens says how
+// many tokens were reused. The match is by tokens first, then by bytes: when the model sampled a
+// token spelling that the tokenizer would split differently, the live bytes can still be a byte
+// prefix of the prompt; then the live tokens are kept and only the remaining text is tokenized
+// (as ds4 does). Otherwise the context is cleared and the whole prompt prefilled. Snapshots are
+// not used for reuse: a snapshot of the full model's context is large and the single-client
+// pattern (the conversation grows turn by turn) is served by the live context alone.
+// After a turn the live context holds prompt + every sampled token but the last (the last one is
+// never fed: EOS is not part of the next prompt, and for other endings the next prompt
 // re-renders it), so a client that sends the conversation back gets a prefix hit.
 #include <chrono>
 #include <condition_variable>
