@@ -47,18 +47,18 @@ using DotMultiFn = void (*)(const void* w, const void* act, size_t act_stride, i
 
 struct Traits {
   Type type;
-  uint32_t block_elems, block_bytes;  // weight-format geometry (same as quant_type.hpp)
-  Type vec_dot_type;                  // what the activation is quantized to for dot()
-  DequantizeFn dequantize;            // null for I32
-  QuantizeFn quantize;                // weight quantizer (Q8_K: the activation quantizer); null for I32
-  DotFn dot_scalar;                   // exact mode; null for Q8_K and I32 (no weight dot)
-  DotFn dot_avx2;                     // null if none (then dot() uses dot_scalar)
-  DotFn dot_avx2_exact;               // bit-identical to dot_scalar; null if none
-  DotMultiFn dot_multi_avx2;          // several activation rows at once (== dot_avx2 each); null if none
+  uint32_t block_elems, block_bytes;      // weight-format geometry (same as quant_type.hpp)
+  Type vec_dot_type;                      // what the activation is quantized to for dot()
+  DequantizeFn dequantize = nullptr;      // null for I32
+  QuantizeFn quantize = nullptr;          // weight quantizer (Q8_K: the activation quantizer); null for I32
+  DotFn dot_scalar = nullptr;             // exact mode; null for Q8_K and I32 (no weight dot)
+  DotFn dot_avx2 = nullptr;               // null if none (then dot() uses dot_scalar)
+  DotFn dot_avx2_exact = nullptr;         // bit-identical to dot_scalar; null if none
+  DotMultiFn dot_multi_avx2 = nullptr;    // several activation rows at once (== dot_avx2 each); null if none
   // Activation side: only meaningful on entries that are someone's vec_dot_type (F32, Q8_0,
   // Q8_K). act_block_bytes is the activation layout's block size (see above), 0 elsewhere.
-  uint32_t act_block_bytes;
-  QuantizeFn quantize_activation;     // §5.2 activation quantizer; null where not a vec_dot_type
+  uint32_t act_block_bytes = 0;
+  QuantizeFn quantize_activation = nullptr;  // §5.2 activation quantizer; null where not a vec_dot_type
 };
 
 // Throws std::invalid_argument for a type without an entry.
