@@ -164,18 +164,35 @@ check stopped_no_processes "processes left in the unit after stop" \
 # --- restart and crash recovery ------------------------------------------------------------
 # restart blocks until the new instance sent READY=1 (or failed).
 if timeout 400 systemctl restart ds4d.service && is_active && wait_for 60 healthy; then pass restart; else fail restart "not active and healthy after systemctl restart"; fi
+# A crash (SIGSEGV) is restarted in place by the supervisor: same main PID, new daemon.
 sup_before=$(main_pid)
 old=$(daemon_pid)
+new_daemon() { p=$(daemon_pid); [ -n "$p" ] && [ "$p" != "$1" ]; }
 if [ -n "$old" ]; then
-  kill -KILL "$old"
-  if wait_for 120 sh -c "p=\$(ps -o pid=,user= --ppid $sup_before | awk '\$2==\"ds4d\"{print \$1}'); [ -n \"\$p\" ] && [ \"\$p\" != $old ]" \
-     && wait_for 120 healthy && [ "$(main_pid)" = "$sup_before" ]; then
-    pass daemon_crash_restart "supervisor $sup_before replaced daemon $old with $(daemon_pid)"
+  kill -SEGV "$old"
+  if wait_for 120 new_daemon "$old" && wait_for 120 healthy && [ "$(main_pid)" = "$sup_before" ]; then
+    pass daemon_crash_restart "supervisor $sup_before replaced crashed daemon $old with $(daemon_pid)"
   else
-    fail daemon_crash_restart "after SIGKILL of $old: supervisor $(main_pid) (was $sup_before), daemon '$(daemon_pid)', healthy=$(healthy && echo yes || echo no)"
+    fail daemon_crash_restart "after SIGSEGV to $old: supervisor $(main_pid) (was $sup_before), daemon '$(daemon_pid)'"
   fi
 else
-  fail daemon_crash_restart "no daemon process to kill"
+  fail daemon_crash_restart "no daemon process to crash"
+fi
+# A SIGKILL the supervisor did not send (the kernel OOM killer's) makes it exit 137, and
+# systemd's Restart=always brings the whole unit back: new main PID, one more NRestarts.
+sup_before=$(main_pid)
+old=$(daemon_pid)
+r0=$(restarts)
+if [ -n "$old" ]; then
+  kill -KILL "$old"
+  if wait_for 180 sh -c "[ \"\$(systemctl show -p NRestarts --value ds4d.service)\" -gt $r0 ]" \
+     && wait_active 300 && wait_for 120 healthy && [ "$(main_pid)" != "$sup_before" ]; then
+    pass daemon_kill_unit_restart "systemd restarted the unit: supervisor $sup_before -> $(main_pid), NRestarts $r0 -> $(restarts)"
+  else
+    fail daemon_kill_unit_restart "after SIGKILL to $old: supervisor $(main_pid) (was $sup_before), NRestarts $(restarts) (was $r0), state $(systemctl is-active ds4d.service)"
+  fi
+else
+  fail daemon_kill_unit_restart "no daemon process to kill"
 fi
 
 # --- purge ---------------------------------------------------------------------------------

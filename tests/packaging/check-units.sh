@@ -12,7 +12,7 @@
 #
 # Usage: check-units.sh UNITS_DIR SUPERVISOR_BIN MAN_DIR
 set -euo pipefail
-units=$1 supervisor=$2 man_dir=$3
+units=$(cd "$1" && pwd) supervisor=$2 man_dir=$3
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fails=0
@@ -50,7 +50,7 @@ state_owner=$(stat -c '%u %a' "$root/var/lib/ds4d" 2>/dev/null || true)
 if ! cfg=$("$supervisor" --config "$units/ds4d.toml" --print-config 2>&1); then
   fail "ds4d-supervisor --print-config rejects the packaged ds4d.toml: $cfg"
 else
-  value() { awk -v k="$1" '$1 == k { v = $3; gsub(/"/, "", v); print v; exit }' <<<"$cfg"; }
+  value() { awk -v k="$1" '$1 == k { v = $3; gsub(/["\047]/, "", v); print v; exit }' <<<"$cfg"; }
   unit_value() { sed -n "s/^$1=//p" "$units/ds4d.service" | tail -n 1; }
   dropin=$(value memory.earlyoom_dropin)
   [ "$(dirname "$dropin")" = "$(unit_value ReadWritePaths)" ] \
@@ -65,6 +65,14 @@ else
     || fail "cache.dir '$kv' is not created by tmpfiles for ds4d"
   [ "$(value supervisor.daemon)" = /usr/sbin/ds4d ] && echo "ok: supervisor launches /usr/sbin/ds4d" \
     || fail "supervisor.daemon is '$(value supervisor.daemon)', the package installs /usr/sbin/ds4d"
+  stop_unit=$(unit_value TimeoutStopSec | sed 's/s$//')
+  drain=$(value server.drain_timeout_s) stop_sup=$(value supervisor.stop_timeout_s)
+  [ "$drain" -lt "$stop_sup" ] && [ "$stop_sup" -lt "$stop_unit" ] \
+    && echo "ok: drain ${drain}s < supervisor stop ${stop_sup}s < TimeoutStopSec ${stop_unit}s" \
+    || fail "stop timeouts do not nest: drain ${drain}s, supervisor ${stop_sup}s, TimeoutStopSec ${stop_unit}s"
+  "$supervisor" --help | grep -q "^  $(unit_value RestartPreventExitStatus) " \
+    && echo "ok: RestartPreventExitStatus=$(unit_value RestartPreventExitStatus) is the supervisor's configuration-error status" \
+    || fail "the supervisor's --help documents no exit status $(unit_value RestartPreventExitStatus)"
   [ "$(value supervisor.user)" = ds4d ] || fail "supervisor.user is '$(value supervisor.user)'"
   [ "$(value model.path)" = /usr/share/ds4d/models/ds4-tiny-forged.gguf ] \
     || fail "model.path is '$(value model.path)', not the packaged model"
