@@ -3,7 +3,7 @@
 #
 # The prose (NAME, DESCRIPTION, FILES, SEE ALSO) is written by hand in TEMPLATE; the options
 # come from the built binary itself, so the page cannot drift from what the program accepts.
-# With --subcommands, the help of every subcommand listed under the program's "SUBCOMMANDS:"
+# With --subcommands, the help of every subcommand listed under the program's "Subcommands:"
 # heading (CLI11's layout) follows the top-level help. The help text is escaped for roff
 # (backslashes, leading dots and quotes, minus signs) and placed in a no-fill block.
 #
@@ -14,7 +14,7 @@ template=$1 output=$2 binary=$3 version=$4 mode=${5:-}
 
 help=$("$binary" --help)
 if [ "$mode" = --subcommands ]; then
-  subs=$(awk '/^[A-Z]*SUBCOMMANDS:$/ { on = 1; next } on && /^$/ { on = 0 } on && NF { print $1 }' \
+  subs=$(awk 'tolower($0) ~ /^subcommands:$/ { on = 1; next } on && /^$/ { on = 0 } on && NF { print $1 }' \
          <<<"$help")
   [ -n "$subs" ] || { echo "render-man: no subcommands found in '$binary --help'" >&2; exit 1; }
   for s in $subs; do

@@ -110,6 +110,7 @@ if [ -n "$status_text" ] && systemctl status ds4d.service --no-pager 2>/dev/null
 else
   fail status_text "systemctl status shows no STATUS= text (StatusText='$status_text')"
 fi
+echo "DS4D-VM-INFO $(systemd-analyze security ds4d.service 2>/dev/null | tail -n 1)"
 pid=$(daemon_pid)
 check daemon_user "no ds4d process running as user ds4d under the supervisor" test -n "$pid"
 
