@@ -3,7 +3,7 @@
 // memory (256 MiB), next to the machine's streaming read bandwidth measured in the same run.
 // Counters: GB/s = weight bytes/s / 1e9; x_read_bw = that rate / read bandwidth (1.0 means the
 // kernel keeps up with memory, so decode is bandwidth bound).
-//   kernels_bench [--threads N] [google benchmark flags, e.g. --benchmark_min_time=0.2s]
+//   kernels_bench [--threads N] [google benchmark flags, e.g. --benchmark_min_time=0.2]
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
@@ -57,8 +57,13 @@ int main(int argc, char** argv) {
   int n_args = static_cast<int>(args.size());
   static ThreadPool pool(threads);
   g_read_gbs = ds4::kernels::measure_read_bandwidth_gbs(pool);
-  std::printf("threads %u, isa %s, streaming read bandwidth %.2f GB/s\n", pool.size(),
-              ds4::quant::isa_name(ds4::quant::best_isa()), g_read_gbs);
+  double load1 = -1;  // other processes skew every rate below; say so next to the numbers
+  if (std::FILE* f = std::fopen("/proc/loadavg", "r")) {
+    if (std::fscanf(f, "%lf", &load1) != 1) load1 = -1;
+    std::fclose(f);
+  }
+  std::printf("threads %u, isa %s, streaming read bandwidth %.2f GB/s, load average %.2f\n", pool.size(),
+              ds4::quant::isa_name(ds4::quant::best_isa()), g_read_gbs, load1);
   benchmark::RegisterBenchmark("read_bandwidth", bm_read)->Iterations(1);
   const Isa best = ds4::quant::best_isa();
   for (Type t : {Type::IQ2_XXS, Type::Q2_K, Type::Q4_K, Type::Q8_0, Type::MXFP4, Type::F16, Type::BF16, Type::F32}) {
