@@ -1,20 +1,25 @@
 // Sink attention; see attention.hpp. Per head the operation order is ds4's
 // layer_attention_mixed_one: scores in row order with the running max seeded by the sink,
 // then the denominator seeded with e^{sink - m} and the weighted sum accumulated row by row,
-// finally a multiply by 1/denominator. Heads are independent, so they run in parallel without
-// changing any result.
+// finally a multiply by 1/denominator. Both implementations below keep that order exactly;
+// the fast one only changes which independent sums share a SIMD register or a thread.
 #include "engine/model/attention.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
 
 #include "engine/model/numerics.hpp"
+#include "engine/model/ordered_simd.hpp"
 
 namespace ds4::model {
 
-void attend(const LayerState& st, const float* q, uint32_t n_head, const float* sinks, const uint8_t* allowed,
-            bool exact, kernels::ThreadPool& pool, float* out_heads) {
+namespace {
+
+// Exact mode: ds4's loop, head by head (heads in parallel).
+void attend_reference(const LayerState& st, const float* q, uint32_t n_head, const float* sinks,
+                      const uint8_t* allowed, kernels::ThreadPool& pool, float* out_heads) {
   const uint32_t d = st.head_dim;
   const uint32_t n_raw = st.n_raw;
   const uint32_t n_comp = st.ratio != 0 ? st.comp.n : 0;
@@ -27,8 +32,7 @@ void attend(const LayerState& st, const float* q, uint32_t n_head, const float* 
       const float* qh = q + uint64_t(h) * d;
       float mx = sinks[h];
       for (uint32_t r = 0; r < n_raw; r++) {
-        const float* k = st.raw_row(r);
-        const float s = (exact ? dot_f32_exact(qh, k, d) : dot_f32_fast(qh, k, d)) * kq_scale;
+        const float s = dot_f32_exact(qh, st.raw_row(r), d) * kq_scale;
         score[r] = s;
         if (s > mx) mx = s;
       }
@@ -37,8 +41,7 @@ void attend(const LayerState& st, const float* q, uint32_t n_head, const float* 
           score[n_raw + r] = kNegInf;
           continue;
         }
-        const float* k = st.comp.row(r);
-        const float s = (exact ? dot_f32_exact(qh, k, d) : dot_f32_fast(qh, k, d)) * kq_scale;
+        const float s = dot_f32_exact(qh, st.comp.row(r), d) * kq_scale;
         score[n_raw + r] = s;
         if (s > mx) mx = s;
       }
@@ -60,6 +63,63 @@ void attend(const LayerState& st, const float* q, uint32_t n_head, const float* 
       for (uint32_t i = 0; i < d; i++) oh[i] *= inv;
     }
   });
+}
+
+// Fast mode: the same arithmetic with heads as SIMD lanes for the scores (rows in parallel)
+// and vectorised accumulation (heads in parallel); bit-identical to attend_reference.
+void attend_ordered(const LayerState& st, const float* q, uint32_t n_head, const float* sinks, const uint8_t* allowed,
+                    kernels::ThreadPool& pool, float* out_heads) {
+  const uint32_t d = st.head_dim;
+  const uint32_t n_comp = st.ratio != 0 ? st.comp.n : 0;
+  const float kq_scale = 1.0f / std::sqrt(float(d));
+  const uint32_t lanes = (n_head + 7) / 8 * 8;
+  thread_local std::vector<float> qT, S;
+  thread_local std::vector<const float*> rows;
+  rows.clear();
+  for (uint32_t r = 0; r < st.n_raw; r++) rows.push_back(st.raw_row(r));
+  for (uint32_t r = 0; r < n_comp; r++)
+    if (!allowed || allowed[r]) rows.push_back(st.comp.row(r));
+  const uint32_t n = uint32_t(rows.size());
+  qT.assign(size_t(d) * lanes, 0.0f);
+  for (uint32_t h = 0; h < n_head; h++)
+    for (uint32_t i = 0; i < d; i++) qT[size_t(i) * lanes + h] = q[size_t(h) * d + i];
+  S.resize(size_t(n) * lanes);
+  const float* qTp = qT.data();
+  float* Sp = S.data();
+  const float* const* rp = rows.data();
+  pool.parallel_for(n, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; r++) {
+      float* s = Sp + size_t(r) * lanes;
+      ordered::dot_lanes(qTp, lanes, rp[r], d, s);
+      for (uint32_t h = 0; h < n_head; h++) s[h] = s[h] * kq_scale;
+    }
+  });
+  pool.parallel_for(n_head, [&](int64_t h0, int64_t h1) {
+    for (int64_t h = h0; h < h1; h++) {
+      float mx = sinks[h];
+      for (uint32_t r = 0; r < n; r++) mx = std::max(mx, Sp[size_t(r) * lanes + h]);
+      float* oh = out_heads + uint64_t(h) * d;
+      std::memset(oh, 0, d * sizeof(float));
+      float denom = std::exp(sinks[h] - mx);
+      for (uint32_t r = 0; r < n; r++) {
+        const float w = std::exp(Sp[size_t(r) * lanes + h] - mx);
+        denom += w;
+        ordered::axpy(oh, rp[r], w, d);
+      }
+      const float inv = 1.0f / denom;
+      for (uint32_t i = 0; i < d; i++) oh[i] *= inv;
+    }
+  });
+}
+
+}  // namespace
+
+void attend(const LayerState& st, const float* q, uint32_t n_head, const float* sinks, const uint8_t* allowed,
+            bool exact, kernels::ThreadPool& pool, float* out_heads) {
+  if (exact || !ordered::available())
+    attend_reference(st, q, n_head, sinks, allowed, pool, out_heads);
+  else
+    attend_ordered(st, q, n_head, sinks, allowed, pool, out_heads);
 }
 
 void grouped_output(const Exec& ex, const ModelConfig& cfg, const Tensor& output_a, const float* heads, int T,

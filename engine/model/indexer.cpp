@@ -3,6 +3,7 @@
 #include "engine/model/indexer.hpp"
 
 #include "engine/model/numerics.hpp"
+#include "engine/model/ordered_simd.hpp"
 
 namespace ds4::model {
 
@@ -15,15 +16,36 @@ void indexer_select(const float* q, const float* w, uint32_t n_head, const RowSt
     return;
   }
   scores.resize(n);
-  for (uint32_t c = 0; c < n; c++) {
-    const float* kv = rows.row(c);
-    float s = 0.0f;
-    for (uint32_t h = 0; h < n_head; h++) {
-      float d = exact ? dot_f32_exact(kv, q + uint64_t(h) * dim, dim) : dot_f32_fast(kv, q + uint64_t(h) * dim, dim);
-      if (d < 0.0f) d = 0.0f;
-      s += d * w[h];
+  if (exact || !ordered::available()) {
+    for (uint32_t c = 0; c < n; c++) {
+      const float* kv = rows.row(c);
+      float s = 0.0f;
+      for (uint32_t h = 0; h < n_head; h++) {
+        float d = dot_f32_exact(kv, q + uint64_t(h) * dim, dim);
+        if (d < 0.0f) d = 0.0f;
+        s += d * w[h];
+      }
+      scores[c] = s;
     }
-    scores[c] = s;
+  } else {
+    // Heads as SIMD lanes (each lane the reference's sequential dot), then the same
+    // head-ordered sum: bit-identical to the loop above.
+    const uint32_t lanes = (n_head + 7) / 8 * 8;
+    thread_local std::vector<float> qT, dots;
+    qT.assign(size_t(dim) * lanes, 0.0f);
+    dots.resize(lanes);
+    for (uint32_t h = 0; h < n_head; h++)
+      for (uint32_t i = 0; i < dim; i++) qT[size_t(i) * lanes + h] = q[size_t(h) * dim + i];
+    for (uint32_t c = 0; c < n; c++) {
+      ordered::dot_lanes(qT.data(), lanes, rows.row(c), dim, dots.data());
+      float s = 0.0f;
+      for (uint32_t h = 0; h < n_head; h++) {
+        float d = dots[h];
+        if (d < 0.0f) d = 0.0f;
+        s += d * w[h];
+      }
+      scores[c] = s;
+    }
   }
   for (uint32_t k = 0; k < top_k; k++) {
     uint32_t best = 0;

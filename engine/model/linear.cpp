@@ -1,17 +1,35 @@
 // Weight x activation dispatch; see linear.hpp.
 #include "engine/model/linear.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
-namespace ds4::model {
+#include "engine/model/ordered_simd.hpp"
 
-quant::Type vec_dot_type_of(quant::Type weight_type) {
-  return quant::traits(weight_type).vec_dot_type;
+namespace ds4::model {
+namespace {
+
+// F16 weights in Fast mode: 16-row blocks of the order-preserving SIMD matvec on the pool
+// (bit-identical to the scalar kernel Exact mode runs).
+void matmul_f16_ordered(const Exec& ex, const kernels::WeightView& w, const uint8_t* act, size_t act_row_bytes, int n,
+                        float* out) {
+  const auto* W = static_cast<const uint16_t*>(w.data);
+  const int64_t blocks = (w.rows + 15) / 16;
+  ex.pool->parallel_for(blocks, [&](int64_t b0, int64_t b1) {
+    const int64_t r0 = b0 * 16, r1 = std::min(w.rows, b1 * 16);
+    for (int t = 0; t < n; t++) {
+      const auto* x = reinterpret_cast<const float*>(act + size_t(t) * act_row_bytes);
+      ordered::f16_matvec_rows(W, w.cols, r0, r1, x, out + size_t(t) * w.rows + r0);
+    }
+  });
 }
 
-void quantize_rows(quant::Type weight_type, const float* x, int n, int64_t cols, QuantAct& out,
-                   int64_t stride) {
+}  // namespace
+
+quant::Type vec_dot_type_of(quant::Type weight_type) { return quant::traits(weight_type).vec_dot_type; }
+
+void quantize_rows(quant::Type weight_type, const float* x, int n, int64_t cols, QuantAct& out, int64_t stride) {
   if (stride < 0) stride = cols;
   const quant::Type vt = vec_dot_type_of(weight_type);
   out.type = vt;
@@ -21,12 +39,13 @@ void quantize_rows(quant::Type weight_type, const float* x, int n, int64_t cols,
   const size_t need = out.row_bytes * size_t(n);
   if (out.bytes.size() < need) out.bytes.resize(need);
   for (int t = 0; t < n; t++)
-    quant::quantize_activation(vt, x + size_t(t) * size_t(stride), out.bytes.data() + size_t(t) * out.row_bytes,
-                               cols);
+    quant::quantize_activation(vt, x + size_t(t) * size_t(stride), out.bytes.data() + size_t(t) * out.row_bytes, cols);
 }
 
 void matmul_raw(const Exec& ex, const kernels::WeightView& w, const void* act, size_t act_row_bytes, int n,
                 float* out) {
+  if (!ex.exact && w.type == quant::Type::F16 && ordered::available())
+    return matmul_f16_ordered(ex, w, static_cast<const uint8_t*>(act), act_row_bytes, n, out);
   kernels::matmul(*ex.pool, w, act, act_row_bytes, n, out, ex.isa_for(w.type));
 }
 

@@ -1,13 +1,14 @@
 #pragma once
 // Weight x activation products for the forward pass, on top of kernels::matmul. This file
 // decides which activation format each weight type consumes (Q8_0 weights: per-32 int8
-// activations; routed experts: Q8_K; F16: plain f32) and which kernel ISA may run it:
+// activations; routed experts: Q8_K; F16: plain f32) and which kernel may run it:
 // integer-dot kernels are bit-identical in scalar and AVX2, so both arithmetic modes use AVX2
-// for them. F16/F32 weights keep the sequential scalar sum in BOTH modes: these are the
-// decision-making projections (HC mix, router, compressor scores, indexer), and the reordered
-// AVX2 sum flips enough top-k choices to push long ds4-tiny runs outside the README's
-// statistical thresholds (rand600: Pearson 0.975 at decode step 20, an argmax flip at margin
-// > 1). Fast mode therefore differs from Exact only in the attention/indexer f32 dot order.
+// for them. F16 weights need the sequential reference sum: Exact mode runs the scalar kernel,
+// Fast mode the order-preserving SIMD kernel (ordered_simd.hpp), which gives the same bits.
+// (A reordered F16 sum is not an option: these are the decision-making projections -- HC mix,
+// router, compressor scores, indexer -- and reordering flips enough top-k choices to push
+// long ds4-tiny runs outside the README's statistical thresholds: rand600 reached Pearson
+// 0.975 at decode step 20 and an argmax flip at margin > 1.)
 #include <cstdint>
 #include <vector>
 

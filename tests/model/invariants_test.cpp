@@ -99,6 +99,15 @@ TEST_P(Invariants, ThreadCountDoesNotChangeLogits) {
   EXPECT_TRUE(same_bits(a.decode(9), b.decode(9)));
 }
 
+TEST(ArithmeticModes, FastEqualsExactBitwise) {
+  // Fast mode only changes which independent sums share a SIMD register or a thread.
+  auto fast = load(Arithmetic::Fast, 2);
+  const auto toks = random_tokens(150, 13, int32_t(fast->info().n_vocab));
+  Context a(exact2()), b(fast);
+  EXPECT_TRUE(same_bits(a.prefill(toks), b.prefill(toks)));
+  for (int32_t t : {1, 2, 3}) EXPECT_TRUE(same_bits(a.decode(t), b.decode(t)));
+}
+
 INSTANTIATE_TEST_SUITE_P(Modes, Invariants, ::testing::Values(Arithmetic::Exact, Arithmetic::Fast),
                          [](const auto& i) { return i.param == Arithmetic::Exact ? "Exact" : "Fast"; });
 
