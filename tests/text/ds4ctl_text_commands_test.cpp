@@ -153,6 +153,19 @@ TEST(Ds4ctlBench, PrintsRooflineAndOneRowPerContext) {
         << ctx << "\n" << r.out;
 }
 
+TEST(Ds4ctlForged, GenerateAndBenchRunOnTheForgedTinyModel) {
+  const std::string forged = forged_tiny_model();
+  if (forged.empty()) GTEST_SKIP() << "this build has no forged_tiny_model target";
+  ProcessResult g = ds4ctl("generate -m " + forged + " --chat -p 'Hello, world' -n 6 --temp 0 " +
+                           "-t 2 --show-ids");
+  ASSERT_EQ(g.status, 0) << g.err;
+  const std::string ids = line_after(g.err, "generated ids: ");
+  EXPECT_TRUE(std::regex_match(ids, std::regex(R"([0-9]+( [0-9]+){0,5})"))) << ids;
+  ProcessResult b = ds4ctl("bench -m " + forged + " -t 2 --contexts 0,8 --decode-tokens 2");
+  ASSERT_EQ(b.status, 0) << b.err;
+  EXPECT_NE(b.out.find("roofline: memory"), std::string::npos) << b.out;
+}
+
 TEST(Ds4ctlBench, KernelTableWithoutAModel) {
   ProcessResult r = ds4ctl("bench --kernels -t 1");
   ASSERT_EQ(r.status, 0) << r.err;

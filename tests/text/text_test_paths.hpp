@@ -12,3 +12,16 @@ inline std::string ds4_vectors_dir() {
 }
 
 }  // namespace ds4::text_tests
+
+namespace ds4::text_tests {
+
+// The forged tiny model, when the build defines one (tests/gguf's forged_tiny_model target).
+inline std::string forged_tiny_model() {
+#ifdef DS4D_FORGED_TINY_MODEL
+  return DS4D_FORGED_TINY_MODEL;
+#else
+  return {};
+#endif
+}
+
+}  // namespace ds4::text_tests

@@ -159,6 +159,24 @@ TEST_F(TinyVocabProperties, VeryLongPromptRoundTrips) {
   EXPECT_EQ(tok_->decode(ids), s);
 }
 
+TEST(ForgedVocabProperties, RoundTripAndOracleOnTheForgeVocabulary) {
+  const std::string path = text_tests::forged_tiny_model();
+  if (path.empty()) GTEST_SKIP() << "this build has no forged_tiny_model target";
+  auto file = gguf::GgufFile::open(path);
+  const Vocabulary v{file.get_array<std::string>("tokenizer.ggml.tokens"),
+                     file.get_array<std::string>("tokenizer.ggml.merges"), std::nullopt,
+                     std::nullopt};
+  const Tokenizer tok = Tokenizer::from_gguf(file);
+  const OracleBpe oracle(v);
+  ASSERT_GT(v.merges.size(), 100u);
+  std::mt19937_64 rng(4242);
+  for (int iter = 0; iter < 500; ++iter) {
+    std::string s = random_text(rng, 1 + rng() % 30);
+    ASSERT_EQ(tok.decode(tok.encode(s)), s) << "iteration " << iter;
+    ASSERT_EQ(tok.encode_raw(s), oracle.encode_raw(s)) << "iteration " << iter;
+  }
+}
+
 // A toy vocabulary where a merge result is missing from the tokens, a merge is listed twice, one
 // merge is malformed and one byte has no token: checks the reference's fallback rules.
 TEST(TokenizerFallback, MissingMergeResultFallsBackToSingleBytes) {
