@@ -67,8 +67,24 @@ struct Reader {
 
 std::vector<uint8_t> write_snapshot(const Model::Impl& m, const Context::State& st) {
   const ModelConfig& c = m.cfg;
-  std::vector<uint8_t> payload;
-  Writer w{payload};
+  // Size first, so the snapshot is built in one buffer (it can be ~1 GiB at long contexts).
+  uint64_t floats = st.tokens.empty() ? 0 : c.n_vocab;
+  for (const LayerState& l : st.layers) {
+    floats += uint64_t(l.n_raw) * l.head_dim;
+    if (l.ratio != 0) floats += uint64_t(l.comp.n) * l.comp.dim + l.attn_cmp.kv.size() + l.attn_cmp.score.size();
+    if (l.ratio == 4)
+      floats += uint64_t(l.index_comp.n) * l.index_comp.dim + l.index_cmp.kv.size() + l.index_cmp.score.size();
+  }
+  const uint64_t payload_bytes = st.tokens.size() * 4 + floats * 4 + st.layers.size() * 8 +
+                                 [&] {
+                                   uint64_t n = 0;
+                                   for (const LayerState& l : st.layers) n += (l.ratio != 0) + (l.ratio == 4);
+                                   return n * 4;
+                                 }();
+  std::vector<uint8_t> out;
+  out.reserve(kHeaderBytes + payload_bytes);
+  out.resize(kHeaderBytes);
+  Writer w{out};
   for (int32_t t : st.tokens) w.put(t);
   if (!st.tokens.empty()) w.put_floats(st.logits.data(), c.n_vocab);
   for (const LayerState& l : st.layers) {
@@ -88,9 +104,9 @@ std::vector<uint8_t> write_snapshot(const Model::Impl& m, const Context::State& 
       w.put_floats(l.index_cmp.score.data(), l.index_cmp.score.size());
     }
   }
-  std::vector<uint8_t> out;
-  out.reserve(kHeaderBytes + payload.size());
-  Writer h{out};
+  if (out.size() != kHeaderBytes + payload_bytes) throw std::logic_error("snapshot size accounting is wrong");
+  std::vector<uint8_t> header;
+  Writer h{header};
   h.put(kMagic);
   h.put(kVersion);
   h.put(m.fingerprint);
@@ -100,9 +116,9 @@ std::vector<uint8_t> write_snapshot(const Model::Impl& m, const Context::State& 
   h.put(c.idx_dim);
   h.put(uint32_t(st.tokens.size()));
   h.put(uint32_t(0));
-  h.put(uint64_t(payload.size()));
-  h.put(uint64_t(XXH64(payload.data(), payload.size(), 0)));
-  out.insert(out.end(), payload.begin(), payload.end());
+  h.put(payload_bytes);
+  h.put(uint64_t(XXH64(out.data() + kHeaderBytes, payload_bytes, 0)));
+  std::memcpy(out.data(), header.data(), kHeaderBytes);
   return out;
 }
 

@@ -4,6 +4,7 @@
 // the context, and capacity / token-id errors leave the state intact.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <random>
@@ -233,6 +234,27 @@ TEST(ContextErrors, ResetStartsOver) {
   EXPECT_EQ(a.size(), 0u);
   const auto toks = random_tokens(10, 9, 1000);
   EXPECT_TRUE(same_bits(a.prefill(toks), b.prefill(toks)));
+}
+
+TEST(Progress, LoadAndPrefillReportMonotonicFractions) {
+  std::vector<double> load_steps;
+  LoadOptions o;
+  o.arithmetic = Arithmetic::Exact;
+  auto m = Model::load(test::tiny_vectors_dir() / "model.gguf", o,
+                       [&](double f, std::string_view) { load_steps.push_back(f); });
+  ASSERT_FALSE(load_steps.empty());
+  EXPECT_EQ(load_steps.back(), 1.0);
+  EXPECT_TRUE(std::is_sorted(load_steps.begin(), load_steps.end()));
+  std::vector<double> steps;
+  Context c(m);
+  c.prefill(random_tokens(300, 12, 1000), [&](double f, std::string_view stage) {
+    steps.push_back(f);
+    EXPECT_EQ(stage, "prefill");
+  });
+  // One report per layer per 256-token chunk: 2 chunks x n_layer layers.
+  EXPECT_EQ(steps.size(), 2u * m->info().n_layer);
+  EXPECT_TRUE(std::is_sorted(steps.begin(), steps.end()));
+  EXPECT_DOUBLE_EQ(steps.back(), 1.0);
 }
 
 TEST(ContextMemory, CacheBytesCountsRealStorage) {
