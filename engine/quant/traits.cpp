@@ -85,6 +85,7 @@ constexpr Traits kTable[] = {
      .dot_scalar = dot_q8_0_scalar,
      .dot_avx2 = dot_q8_0_avx2,
      .dot_avx2_exact = dot_q8_0_avx2,
+     .dot_multi_avx2 = dot_q8_0_multi_avx2,
      .act_block_bytes = sizeof(BlockQ8_0Act),
      .quantize_activation = quantize_act_q8_0},
     {.type = Type::Q2_K,
@@ -124,7 +125,8 @@ constexpr Traits kTable[] = {
      .quantize = quantize_mxfp4,
      .dot_scalar = dot_mxfp4_scalar,
      .dot_avx2 = dot_mxfp4_avx2,
-     .dot_avx2_exact = dot_mxfp4_avx2},
+     .dot_avx2_exact = dot_mxfp4_avx2,
+     .dot_multi_avx2 = dot_mxfp4_multi_avx2},
     // Q8_K is only an activation format: no weight dot.
     {.type = Type::Q8_K,
      .block_elems = 256,
