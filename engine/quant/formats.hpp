@@ -38,6 +38,7 @@ float dot_bf16_avx2_exact(const void* w, const void* act, int64_t n);
 // Multi-activation kernels (see quant.hpp DotMultiFn).
 void dot_q8_0_multi_avx2(const void* w, const void* act, size_t act_stride, int n_act, int64_t n, float* out);
 void dot_mxfp4_multi_avx2(const void* w, const void* act, size_t act_stride, int n_act, int64_t n, float* out);
+void dot_q4_k_multi_avx2(const void* w, const void* act, size_t act_stride, int n_act, int64_t n, float* out);
 void dot_q2_k_multi_avx2(const void* w, const void* act, size_t act_stride, int n_act, int64_t n, float* out);
 void dot_iq2_xxs_multi_avx2(const void* w, const void* act, size_t act_stride, int n_act, int64_t n, float* out);
 // Shared helpers between scalar and AVX2 files.

@@ -104,6 +104,29 @@ TEST_P(SimdIdentityTest, IntegerDotsAreBitIdentical) {
   }
 }
 
+TEST_P(SimdIdentityTest, MultiRowKernelMatchesSingleRow) {
+  const Type type = GetParam();
+  const Traits& t = traits(type);
+  ASSERT_NE(t.dot_multi_avx2, nullptr);
+  std::mt19937 rng(77 + static_cast<int>(type));
+  const int64_t n = 3 * 256;
+  const size_t arb = act_row_bytes(t.vec_dot_type, n), stride = arb + 40;  // padded rows
+  for (int n_act = 1; n_act <= 19; n_act++) {
+    const std::vector<uint8_t> w = random_weights(type, n, rng);
+    std::vector<uint8_t> acts(stride * static_cast<size_t>(n_act));
+    for (int r = 0; r < n_act; r++) {
+      const std::vector<uint8_t> a = random_activation(type, n, rng);
+      std::memcpy(acts.data() + r * stride, a.data(), arb);
+    }
+    std::vector<float> out(static_cast<size_t>(n_act));
+    t.dot_multi_avx2(w.data(), acts.data(), stride, n_act, n, out.data());
+    for (int r = 0; r < n_act; r++) {
+      const float s = t.dot_scalar(w.data(), acts.data() + r * stride, n);
+      ASSERT_EQ(std::memcmp(&s, &out[static_cast<size_t>(r)], 4), 0) << "n_act " << n_act << " row " << r;
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(IntegerFormats, SimdIdentityTest,
                          ::testing::Values(Type::Q8_0, Type::Q2_K, Type::Q4_K, Type::IQ2_XXS, Type::MXFP4),
                          [](const auto& info) { return std::string(type_info(info.param).name); });

@@ -138,4 +138,41 @@ float dot_q4_k_avx2(const void* w, const void* act, int64_t n) {
   return sumf;
 }
 
+void dot_q4_k_multi_avx2(const void* w, const void* act, size_t act_stride, int n_act, int64_t n, float* out) {
+  constexpr int kMax = 8;
+  const BlockQ4_K* x = static_cast<const BlockQ4_K*>(w);
+  const __m256i m4 = _mm256_set1_epi8(0x0f);
+  for (int t0 = 0; t0 < n_act; t0 += kMax) {
+    const int nt = n_act - t0 < kMax ? n_act - t0 : kMax;
+    const uint8_t* act0 = static_cast<const uint8_t*>(act) + static_cast<size_t>(t0) * act_stride;
+    float sumf[kMax] = {};
+    for (int64_t i = 0; i < n / QK_K; i++) {
+      uint8_t sc[8], m[8];
+      unpack_q4_k_scales(x[i].scales, sc, m);
+      __m256i lv[8], scv[8];
+      for (int c = 0; c < 4; c++) {
+        const __m256i bits = load32(x[i].qs + 32 * c);
+        lv[2 * c] = _mm256_and_si256(bits, m4);
+        lv[2 * c + 1] = _mm256_and_si256(_mm256_srli_epi16(bits, 4), m4);
+        scv[2 * c] = _mm256_set1_epi16(sc[2 * c]);
+        scv[2 * c + 1] = _mm256_set1_epi16(sc[2 * c + 1]);
+      }
+      const float xd = avx2::h2f(x[i].d), xdmin = avx2::h2f(x[i].dmin);
+      for (int t = 0; t < nt; t++) {
+        const BlockQ8_K* y = reinterpret_cast<const BlockQ8_K*>(act0 + static_cast<size_t>(t) * act_stride) + i;
+        int summs = 0;
+        for (int j = 0; j < 8; j++) summs += m[j] * (y->bsums[2 * j] + y->bsums[2 * j + 1]);
+        __m256i acc = _mm256_setzero_si256();
+        for (int j = 0; j < 8; j++)
+          acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(lv[j], load32(y->qs + 32 * j)), scv[j]));
+        const int isum = avx2::hsum_i32(acc);
+        const float dall = y->d * xd;
+        const float dmin = y->d * xdmin;
+        sumf[t] += dall * static_cast<float>(isum) - dmin * static_cast<float>(summs);
+      }
+    }
+    for (int t = 0; t < nt; t++) out[t0 + t] = sumf[t];
+  }
+}
+
 }  // namespace ds4::quant::detail
