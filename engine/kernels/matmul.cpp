@@ -2,7 +2,7 @@
 // of a full weight row with a full activation row; the pool partitions weight rows only. That is
 // what makes results batch- and thread-count-invariant: the value computed for (activation row
 // t, weight row r) does not depend on which other rows share the call. Formats with a
-// multi-activation kernel (IQ2_XXS) decode a weight row once for all activation rows; those
+// multi-activation kernel (the integer formats) decode a weight row once for all activation rows; those
 // kernels are bit-identical per output to the single-row ones, so the invariant holds.
 #include "engine/kernels/matmul.hpp"
 
