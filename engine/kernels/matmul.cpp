@@ -1,9 +1,9 @@
 // Matrix products over quantized weights, built on quant::dot. Every output element is one dot
 // of a full weight row with a full activation row; the pool partitions weight rows only. That is
 // what makes results batch- and thread-count-invariant: the value computed for (activation row
-// t, weight row r) does not depend on which other rows share the call. Formats with a
-// multi-activation kernel (the integer formats) decode a weight row once for all activation rows; those
-// kernels are bit-identical per output to the single-row ones, so the invariant holds.
+// t, weight row r) does not depend on which other rows share the call. The integer formats'
+// multi-activation kernels decode a weight row once for all activation rows; they are
+// bit-identical per output to the single-row kernels, so the invariant holds.
 #include "engine/kernels/matmul.hpp"
 
 #include <stdexcept>
