@@ -38,6 +38,8 @@ Isa best_isa();
 Isa exact_isa();
 const char* isa_name(Isa isa);
 
+// Kernel signatures. n is the element count and must be a multiple of block_elems (the raw
+// function pointers do not check; dot(), quantize_activation() and matmul do).
 using DequantizeFn = void (*)(const void* src, float* dst, int64_t n);
 using QuantizeFn = void (*)(const float* src, void* dst, int64_t n);
 using DotFn = float (*)(const void* w, const void* act, int64_t n);

@@ -196,6 +196,9 @@ float dot(Type w_type, const void* w, const void* act, int64_t n, Isa isa) {
   const Traits& t = traits(w_type);
   if (t.dot_scalar == nullptr)
     throw std::invalid_argument(std::string(type_info(w_type).name) + " has no weight dot product");
+  if (n % t.block_elems != 0)
+    throw std::invalid_argument("dot of " + std::to_string(n) + " elements: not a multiple of the " +
+                                std::string(type_info(w_type).name) + " block size");
   return dot_fn(t, isa)(w, act, n);
 }
 

@@ -112,6 +112,7 @@ TEST(ActivationLayout, RowBytesAndErrors) {
   EXPECT_EQ(traits(Type::Q8_0).vec_dot_type, Type::Q8_0);
   EXPECT_EQ(traits(Type::F16).vec_dot_type, Type::F32);
   EXPECT_THROW(dot(Type::Q8_K, out.data(), out.data(), 256, Isa::Scalar), std::invalid_argument);
+  EXPECT_THROW(dot(Type::Q2_K, out.data(), out.data(), 100, Isa::Scalar), std::invalid_argument);
   EXPECT_THROW(traits(static_cast<Type>(77)), std::invalid_argument);
 }
 
