@@ -37,7 +37,9 @@ class TinyModel : public ::testing::Test {
 
   void SetUp() override {
     service_ = std::make_unique<serving::Service>(serving::ServiceConfig{}, metrics_);
-    server_ = std::make_unique<http::Server>(http::ServerConfig{.port = 0}, *service_, metrics_);
+    http::ServerConfig config;
+    config.port = 0;
+    server_ = std::make_unique<http::Server>(config, *service_, metrics_);
     server_->start();
     service_->set_backend(backend_);
   }
