@@ -18,8 +18,8 @@ struct InspectRun {
   std::string output;  // stdout and stderr together
 };
 
-InspectRun inspect(const std::string& path) {
-  const std::string cmd = "'" + test::ds4ctl_binary() + "' inspect '" + path + "' 2>&1";
+InspectRun ds4ctl(const std::string& args) {
+  const std::string cmd = "'" + test::ds4ctl_binary() + "' " + args + " 2>&1";
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return {-1, "popen failed"};
   std::string out;
@@ -29,6 +29,8 @@ InspectRun inspect(const std::string& path) {
   int st = pclose(p);
   return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
 }
+
+InspectRun inspect(const std::string& path) { return ds4ctl("inspect '" + path + "'"); }
 
 class InspectTest : public ::testing::Test {
  protected:
@@ -112,6 +114,21 @@ TEST_F(InspectTest, MalformedFilesFailCleanly) {
   r = inspect(dir() + "/absent.gguf");
   EXPECT_EQ(r.status, 1) << r.output;
   EXPECT_NE(r.output.find("cannot open: No such file or directory"), std::string::npos) << r.output;
+}
+
+TEST_F(InspectTest, ForgeCommandWritesTheBuildTimeModel) {
+  const std::string out = dir() + "/forged.gguf";
+  InspectRun r = ds4ctl("forge --preset tiny --seed 1 -o '" + out + "'");
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("preset tiny, seed 1, 181 tensors"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("bytes-per-token: 13233484"), std::string::npos) << r.output;
+  // Same preset and seed as the build-time model: the same bytes.
+  std::ifstream a(out, std::ios::binary), b(test::forged_tiny_model(), std::ios::binary);
+  std::string x((std::istreambuf_iterator<char>(a)), {}), y((std::istreambuf_iterator<char>(b)), {});
+  EXPECT_EQ(x.size(), y.size());
+  EXPECT_TRUE(x == y);
+  r = ds4ctl("forge --preset enormous -o '" + dir() + "/x.gguf'");
+  EXPECT_NE(r.status, 0) << r.output;
 }
 
 }  // namespace
