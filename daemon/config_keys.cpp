@@ -136,6 +136,10 @@ std::vector<ConfigKey> build() {
         UINT(server.drain_timeout_s, 86400), KeyScope::daemon);
   b.add("server.api_key_file", "path", "file holding the bearer API key (empty: no authentication)",
         STR(server.api_key_file), KeyScope::daemon);
+  b.add("server.engine_stall_s", "seconds",
+        "an engine call (prefill chunk, decode step) running longer than this counts as stuck and stops "
+        "the WATCHDOG=1 pings",
+        UINT(server.engine_stall_s, 86400), KeyScope::daemon);
   // [memory]
   b.add("memory.floor", "bytes", "minimum MemAvailable (and planned headroom) for admitting new work",
         BYTES(memory.floor));

@@ -3,6 +3,7 @@
 
 #include <toml++/toml.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <sstream>
@@ -27,6 +28,25 @@ std::string toml_scalar_text(const toml::node& n) {
 
 std::string where(const std::string& file, const toml::source_region& r) {
   return file + ":" + std::to_string(r.begin.line) + ":" + std::to_string(r.begin.column);
+}
+
+// "..." with TOML basic-string escapes (double quotes, so that simple tools can strip them).
+std::string toml_basic_string(const std::string& v) {
+  std::string out = "\"";
+  for (char ch : v) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (ch == '"' || ch == '\\') {
+      out += '\\';
+      out += ch;
+    } else if (c < 0x20 || c == 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04X", c);
+      out += buf;
+    } else {
+      out += ch;
+    }
+  }
+  return out + "\"";
 }
 
 }  // namespace
@@ -131,29 +151,19 @@ std::vector<std::string> ConfigLoader::given_flags(KeyScope scope) const {
 }
 
 std::string render_config(const Config& c, const std::map<std::string, std::string>& origins) {
+  // Dotted keys ("server.port = 8080") are valid TOML and one line per key is easy to grep.
   std::string out;
-  std::string section;
   for (const ConfigKey& k : config_keys()) {
-    const std::string s = k.path.substr(0, k.path.find('.'));
-    if (s != section) {
-      out += (section.empty() ? "" : "\n") + std::string("[") + s + "]\n";
-      section = s;
-    }
-    const std::string name = k.path.substr(k.path.find('.') + 1);
     const std::string v = k.get(c);
     auto it = origins.find(k.path);
     const std::string origin = it == origins.end() ? "default" : it->second;
     const bool text = k.type == "path" || k.type == "address" || k.type == "user" || k.type == "level" ||
                       k.type.find('|') != std::string::npos;
     if (v.empty() && !text) {
-      out += "# " + name + " = (unset)  # " + origin + "\n";
-    } else {
-      out += name + " = ";
-      std::ostringstream o;
-      if (text) o << toml::value<std::string>(v);
-      else o << v;
-      out += o.str() + "  # " + origin + "\n";
+      out += "# " + k.path + " = (unset)  # " + origin + "\n";
+      continue;
     }
+    out += k.path + " = " + (text ? toml_basic_string(v) : v) + "  # " + origin + "\n";
   }
   return out;
 }

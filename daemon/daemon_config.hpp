@@ -33,6 +33,7 @@ struct Config {
     uint32_t max_queue = 16;          // pending requests before 503
     uint32_t drain_timeout_s = 60;    // SIGTERM: wait this long for in-flight requests
     std::string api_key_file;         // empty: no authentication
+    uint32_t engine_stall_s = 300;    // an engine call running longer stops the WATCHDOG=1 pings
   } server;
   struct Memory {
     uint64_t floor = 4ull << 30;            // minimum MemAvailable to admit new work
@@ -65,7 +66,7 @@ struct Config {
   } log;
   struct Supervisor {
     std::string user = "ds4d";
-    std::string daemon = "/usr/bin/ds4d";
+    std::string daemon = "/usr/sbin/ds4d";
     uint32_t restart_delay_s = 1;           // first restart delay; doubles per crash
     uint32_t restart_max_delay_s = 60;
     uint32_t max_restarts = 5;              // crashes within restart_window_s before giving up

@@ -51,6 +51,7 @@ void MemoryWatch::poll_once() {
     // Without meminfo we cannot tell; say so rather than admit blindly.
     refusal = std::string("memory state unknown: ") + e.what();
   }
+  if (sink_) sink_(s);  // metrics first, so they are current once the decision is visible
   bool changed = false;
   {
     std::lock_guard lock(mu_);
@@ -62,7 +63,6 @@ void MemoryWatch::poll_once() {
     if (refusal) spdlog::warn("refusing new work: {}", *refusal);
     else spdlog::info("memory recovered: admitting new work (MemAvailable {})", planner::format_gib(s.mem_available));
   }
-  if (sink_) sink_(s);
 }
 
 void MemoryWatch::start() {

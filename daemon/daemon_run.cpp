@@ -1,0 +1,207 @@
+// The daemon's start, serve and drain sequence; see daemon_run.hpp.
+#include "daemon/daemon_run.hpp"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <cerrno>
+#include <csignal>
+#include <fstream>
+#include <memory>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include "daemon/heartbeat_backend.hpp"
+#include "daemon/memory_watch.hpp"
+#include "daemon/notifier.hpp"
+#include "daemon/weight_pin.hpp"
+#include "daemon/worker_heartbeat.hpp"
+#include "engine/gguf/gguf_reader.hpp"
+#include "engine/model/model.hpp"
+#include "engine/planner/byte_size.hpp"
+#include "engine/tokenizer/tokenizer.hpp"
+#include "gateway/http/server.hpp"
+#include "gateway/serving/ds4_backend.hpp"
+#include "gateway/serving/metrics.hpp"
+#include "gateway/serving/service.hpp"
+
+namespace ds4::daemon {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string read_api_key(const std::string& path) {
+  if (path.empty()) return {};
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("server.api_key_file: cannot read " + path);
+  std::stringstream s;
+  s << in.rdbuf();
+  std::string key = s.str();
+  while (!key.empty() && std::isspace(static_cast<unsigned char>(key.back()))) key.pop_back();
+  if (key.empty()) throw std::runtime_error("server.api_key_file: " + path + " is empty");
+  return key;
+}
+
+// What the loader thread hands back.
+struct LoadOutcome {
+  std::mutex mu;
+  bool done = false;
+  int exit_code = 0;   // non-zero: the load failed
+  std::string error;
+  std::string model_id;
+  WeightPin pin;       // lives as long as the daemon
+};
+
+void load_model(const Config& cfg, serving::Service& service, std::shared_ptr<WorkerHeartbeat> heartbeat,
+                std::atomic<double>& progress, LoadOutcome& out) {
+  int code = 0;
+  std::string error, id;
+  WeightPin pin;
+  try {
+    LoadOptions lo;
+    lo.threads = cfg.model.threads;
+    lo.populate = cfg.model.pin == PinMode::lock;  // MAP_POPULATE before mlock
+    auto model = Model::load(cfg.model.path, lo, [&](double f, std::string_view) {
+      progress.store(f);
+      service.set_load_progress(f);
+    });
+    auto tokenizer = tokenizer::Tokenizer::from_gguf(model->gguf());
+    pin = WeightPin::pin(cfg.model.pin, model->gguf().base(), model->gguf().size());
+    if (cfg.model.pin != PinMode::none)
+      spdlog::info("weights pinned ({}): {}", pin_mode_name(cfg.model.pin), planner::format_gib(pin.bytes()));
+    ContextOptions co;
+    co.context_length = static_cast<uint32_t>(cfg.model.context);
+    auto backend = std::make_shared<serving::Ds4Backend>(model, std::move(tokenizer), std::string(), co);
+    id = backend->model_id();
+    service.set_backend(with_heartbeat(backend, heartbeat));
+  } catch (const std::exception& e) {
+    code = kExitConfigError;
+    error = e.what();
+    service.set_load_failed(error);
+  }
+  std::lock_guard lock(out.mu);
+  out.done = true;
+  out.exit_code = code;
+  out.error = error;
+  out.model_id = id;
+  out.pin = std::move(pin);
+}
+
+}  // namespace
+
+int run_daemon(const Config& cfg) {
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);  // before any thread exists: all inherit it
+  std::signal(SIGPIPE, SIG_IGN);
+  std::signal(SIGHUP, SIG_IGN);
+
+  Notifier notifier;
+  serving::Metrics metrics;
+  serving::ServiceConfig sc;
+  sc.max_queued_jobs = cfg.server.max_queue;
+  serving::Service service(sc, metrics);
+
+  MemoryWatch watch(cfg.memory, [&metrics](const MemorySample& s) {
+    metrics.set_mem_available_bytes(static_cast<double>(s.mem_available));
+    if (s.psi_some_avg10) metrics.set_psi_memory_some_avg10_ratio(*s.psi_some_avg10 / 100.0);
+    if (s.psi_full_avg10) metrics.set_psi_memory_full_avg10_ratio(*s.psi_full_avg10 / 100.0);
+  });
+  metrics.set_memory_floor_bytes(static_cast<double>(cfg.memory.floor));
+  watch.start();
+  service.set_admission_gate([&watch] { return watch.admission(); });
+
+  http::ServerConfig hc;
+  hc.host = cfg.server.host;
+  hc.port = cfg.server.port;
+  std::unique_ptr<http::Server> server;
+  try {
+    hc.api_key = read_api_key(cfg.server.api_key_file);
+    server = std::make_unique<http::Server>(hc, service, metrics);
+    server->start();
+  } catch (const std::exception& e) {
+    spdlog::error("{}", e.what());
+    notifier.status(std::string("Failed: ") + e.what());
+    watch.stop();
+    return kExitRuntime;
+  }
+  const std::string where = fmt::format("{}:{}", cfg.server.host, server->port());
+  spdlog::info("listening on {} (answering 503 until the model is loaded)", where);
+
+  auto heartbeat = std::make_shared<WorkerHeartbeat>();
+  std::atomic<double> progress{0};
+  LoadOutcome outcome;
+  spdlog::info("loading {} (pin {})", cfg.model.path, pin_mode_name(cfg.model.pin));
+  std::thread loader([&] { load_model(cfg, service, heartbeat, progress, outcome); });
+
+  const auto watchdog = notifier.watchdog_interval();
+  const auto tick = watchdog ? std::max<std::chrono::microseconds>(*watchdog / 4, std::chrono::milliseconds(100))
+                             : std::chrono::microseconds(std::chrono::seconds(1));
+  const auto stall = std::chrono::seconds(cfg.server.engine_stall_s);
+  bool ready = false, stuck_logged = false;
+  auto last_progress_note = Clock::time_point{};
+  int exit_code = 0;
+  for (;;) {
+    if (!ready) {
+      bool done = false;
+      {
+        std::lock_guard lock(outcome.mu);
+        done = outcome.done;
+      }
+      if (done) {
+        loader.join();
+        if (outcome.exit_code != 0) {
+          spdlog::error("loading the model failed: {}", outcome.error);
+          notifier.status("Model load failed: " + outcome.error);
+          exit_code = outcome.exit_code;
+          break;
+        }
+        ready = true;
+        spdlog::info("serving {} on {}", outcome.model_id, where);
+        notifier.ready(fmt::format("Serving {} on {}", outcome.model_id, where));
+      } else if (Clock::now() - last_progress_note >= std::chrono::seconds(5)) {
+        last_progress_note = Clock::now();
+        notifier.loading(fmt::format("Loading {} {:.0f}%", cfg.model.path, progress.load() * 100),
+                         std::chrono::seconds(30));
+      }
+    } else if (watchdog) {
+      if (heartbeat->alive(Clock::now(), stall)) {
+        (void)service.queued();  // takes the serving lock: a deadlocked service stops the pings
+        notifier.watchdog();
+        stuck_logged = false;
+      } else if (!stuck_logged) {
+        stuck_logged = true;
+        spdlog::error("engine worker stuck in one call for over {} s; withholding WATCHDOG=1", stall.count());
+      }
+    }
+    timespec ts{static_cast<time_t>(tick.count() / 1000000), static_cast<long>(tick.count() % 1000000) * 1000};
+    const int sig = sigtimedwait(&stop_signals, nullptr, &ts);
+    if (sig == SIGTERM || sig == SIGINT) {
+      spdlog::info("received {}; draining in-flight requests (up to {} s)", sig == SIGTERM ? "SIGTERM" : "SIGINT",
+                   cfg.server.drain_timeout_s);
+      notifier.stopping("Draining in-flight requests");
+      break;
+    }
+  }
+
+  const auto drain = std::chrono::seconds(cfg.server.drain_timeout_s);
+  server->stop(drain);
+  service.stop(std::chrono::seconds(1));
+  watch.stop();
+  if (loader.joinable()) {
+    // Stopped while loading: the load cannot be interrupted, and nothing is left to serve.
+    spdlog::info("stopped during the model load; exiting without waiting for it");
+    spdlog::default_logger()->flush();
+    std::_Exit(exit_code);
+  }
+  spdlog::info("stopped");
+  return exit_code;
+}
+
+}  // namespace ds4::daemon

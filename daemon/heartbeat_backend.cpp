@@ -1,0 +1,67 @@
+// Heartbeat-reporting engine decorator; see heartbeat_backend.hpp.
+#include "daemon/heartbeat_backend.hpp"
+
+namespace ds4::daemon {
+namespace {
+
+class CallGuard {
+ public:
+  explicit CallGuard(WorkerHeartbeat& h) : h_(h) { h_.begin_call(); }
+  ~CallGuard() { h_.end_call(); }
+  CallGuard(const CallGuard&) = delete;
+  CallGuard& operator=(const CallGuard&) = delete;
+
+ private:
+  WorkerHeartbeat& h_;
+};
+
+class HeartbeatSequence final : public serving::EngineSequence {
+ public:
+  HeartbeatSequence(std::unique_ptr<serving::EngineSequence> inner, std::shared_ptr<WorkerHeartbeat> h)
+      : inner_(std::move(inner)), h_(std::move(h)) {}
+  const std::vector<serving::Token>& tokens() const override { return inner_->tokens(); }
+  size_t capacity() const override { return inner_->capacity(); }
+  void clear() override {
+    CallGuard g(*h_);
+    inner_->clear();
+  }
+  void append(std::span<const serving::Token> tokens) override {
+    CallGuard g(*h_);
+    inner_->append(tokens);
+  }
+  std::span<const float> logits() const override { return inner_->logits(); }
+
+ private:
+  std::unique_ptr<serving::EngineSequence> inner_;
+  std::shared_ptr<WorkerHeartbeat> h_;
+};
+
+class HeartbeatBackend final : public serving::EngineBackend {
+ public:
+  HeartbeatBackend(std::shared_ptr<serving::EngineBackend> inner, std::shared_ptr<WorkerHeartbeat> h)
+      : inner_(std::move(inner)), h_(std::move(h)) {}
+  std::string model_id() const override { return inner_->model_id(); }
+  size_t context_length() const override { return inner_->context_length(); }
+  size_t vocab_size() const override { return inner_->vocab_size(); }
+  std::vector<serving::Token> encode(std::string_view text) const override { return inner_->encode(text); }
+  std::vector<serving::Token> encode_plain(std::string_view text) const override { return inner_->encode_plain(text); }
+  std::string decode(std::span<const serving::Token> tokens) const override { return inner_->decode(tokens); }
+  std::string token_bytes(serving::Token token) const override { return inner_->token_bytes(token); }
+  bool is_end_of_generation(serving::Token token) const override { return inner_->is_end_of_generation(token); }
+  std::unique_ptr<serving::EngineSequence> new_sequence() override {
+    return std::make_unique<HeartbeatSequence>(inner_->new_sequence(), h_);
+  }
+
+ private:
+  std::shared_ptr<serving::EngineBackend> inner_;
+  std::shared_ptr<WorkerHeartbeat> h_;
+};
+
+}  // namespace
+
+std::shared_ptr<serving::EngineBackend> with_heartbeat(std::shared_ptr<serving::EngineBackend> inner,
+                                                       std::shared_ptr<WorkerHeartbeat> heartbeat) {
+  return std::make_shared<HeartbeatBackend>(std::move(inner), std::move(heartbeat));
+}
+
+}  // namespace ds4::daemon

@@ -1,0 +1,209 @@
+// ds4d end to end on the tiny DS4 model: readiness over a test NOTIFY_SOCKET (STATUS while
+// loading, READY=1, WATCHDOG=1 pings), /health and the memory metrics, 503 below the memory floor
+// through the serving admission gate, SIGTERM draining a request that is in flight, and the
+// supervisor launching the real daemon with a raised oom_score_adj read back from /proc.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
+#include <future>
+#include <regex>
+#include <thread>
+
+#include "../supervisor/test_sysroot.hpp"
+#include "http_get.hpp"
+#include "supervisor/notify_relay.hpp"
+#include "supervisor/oom_adjust.hpp"
+
+namespace ds4::daemon {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::read_file;
+using testing::write_file;
+
+std::string tiny_model() {
+  if (const char* v = std::getenv("DS4D_TINY_MODEL")) return v;
+  if (std::filesystem::exists(DS4D_FORGED_TINY_MODEL)) return DS4D_FORGED_TINY_MODEL;
+  if (const char* v = std::getenv("DS4D_DS4_VECTORS")) return std::string(v) + "/model.gguf";
+  return std::string(DS4D_SHARED_DIR) + "/vectors/ds4-tiny/model.gguf";
+}
+
+class DaemonBinary : public ::testing::Test {
+ protected:
+  void SetUp() override { set_available_gib(32); }
+  void set_available_gib(uint64_t gib) {
+    write_file(dir.path() / "meminfo", testing::meminfo_text(64ull << 20, gib << 20, 0, 0));
+    write_file(dir.path() / "psi", "some avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"
+                                   "full avg10=0.00 avg60=0.00 avg300=0.00 total=0\n");
+  }
+  std::string config() {
+    const std::string p = dir.str() + "/ds4d.toml";
+    write_file(p, "[model]\npath = \"" + tiny_model() + "\"\ncontext = 4096\npin = \"none\"\nthreads = 2\n"
+                  "[server]\nport = 0\ndrain_timeout_s = 60\n"
+                  "[memory]\nfloor = \"4GiB\"\npoll_ms = 20\nmeminfo_path = \"" + dir.str() + "/meminfo\"\n"
+                  "psi_path = \"" + dir.str() + "/psi\"\noom_score_adj = 500\n"
+                  "swap_size = 0\n"
+                  "[cache]\nhot_bytes = \"64MiB\"\n"
+                  "[log]\nlevel = \"debug\"\n"
+                  "[supervisor]\nuser = \"root\"\ndaemon = \"" DS4D_DAEMON_BIN "\"\n");
+    return p;
+  }
+  pid_t start(const std::string& exe, std::vector<std::string> args, const std::string& notify,
+              const char* watchdog_usec = nullptr) {
+    const pid_t pid = fork();
+    if (pid == 0) {
+      const int e = open((dir.str() + "/stderr").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      dup2(e, 2);
+      setenv("NOTIFY_SOCKET", notify.c_str(), 1);
+      unsetenv("JOURNAL_STREAM");
+      unsetenv("WATCHDOG_PID");
+      if (watchdog_usec) setenv("WATCHDOG_USEC", watchdog_usec, 1);
+      else unsetenv("WATCHDOG_USEC");
+      std::vector<char*> argv{const_cast<char*>(exe.c_str())};
+      for (auto& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      execv(argv[0], argv.data());
+      _exit(127);
+    }
+    return pid;
+  }
+  // Datagrams from `from` until one contains `needle` (60 s at most: the load is on a shared CPU).
+  std::string await(const std::string& needle, pid_t from) {
+    const auto deadline = std::chrono::steady_clock::now() + 60s;
+    while (std::chrono::steady_clock::now() < deadline && seen.find(needle) == std::string::npos) {
+      pollfd p{systemd.fd(), POLLIN, 0};
+      poll(&p, 1, 100);
+      for (const auto& d : systemd.receive_all())
+        if (d.sender == from) seen += d.text + "\n";
+    }
+    return seen;
+  }
+  uint16_t port_from_status() {
+    std::smatch m;
+    const std::regex re(R"(on 127\.0\.0\.1:(\d+))");
+    return std::regex_search(seen, m, re) ? static_cast<uint16_t>(std::stoi(m[1].str())) : 0;
+  }
+  int wait_exit(pid_t pid) {
+    int status = 0;
+    EXPECT_EQ(waitpid(pid, &status, 0), pid);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+  std::string log() { return read_file(dir.path() / "stderr"); }
+
+  testing::TempDir dir;
+  sysconf::NotifyRelaySocket systemd;
+  std::string seen;
+};
+
+constexpr const char* kChat = R"({"messages":[{"role":"user","content":"Hello there"}],"max_tokens":4,"temperature":0})";
+
+TEST_F(DaemonBinary, ReportsReadinessServesAndPingsTheWatchdog) {
+  const pid_t d = start(DS4D_DAEMON_BIN, {"--config", config()}, systemd.address(), "400000");
+  await("READY=1", d);
+  ASSERT_NE(seen.find("READY=1"), std::string::npos) << seen << log();
+  EXPECT_NE(seen.find("STATUS=Loading " + tiny_model()), std::string::npos) << seen;
+  EXPECT_NE(seen.find("EXTEND_TIMEOUT_USEC=30000000"), std::string::npos) << seen;
+  const uint16_t port = port_from_status();
+  ASSERT_NE(port, 0) << seen;
+  await("WATCHDOG=1", d);
+  EXPECT_NE(seen.find("WATCHDOG=1"), std::string::npos) << seen;
+
+  const auto health = testing::http_request(port, "GET", "/health");
+  EXPECT_EQ(health.status, 200) << health.raw;
+  const auto metrics = testing::http_request(port, "GET", "/metrics");
+  EXPECT_NE(metrics.body().find("ds4d_host_mem_available_bytes 34359738368"), std::string::npos) << metrics.body();
+  EXPECT_NE(metrics.body().find("ds4d_memory_floor_bytes 4294967296"), std::string::npos) << metrics.body();
+  const auto chat = testing::http_request(port, "POST", "/v1/chat/completions", kChat);
+  EXPECT_EQ(chat.status, 200) << chat.raw;
+
+  kill(d, SIGTERM);
+  await("STOPPING=1", d);
+  EXPECT_NE(seen.find("STOPPING=1"), std::string::npos) << seen;
+  EXPECT_EQ(wait_exit(d), 0) << log();
+}
+
+TEST_F(DaemonBinary, RefusesNewWorkBelowTheMemoryFloor) {
+  const pid_t d = start(DS4D_DAEMON_BIN, {"--config", config()}, systemd.address());
+  await("READY=1", d);
+  const uint16_t port = port_from_status();
+  ASSERT_NE(port, 0) << seen << log();
+  set_available_gib(2);
+  testing::HttpResponse r;
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  do {
+    r = testing::http_request(port, "POST", "/v1/chat/completions", kChat);
+  } while (r.status != 503 && std::chrono::steady_clock::now() < deadline);
+  EXPECT_EQ(r.status, 503) << r.raw;
+  EXPECT_NE(r.body().find("MemAvailable 2.00 GiB is below the 4.00 GiB floor"), std::string::npos) << r.raw;
+  set_available_gib(32);
+  do {
+    r = testing::http_request(port, "POST", "/v1/chat/completions", kChat);
+  } while (r.status != 200 && std::chrono::steady_clock::now() < deadline + 20s);
+  EXPECT_EQ(r.status, 200) << r.raw;
+  kill(d, SIGTERM);
+  EXPECT_EQ(wait_exit(d), 0) << log();
+}
+
+TEST_F(DaemonBinary, SigtermDrainsTheRequestInFlight) {
+  const pid_t d = start(DS4D_DAEMON_BIN, {"--config", config()}, systemd.address());
+  await("READY=1", d);
+  const uint16_t port = port_from_status();
+  ASSERT_NE(port, 0) << seen << log();
+  // A long prompt keeps the request in prefill long enough to be seen running.
+  std::string prompt;
+  for (int i = 0; i < 700; ++i) prompt += "the quick brown fox ";
+  const std::string body = R"({"prompt":")" + prompt + R"(","raw":true,"max_tokens":16,"temperature":0})";
+  auto inflight = std::async(std::launch::async, [&] { return testing::http_request(port, "POST", "/v1/completions", body); });
+  bool running = false;
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (!running && std::chrono::steady_clock::now() < deadline &&
+         inflight.wait_for(0ms) != std::future_status::ready) {
+    running = testing::http_request(port, "GET", "/metrics").body().find("ds4d_requests_running 1") != std::string::npos;
+  }
+  ASSERT_TRUE(running) << "the request finished before it was seen running";
+  kill(d, SIGTERM);
+  const testing::HttpResponse r = inflight.get();
+  EXPECT_EQ(r.status, 200) << r.raw;
+  EXPECT_NE(r.body().find("\"finish_reason\""), std::string::npos) << r.raw;
+  EXPECT_EQ(wait_exit(d), 0) << log();
+  EXPECT_NE(log().find("draining in-flight requests"), std::string::npos) << log();
+}
+
+TEST_F(DaemonBinary, SupervisorLaunchesTheDaemonWithItsOomScoreAdj) {
+  testing::TempDir root;
+  write_file(root.path() / "proc/meminfo", testing::meminfo_text(64ull << 20, 32ull << 20, 0, 0));
+  write_file(root.path() / "proc/swaps", testing::kSwapsHeader);
+  const pid_t sup = start(DS4D_SUPERVISOR_BIN, {"--config", config(), "--sysroot", root.str()}, systemd.address());
+  await("READY=1", sup);
+  ASSERT_NE(seen.find("READY=1"), std::string::npos) << seen << log();
+  // The daemon is the supervisor's only child; find it through /proc.
+  pid_t daemon = 0;
+  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = e.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const std::string stat = read_file(e.path() / "stat");
+    const size_t close_paren = stat.rfind(')');
+    if (close_paren == std::string::npos) continue;
+    std::istringstream rest(stat.substr(close_paren + 2));
+    std::string state;
+    pid_t ppid = 0;
+    rest >> state >> ppid;
+    if (ppid == sup) daemon = std::stoi(name);
+  }
+  ASSERT_NE(daemon, 0);
+  EXPECT_EQ(read_file("/proc/" + std::to_string(daemon) + "/comm"), "ds4d\n");
+  EXPECT_EQ(sysconf::read_oom_score_adj(daemon), 500);
+  const uint16_t port = port_from_status();
+  ASSERT_NE(port, 0) << seen;
+  EXPECT_EQ(testing::http_request(port, "GET", "/health").status, 200);
+  kill(sup, SIGTERM);
+  EXPECT_EQ(wait_exit(sup), 0) << log();
+}
+
+}  // namespace
+}  // namespace ds4::daemon
