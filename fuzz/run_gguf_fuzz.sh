@@ -18,7 +18,7 @@ sources=(
 )
 newest_source=$(ls -t "${sources[@]}" "$src"/engine/gguf/*.hpp | head -1)
 if [[ ! -x "$bin" || "$newest_source" -nt "$bin" ]]; then
-  clang++ -std=c++20 -O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined \
+  "${FUZZ_CXX:-clang++}" -std=c++20 -O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined \
     -fno-sanitize-recover=undefined -I"$src" "${sources[@]}" -o "$bin.new"
   mv "$bin.new" "$bin"
 fi
