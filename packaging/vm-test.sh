@@ -33,8 +33,19 @@ cache_dir=$(cd "$cache_dir" && pwd)
 
 # Runtime dependencies of the package: the first alternative of each Depends entry, without
 # version constraints. They go into the image because dpkg -i in the guest cannot download.
+# A virtual name (libspdlog1.10-fmt9) is replaced by the first real package that provides it,
+# since debootstrap installs only real packages.
+real_package() {
+  if apt-cache policy "$1" 2>/dev/null | grep -q 'Candidate: [^(]'; then
+    echo "$1"
+  else
+    apt-cache showpkg "$1" 2>/dev/null | sed -n '/^Reverse Provides:/,$p' | awk 'NR == 2 { print $1 }' \
+      | grep . || echo "$1"
+  fi
+}
 mapfile -t deps < <(dpkg-deb -f "$deb" Depends | tr ',' '\n' | sed -e 's/|.*//' -e 's/(.*)//' \
-                    -e 's/:any//' -e 's/[[:space:]]//g' | grep -v '^$' | sort -u)
+                    -e 's/:any//' -e 's/[[:space:]]//g' | grep -v '^$' | sort -u \
+                    | while read -r d; do real_package "$d"; done | sort -u)
 echo "vm-test: package dependencies preinstalled in the image: ${deps[*]}"
 
 set +e
