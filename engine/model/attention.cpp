@@ -21,7 +21,7 @@ namespace {
 void attend_reference(const LayerState& st, const float* q, uint32_t n_head, const float* sinks,
                       const uint8_t* allowed, kernels::ThreadPool& pool, float* out_heads) {
   const uint32_t d = st.head_dim;
-  const uint32_t n_raw = st.n_raw;
+  const uint32_t n_raw = st.n_visible_raw();
   const uint32_t n_comp = st.ratio != 0 ? st.comp.n : 0;
   const float kq_scale = 1.0f / std::sqrt(float(d));
   constexpr float kNegInf = -1.0e30f;
@@ -32,7 +32,7 @@ void attend_reference(const LayerState& st, const float* q, uint32_t n_head, con
       const float* qh = q + uint64_t(h) * d;
       float mx = sinks[h];
       for (uint32_t r = 0; r < n_raw; r++) {
-        const float s = dot_f32_exact(qh, st.raw_row(r), d) * kq_scale;
+        const float s = dot_f32_exact(qh, st.visible_raw_row(r), d) * kq_scale;
         score[r] = s;
         if (s > mx) mx = s;
       }
@@ -53,7 +53,7 @@ void attend_reference(const LayerState& st, const float* q, uint32_t n_head, con
         denom += w;
         for (uint32_t i = 0; i < d; i++) oh[i] += w * k[i];
       };
-      for (uint32_t r = 0; r < n_raw; r++) accumulate(st.raw_row(r), score[r]);
+      for (uint32_t r = 0; r < n_raw; r++) accumulate(st.visible_raw_row(r), score[r]);
       for (uint32_t r = 0; r < n_comp; r++) {
         const float s = score[n_raw + r];
         if (s <= kNegInf * 0.5f) continue;
@@ -76,7 +76,7 @@ void attend_ordered(const LayerState& st, const float* q, uint32_t n_head, const
   thread_local std::vector<float> qT, S;
   thread_local std::vector<const float*> rows;
   rows.clear();
-  for (uint32_t r = 0; r < st.n_raw; r++) rows.push_back(st.raw_row(r));
+  for (uint32_t r = 0; r < st.n_visible_raw(); r++) rows.push_back(st.visible_raw_row(r));
   for (uint32_t r = 0; r < n_comp; r++)
     if (!allowed || allowed[r]) rows.push_back(st.comp.row(r));
   const uint32_t n = uint32_t(rows.size());

@@ -4,6 +4,8 @@
 
 #include <cmath>
 #include <cstring>
+#include <stdexcept>
+#include <string>
 
 #include "engine/model/kv_format.hpp"
 #include "engine/model/numerics.hpp"
@@ -66,11 +68,47 @@ void compressor_pool(CompressorState& st, float* out) {
     }
     out[j] = denom > 0.0f ? sum / denom : 0.0f;
   }
-  if (ratio == 4) {  // the current window becomes the previous one
-    const size_t half = size_t(ratio) * width;
-    std::memcpy(st.kv.data(), st.kv.data() + half, half * sizeof(float));
-    std::memcpy(st.score.data(), st.score.data() + half, half * sizeof(float));
+  compressor_roll(st);
+}
+
+void compressor_roll(CompressorState& st) {
+  if (st.ratio != 4) return;
+  const size_t half = size_t(st.ratio) * st.width;
+  std::memcpy(st.kv.data(), st.kv.data() + half, half * sizeof(float));
+  std::memcpy(st.score.data(), st.score.data() + half, half * sizeof(float));
+}
+
+namespace {
+
+uint64_t replay_start(const CompressorState& st, uint64_t n) {
+  const uint64_t w = n / st.ratio * st.ratio;
+  return st.ratio == 4 ? (w >= 4 ? w - 4 : 0) : w;
+}
+
+bool holds(const CompressorHistory& h, uint64_t from, uint64_t n) { return from >= n || (from >= h.lo && n <= h.hi); }
+
+}  // namespace
+
+bool compressor_can_rebuild(const CompressorState& st, const CompressorHistory& hist, uint64_t base_pos, uint64_t n) {
+  return holds(hist, replay_start(st, n), n) || (base_pos <= n && holds(hist, base_pos, n));
+}
+
+void compressor_rebuild(CompressorState& st, const CompressorHistory& hist, const CompressorState& base,
+                        uint64_t base_pos, const uint16_t* ape, uint64_t n) {
+  // Replaying from the start of the previous window (ratio 4) or of the current one
+  // (ratio 128) reproduces every state row that can still be read; replaying from a saved
+  // state reproduces the state exactly.
+  uint64_t p0 = replay_start(st, n);
+  if (holds(hist, p0, n)) {
+    st.reset();
+  } else if (base_pos <= n && holds(hist, base_pos, n)) {
+    st = base;
+    p0 = base_pos;
+  } else {
+    throw std::out_of_range("compressor history does not reach back to position " + std::to_string(p0));
   }
+  for (uint64_t p = p0; p < n; p++)
+    if (compressor_store(st, hist.kv_at(p), hist.score_at(p), ape, uint32_t(p))) compressor_roll(st);
 }
 
 void compressed_row_finish(float* row, uint32_t head_dim, const float* norm_w, float eps, const RopeParams& rope,

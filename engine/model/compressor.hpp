@@ -25,6 +25,20 @@ bool compressor_store(CompressorState& st, const float* kv, const float* score, 
 // current window into the previous one.
 void compressor_pool(CompressorState& st, float* pooled);
 
+// Ratio 4 only: the current window becomes the previous one (rows 4..7 -> 0..3). Called by
+// compressor_pool after pooling.
+void compressor_roll(CompressorState& st);
+
+// Whether compressor_rebuild can reach the state after `n` tokens: the history holds the
+// positions from the start of the windows still readable at n, or from base_pos.
+bool compressor_can_rebuild(const CompressorState& st, const CompressorHistory& hist, uint64_t base_pos, uint64_t n);
+
+// Rebuilds the state as it was after `n` tokens (rollback) by replaying recorded inputs, from
+// the start of the previous (ratio 4) or current (ratio 128) window, or else from `base` (the
+// state at base_pos). Throws std::out_of_range if neither is possible.
+void compressor_rebuild(CompressorState& st, const CompressorHistory& hist, const CompressorState& base,
+                        uint64_t base_pos, const uint16_t* ape, uint64_t n);
+
 // Turns a pooled row into the stored compressed row (in place).
 void compressed_row_finish(float* row, uint32_t head_dim, const float* norm_w, float eps, const RopeParams& rope,
                            uint32_t comp_pos, CompressedRowKind kind);

@@ -25,7 +25,8 @@ Context::Context(std::shared_ptr<const Model> model, ContextOptions options)
     : model_(std::move(model)), state_(std::make_unique<State>()) {
   if (!model_) throw std::invalid_argument("Context needs a model");
   state_->capacity = resolve_capacity(*model_, options);
-  state_->layers = model::make_layer_states(model_->impl().cfg, state_->capacity);
+  state_->rollback = std::min(options.rollback, state_->capacity);
+  state_->layers = model::make_layer_states(model_->impl().cfg, state_->capacity, state_->rollback);
 }
 
 Context::~Context() = default;
@@ -47,7 +48,48 @@ uint64_t Context::cache_bytes() const {
 void Context::reset() {
   state_->tokens.clear();
   state_->logits.clear();
+  std::fill(state_->logit_pos.begin(), state_->logit_pos.end(), -1);
+  state_->rollback_floor = 0;
+  state_->high_water = 0;
   for (auto& l : state_->layers) l.reset();
+}
+
+namespace model {
+
+void remember_logits(Context::State& st, uint32_t n_vocab, uint64_t pos, const float* logits) {
+  if (st.rollback == 0) return;
+  const size_t slots = size_t(st.rollback) + 1;
+  if (st.logit_pos.size() != slots) {
+    st.logit_pos.assign(slots, -1);
+    st.logit_ring.resize(slots * n_vocab);
+  }
+  const size_t slot = size_t(pos % slots);
+  std::copy(logits, logits + n_vocab, st.logit_ring.begin() + slot * n_vocab);
+  st.logit_pos[slot] = int64_t(pos);
+}
+
+}  // namespace model
+
+void Context::truncate(size_t n) {
+  State& s = *state_;
+  const size_t size = s.tokens.size();
+  if (n > size) throw std::out_of_range("truncate to " + std::to_string(n) + " tokens: the context holds only " + std::to_string(size));
+  if (n == size) return;
+  if (n + s.rollback < s.high_water)
+    throw std::out_of_range("truncate to " + std::to_string(n) + " tokens: only the last " + std::to_string(s.rollback) +
+                            " tokens before the furthest point reached (" + std::to_string(s.high_water) +
+                            ") can be taken back");
+  if (n < s.rollback_floor)
+    throw std::out_of_range("truncate to " + std::to_string(n) + " tokens: cannot go behind the last restore point (" +
+                            std::to_string(s.rollback_floor) + ")");
+  model::truncate_layer_states(model_->impl(), s.layers, size, n);  // throws before changing anything
+  s.tokens.resize(n);
+  const uint32_t V = model_->impl().cfg.n_vocab;
+  const size_t slots = s.logit_pos.size();
+  if (n > 0 && slots && s.logit_pos[(n - 1) % slots] == int64_t(n - 1))
+    s.logits.assign(s.logit_ring.begin() + ((n - 1) % slots) * V, s.logit_ring.begin() + ((n - 1) % slots + 1) * V);
+  else
+    s.logits.clear();
 }
 
 std::span<const float> Context::prefill(std::span<const int32_t> tokens, ProgressFn progress) {
@@ -72,6 +114,8 @@ std::span<const float> Context::prefill(std::span<const int32_t> tokens, Progres
                          s.scratch, on_layer);
     s.tokens.insert(s.tokens.end(), tokens.begin() + b, tokens.begin() + e);
   }
+  model::remember_logits(s, V, s.tokens.size() - 1, s.logits.data());
+  s.high_water = std::max<uint64_t>(s.high_water, s.tokens.size());
   return s.logits;
 }
 
@@ -93,9 +137,13 @@ std::vector<std::vector<float>> Context::verify(std::span<const int32_t> tokens)
     model::forward_batch(m, s.layers, tokens.data() + b, int(e - b), uint32_t(s.tokens.size()), true, all.data(),
                          s.scratch);
     s.tokens.insert(s.tokens.end(), tokens.begin() + b, tokens.begin() + e);
-    for (size_t t = 0; t < e - b; t++) out.emplace_back(all.begin() + t * V, all.begin() + (t + 1) * V);
+    for (size_t t = 0; t < e - b; t++) {
+      out.emplace_back(all.begin() + t * V, all.begin() + (t + 1) * V);
+      model::remember_logits(s, V, s.tokens.size() - (e - b) + t, out.back().data());
+    }
   }
   if (!out.empty()) s.logits = out.back();
+  s.high_water = std::max<uint64_t>(s.high_water, s.tokens.size());
   return out;
 }
 
@@ -104,7 +152,11 @@ std::vector<uint8_t> Context::snapshot() const { return model::write_snapshot(mo
 void Context::restore(std::span<const uint8_t> bytes) {
   auto fresh = std::make_unique<State>();
   fresh->capacity = state_->capacity;
-  model::read_snapshot(model_->impl(), bytes, state_->capacity, *fresh);
+  fresh->rollback = state_->rollback;
+  model::read_snapshot(model_->impl(), bytes, state_->capacity, state_->rollback, *fresh);
+  fresh->rollback_floor = fresh->high_water = fresh->tokens.size();
+  if (!fresh->tokens.empty())
+    model::remember_logits(*fresh, model_->impl().cfg.n_vocab, fresh->tokens.size() - 1, fresh->logits.data());
   state_ = std::move(fresh);
 }
 

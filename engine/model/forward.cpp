@@ -3,6 +3,7 @@
 // orders the stages the way antirez/ds4's layer_forward_raw_swa_one does for each token.
 #include "engine/model/forward.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
@@ -108,6 +109,7 @@ void attention_sublayer(const Model::Impl& m, uint32_t il, LayerState& st, const
 
     const uint8_t* allowed = nullptr;
     if (ratio != 0) {
+      st.attn_hist.record(pos, s.ckv.data() + size_t(t) * cw, s.csc.data() + size_t(t) * cw);
       if (compressor_store(st.attn_cmp, s.ckv.data() + size_t(t) * cw, s.csc.data() + size_t(t) * cw,
                            lw.attn_compressor.ape.f16(), pos)) {
         compressor_pool(st.attn_cmp, pooled);
@@ -117,6 +119,7 @@ void attention_sublayer(const Model::Impl& m, uint32_t il, LayerState& st, const
       }
       if (ratio == 4) {
         const uint32_t id = cfg.idx_dim;
+        st.index_hist.record(pos, s.ikv.data() + size_t(t) * iwid, s.isc.data() + size_t(t) * iwid);
         if (compressor_store(st.index_cmp, s.ikv.data() + size_t(t) * iwid, s.isc.data() + size_t(t) * iwid,
                              lw.indexer_compressor.ape.f16(), pos)) {
           compressor_pool(st.index_cmp, pooled);
@@ -170,26 +173,56 @@ void ffn_sublayer(const Model::Impl& m, uint32_t il, const int32_t* tokens, cons
 
 }  // namespace
 
-std::vector<LayerState> make_layer_states(const ModelConfig& cfg, uint32_t capacity) {
+std::vector<LayerState> make_layer_states(const ModelConfig& cfg, uint32_t capacity, uint32_t rollback) {
   std::vector<LayerState> layers(cfg.n_layer);
   for (uint32_t il = 0; il < cfg.n_layer; il++) {
     LayerState& st = layers[il];
     st.ratio = cfg.compress_ratio[il];
     st.head_dim = cfg.head_dim;
-    st.raw_cap = cfg.n_swa < capacity ? cfg.n_swa : capacity;
-    if (st.raw_cap == 0) st.raw_cap = 1;
+    st.raw_window = std::max(1u, std::min(cfg.n_swa, capacity));
+    st.raw_cap = std::max(1u, uint32_t(std::min<uint64_t>(uint64_t(cfg.n_swa) + rollback, capacity)));
     st.raw.assign(size_t(st.raw_cap) * cfg.head_dim, 0.0f);
     if (st.ratio != 0) {
       const uint32_t cap = capacity / st.ratio + 2;
       st.comp.init(cfg.head_dim, cap);
       st.attn_cmp.init(st.ratio, cfg.head_dim);
+      st.attn_hist.init(st.attn_cmp.width, st.attn_cmp.rows + rollback);
       if (st.ratio == 4) {
         st.index_comp.init(cfg.idx_dim, cap);
         st.index_cmp.init(st.ratio, cfg.idx_dim);
+        st.index_hist.init(st.index_cmp.width, st.index_cmp.rows + rollback);
       }
+      st.set_base(0);
     }
   }
   return layers;
+}
+
+void truncate_layer_states(const Model::Impl& m, std::vector<LayerState>& layers, uint64_t size, uint64_t n) {
+  const uint64_t k = size - n;
+  // Check everything first, so a refusal leaves the state untouched.
+  for (const LayerState& st : layers) {
+    if (st.n_raw < k || st.n_raw - k < std::min<uint64_t>(n, st.raw_window))
+      throw std::out_of_range("cannot roll back " + std::to_string(k) + " tokens: raw window history is too short");
+    if ((st.ratio != 0 && !compressor_can_rebuild(st.attn_cmp, st.attn_hist, st.base_pos, n)) ||
+        (st.ratio == 4 && !compressor_can_rebuild(st.index_cmp, st.index_hist, st.base_pos, n)))
+      throw std::out_of_range("cannot roll back to " + std::to_string(n) +
+                              " tokens: the compressor history does not reach back far enough");
+  }
+  for (uint32_t il = 0; il < layers.size(); il++) {
+    LayerState& st = layers[il];
+    st.n_raw -= uint32_t(k);
+    if (st.ratio == 0) continue;
+    const LayerWeights& lw = m.w.layers[il];
+    st.comp.n = uint32_t(n / st.ratio);
+    compressor_rebuild(st.attn_cmp, st.attn_hist, st.attn_base, st.base_pos, lw.attn_compressor.ape.f16(), n);
+    st.attn_hist.hi = std::max(st.attn_hist.lo, std::min(st.attn_hist.hi, n));
+    if (st.ratio == 4) {
+      st.index_comp.n = uint32_t(n / st.ratio);
+      compressor_rebuild(st.index_cmp, st.index_hist, st.index_base, st.base_pos, lw.indexer_compressor.ape.f16(), n);
+      st.index_hist.hi = std::max(st.index_hist.lo, std::min(st.index_hist.hi, n));
+    }
+  }
 }
 
 void forward_batch(const Model::Impl& m, std::vector<LayerState>& layers, const int32_t* tokens, int T,

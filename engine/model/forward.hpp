@@ -35,7 +35,12 @@ void forward_batch(const Model::Impl& m, std::vector<LayerState>& layers, const 
                    uint32_t pos0, bool all_logits, float* logits, ForwardScratch& s,
                    const std::function<void(uint32_t)>& on_layer = {});
 
-// Fresh per-layer state for a context of `capacity` tokens.
-std::vector<LayerState> make_layer_states(const ModelConfig& cfg, uint32_t capacity);
+// Fresh per-layer state for a context of `capacity` tokens that can roll back up to
+// `rollback` tokens.
+std::vector<LayerState> make_layer_states(const ModelConfig& cfg, uint32_t capacity, uint32_t rollback);
+
+// Rolls the per-layer state back from `size` to `n` tokens (size - n <= rollback). Throws
+// std::out_of_range, leaving the state untouched, when the history does not reach back.
+void truncate_layer_states(const Model::Impl& m, std::vector<LayerState>& layers, uint64_t size, uint64_t n);
 
 }  // namespace ds4::model

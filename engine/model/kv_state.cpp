@@ -22,6 +22,22 @@ void CompressorState::reset() {
   std::fill(score.begin(), score.end(), -1.0e30f);
 }
 
+void CompressorHistory::init(uint32_t width_, uint32_t cap_) {
+  width = width_;
+  cap = cap_;
+  lo = hi = 0;
+  kv.assign(uint64_t(width) * cap, 0.0f);
+  score.assign(uint64_t(width) * cap, 0.0f);
+}
+
+void CompressorHistory::record(uint64_t pos, const float* kv_row, const float* score_row) {
+  if (pos != hi) lo = pos;  // a gap: only positions from here on are known
+  std::copy(kv_row, kv_row + width, kv.data() + (pos % cap) * width);
+  std::copy(score_row, score_row + width, score.data() + (pos % cap) * width);
+  hi = pos + 1;
+  if (hi - lo > cap) lo = hi - cap;
+}
+
 float* RowStore::append() {
   if (n >= cap_rows)
     throw std::length_error("compressed KV store is full (" + std::to_string(cap_rows) + " rows)");
@@ -52,11 +68,17 @@ void LayerState::reset() {
   index_comp.clear();
   if (ratio != 0) attn_cmp.reset();
   if (ratio == 4) index_cmp.reset();
+  attn_hist.forget(0);
+  index_hist.forget(0);
+  set_base(0);
 }
 
 uint64_t LayerState::bytes() const {
   return (raw.capacity() + comp.data.capacity() + index_comp.data.capacity() + attn_cmp.kv.capacity() +
-          attn_cmp.score.capacity() + index_cmp.kv.capacity() + index_cmp.score.capacity()) *
+          attn_cmp.score.capacity() + index_cmp.kv.capacity() + index_cmp.score.capacity() +
+          attn_hist.kv.capacity() + attn_hist.score.capacity() + index_hist.kv.capacity() +
+          index_hist.score.capacity() + attn_base.kv.capacity() + attn_base.score.capacity() +
+          index_base.kv.capacity() + index_base.score.capacity()) *
          sizeof(float);
 }
 

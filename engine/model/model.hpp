@@ -79,6 +79,7 @@ class Model {
 
 struct ContextOptions {
   uint32_t context_length = 0;  // 0: metadata context_length capped at 65536
+  uint32_t rollback = 64;       // how many recent tokens truncate() can take back
 };
 
 class Context {
@@ -98,6 +99,15 @@ class Context {
   // Appends tokens and returns the logits after each of them; bit-identical to decoding them
   // one by one (this is what exact speculative decoding checks drafts with).
   std::vector<std::vector<float>> verify(std::span<const int32_t> tokens);
+
+  // Drops tokens so that n remain. n may go back at most ContextOptions::rollback tokens from
+  // the furthest size the context has reached, and not behind the last restore() or reset()
+  // (the rollback history lives in rings). Afterwards the context continues bit-identically to
+  // one that only ever saw the first n tokens. This is the rollback of speculative decoding
+  // (verify the drafts, keep the accepted prefix). logits() becomes the logits after token
+  // n-1 if they were computed (decode, verify, the end of a prefill), else empty. Throws
+  // std::out_of_range with the reason, leaving the context untouched, when n is out of reach.
+  void truncate(size_t n);
 
   std::span<const float> logits() const;          // logits after the last token (empty if none)
   const std::vector<int32_t>& tokens() const;

@@ -6,13 +6,15 @@
 //           u32 head_dim | u32 idx_dim | u32 n_tokens | u32 reserved | u64 payload bytes |
 //           u64 XXH64(payload)
 //   payload i32 tokens[n_tokens] | f32 logits[n_tokens ? n_vocab : 0] |
-//           per layer: u32 ratio | u32 n_raw | raw rows oldest..newest (head_dim f32 each) |
+//           per layer: u32 ratio | u32 n_raw | the visible raw window, oldest..newest (head_dim
+//             f32 each; n_raw = min(n_tokens, window)) |
 //             ratio != 0: u32 n_comp | rows | attn compressor kv, score |
 //             ratio == 4: u32 n_index_comp | rows | indexer compressor kv, score
 // Restore parses into a fresh state and only swaps it in when everything checked out, so a
 // bad snapshot leaves the context as it was.
 #include <xxhash.h>
 
+#include <algorithm>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -70,7 +72,7 @@ std::vector<uint8_t> write_snapshot(const Model::Impl& m, const Context::State& 
   // Size first, so the snapshot is built in one buffer (it can be ~1 GiB at long contexts).
   uint64_t floats = st.tokens.empty() ? 0 : c.n_vocab;
   for (const LayerState& l : st.layers) {
-    floats += uint64_t(l.n_raw) * l.head_dim;
+    floats += uint64_t(l.n_visible_raw()) * l.head_dim;
     if (l.ratio != 0) floats += uint64_t(l.comp.n) * l.comp.dim + l.attn_cmp.kv.size() + l.attn_cmp.score.size();
     if (l.ratio == 4)
       floats += uint64_t(l.index_comp.n) * l.index_comp.dim + l.index_cmp.kv.size() + l.index_cmp.score.size();
@@ -89,8 +91,8 @@ std::vector<uint8_t> write_snapshot(const Model::Impl& m, const Context::State& 
   if (!st.tokens.empty()) w.put_floats(st.logits.data(), c.n_vocab);
   for (const LayerState& l : st.layers) {
     w.put(l.ratio);
-    w.put(l.n_raw);
-    for (uint32_t i = 0; i < l.n_raw; i++) w.put_floats(l.raw_row(i), l.head_dim);
+    w.put(l.n_visible_raw());
+    for (uint32_t i = 0; i < l.n_visible_raw(); i++) w.put_floats(l.visible_raw_row(i), l.head_dim);
     if (l.ratio != 0) {
       w.put(l.comp.n);
       w.put_floats(l.comp.data.data(), size_t(l.comp.n) * l.comp.dim);
@@ -122,7 +124,8 @@ std::vector<uint8_t> write_snapshot(const Model::Impl& m, const Context::State& 
   return out;
 }
 
-void read_snapshot(const Model::Impl& m, std::span<const uint8_t> bytes, uint32_t capacity, Context::State& out) {
+void read_snapshot(const Model::Impl& m, std::span<const uint8_t> bytes, uint32_t capacity, uint32_t rollback,
+                   Context::State& out) {
   const ModelConfig& c = m.cfg;
   Reader r{bytes};
   if (bytes.size() < kHeaderBytes) throw std::runtime_error("snapshot is truncated: " + std::to_string(bytes.size()) + " bytes, header needs " + std::to_string(kHeaderBytes));
@@ -151,7 +154,7 @@ void read_snapshot(const Model::Impl& m, std::span<const uint8_t> bytes, uint32_
                              std::to_string(capacity));
 
   out.capacity = capacity;
-  out.layers = make_layer_states(c, capacity);
+  out.layers = make_layer_states(c, capacity, rollback);
   out.tokens.resize(n_tokens);
   for (uint32_t i = 0; i < n_tokens; i++) {
     out.tokens[i] = r.get<int32_t>("tokens");
@@ -166,7 +169,7 @@ void read_snapshot(const Model::Impl& m, std::span<const uint8_t> bytes, uint32_
     const std::string where = "layer " + std::to_string(il);
     if (r.get<uint32_t>("layer ratio") != l.ratio) throw std::runtime_error("snapshot " + where + ": compression ratio mismatch");
     const uint32_t n_raw = r.get<uint32_t>("raw count");
-    if (n_raw > l.raw_cap || n_raw > n_tokens) throw std::runtime_error("snapshot " + where + ": raw window count out of range");
+    if (n_raw > l.raw_window || n_raw > n_tokens || n_raw != std::min(n_tokens, l.raw_window)) throw std::runtime_error("snapshot " + where + ": raw window count out of range");
     for (uint32_t i = 0; i < n_raw; i++) r.get_floats(l.push_raw_slot(), l.head_dim, "raw rows");
     auto rows = [&](RowStore& rs, const char* what) {
       const uint32_t n = r.get<uint32_t>(what);
@@ -186,6 +189,12 @@ void read_snapshot(const Model::Impl& m, std::span<const uint8_t> bytes, uint32_
     }
   }
   if (r.pos != bytes.size()) throw std::runtime_error("snapshot has trailing bytes after the last layer");
+  // Compressor input history is not part of a snapshot: rollback starts afresh here.
+  for (LayerState& l : out.layers) {
+    l.attn_hist.forget(n_tokens);
+    l.index_hist.forget(n_tokens);
+    l.set_base(n_tokens);
+  }
 }
 
 }  // namespace ds4::model

@@ -236,6 +236,82 @@ TEST(ContextErrors, ResetStartsOver) {
   EXPECT_TRUE(same_bits(a.prefill(toks), b.prefill(toks)));
 }
 
+TEST(Truncate, RollbackAfterVerifyEqualsNeverHavingSeenTheDrafts) {
+  auto m = exact2();
+  const auto toks = random_tokens(150, 31, 1000);
+  const std::vector<int32_t> drafts = {5, 6, 7, 8, 9, 10};
+  Context a(m), b(m);
+  a.prefill(toks);
+  auto rows = a.verify(drafts);
+  a.truncate(toks.size() + 2);  // accept two drafts
+  std::vector<int32_t> kept = toks;
+  kept.insert(kept.end(), drafts.begin(), drafts.begin() + 2);
+  EXPECT_EQ(a.tokens(), kept);
+  EXPECT_TRUE(same_bits(a.logits(), rows[1]));
+  EXPECT_TRUE(same_bits(b.prefill(kept), a.logits()));
+  for (int32_t t : {11, 12, 13}) EXPECT_TRUE(same_bits(a.decode(t), b.decode(t)));
+}
+
+TEST(Truncate, RandomAppendAndRollbackWalk) {
+  // Crosses ratio-4 and ratio-128 window boundaries and the raw window edge many times.
+  auto m = exact2();
+  Context a(m, ContextOptions{0, 24});
+  std::mt19937 rng(77);
+  a.prefill(random_tokens(110, 41, 1000));
+  size_t high_water = a.size();
+  for (int step = 0; step < 40; step++) {
+    const size_t add = 1 + rng() % 6;
+    std::vector<int32_t> t(add);
+    for (auto& x : t) x = int32_t(rng() % 1000);
+    if (rng() % 2)
+      a.verify(t);
+    else
+      for (int32_t x : t) a.decode(x);
+    high_water = std::max(high_water, a.size());
+    const size_t reach = a.size() - (high_water - 24);  // how far the rings still reach
+    const size_t back = rng() % (std::min<size_t>(add + 3, reach) + 1);
+    a.truncate(a.size() - back);
+  }
+  Context b(m);
+  const std::vector<int32_t> all = a.tokens();
+  b.prefill(all);
+  if (!a.logits().empty()) EXPECT_TRUE(same_bits(a.logits(), b.logits()));
+  EXPECT_GT(high_water, 140u);  // the walk crossed a ratio-128 window edge and came back
+  EXPECT_GT(a.size(), 128u);
+  for (int32_t x : {1, 500, 999}) EXPECT_TRUE(same_bits(a.decode(x), b.decode(x)));
+}
+
+TEST(Truncate, RefusalsLeaveStateIntact) {
+  auto m = exact2();
+  Context a(m, ContextOptions{0, 8});
+  a.prefill(random_tokens(40, 51, 1000));
+  for (int32_t x : {1, 2, 3}) a.decode(x);  // 43 tokens
+  const auto before = a.snapshot();
+  EXPECT_THROW(a.truncate(30), std::out_of_range);  // 13 > rollback 8
+  EXPECT_THROW(a.truncate(44), std::out_of_range);  // beyond the end
+  EXPECT_EQ(a.snapshot(), before);
+  a.truncate(38);
+  EXPECT_THROW(a.truncate(34), std::out_of_range);  // 43 was reached: the rings reach back to 35
+  a.truncate(35);
+  EXPECT_EQ(a.size(), 35u);
+}
+
+TEST(Truncate, RestorePointIsTheFloor) {
+  auto m = exact2();
+  Context a(m, ContextOptions{0, 8});
+  a.prefill(random_tokens(43, 52, 1000));
+  const auto snap = a.snapshot();
+  Context r(m, ContextOptions{0, 8});
+  r.restore(snap);
+  r.decode(4);
+  r.decode(5);
+  EXPECT_THROW(r.truncate(42), std::out_of_range);  // behind the restore point
+  r.truncate(43);  // the restore point itself: replayed from the restored compressor states
+  EXPECT_TRUE(same_bits(r.logits(), a.logits()));
+  EXPECT_TRUE(same_bits(r.decode(9), a.decode(9)));
+  EXPECT_TRUE(same_bits(r.decode(10), a.decode(10)));
+}
+
 TEST(Progress, LoadAndPrefillReportMonotonicFractions) {
   std::vector<double> load_steps;
   LoadOptions o;

@@ -300,7 +300,8 @@ TEST(StageReference, AttentionWithSinkOverRawAndCompressedRows) {
   LayerState st;
   st.ratio = 4;
   st.head_dim = d;
-  st.raw_cap = 16;  // the ring wraps: only the last 16 raw rows stay
+  st.raw_cap = 18;  // the ring wraps: the last 18 rows stay, attention reads the last 16
+  st.raw_window = 16;
   st.raw.assign(size_t(st.raw_cap) * d, 0);
   std::vector<std::vector<float>> raw_rows;
   for (uint32_t r = 0; r < n_raw; r++) {
@@ -321,7 +322,7 @@ TEST(StageReference, AttentionWithSinkOverRawAndCompressedRows) {
     std::vector<double> ref(H * d);
     for (uint32_t h = 0; h < H; h++) {
       std::vector<const float*> vis;
-      for (uint32_t r = n_raw - st.raw_cap; r < n_raw; r++) vis.push_back(raw_rows[r].data());
+      for (uint32_t r = n_raw - st.raw_window; r < n_raw; r++) vis.push_back(raw_rows[r].data());
       for (uint32_t r = 0; r < n_comp; r++)
         if (allowed[r]) vis.push_back(comp_rows[r].data());
       std::vector<double> s(vis.size());
