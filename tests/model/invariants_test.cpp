@@ -275,8 +275,10 @@ TEST(Truncate, RandomAppendAndRollbackWalk) {
   Context b(m);
   const std::vector<int32_t> all = a.tokens();
   b.prefill(all);
-  if (!a.logits().empty()) EXPECT_TRUE(same_bits(a.logits(), b.logits()));
-  EXPECT_GT(high_water, 140u);  // the walk crossed a ratio-128 window edge and came back
+  if (!a.logits().empty()) {
+    EXPECT_TRUE(same_bits(a.logits(), b.logits()));
+  }
+  EXPECT_GT(high_water, 140u);  // the walk went well past the first ratio-128 window
   EXPECT_GT(a.size(), 128u);
   for (int32_t x : {1, 500, 999}) EXPECT_TRUE(same_bits(a.decode(x), b.decode(x)));
 }
