@@ -3,17 +3,23 @@
 // memory (256 MiB), next to the machine's streaming read bandwidth measured in the same run.
 // Counters: GB/s = weight bytes/s / 1e9; x_read_bw = that rate / read bandwidth (1.0 means the
 // kernel keeps up with memory, so decode is bandwidth bound).
-//   kernels_bench [--threads N] [google benchmark flags, e.g. --benchmark_min_time=0.2]
+//   kernels_bench [--threads N | --cpu-time] [google benchmark flags, e.g. --benchmark_min_time=0.2]
+// --cpu-time: one thread, every rate (read bandwidth included) per second of that thread's CPU
+// time, which stays meaningful on a machine busy with other work; wall-clock otherwise.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include <ctime>
+
 #include "engine/kernels/kernel_bench.hpp"
 #include "engine/kernels/matmul.hpp"
+#include "engine/kernels/read_stream.hpp"
 
 namespace {
 
@@ -23,6 +29,27 @@ using ds4::quant::Isa;
 using ds4::quant::Type;
 
 double g_read_gbs = 0;
+
+double thread_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+// Single-thread streaming read rate per CPU-second (best of three passes over 256 MiB).
+double read_bandwidth_cpu_gbs() {
+  std::vector<uint8_t> buf(ds4::kernels::kBenchStreamBytes, 1);
+  double best = 0;
+  uint64_t sink = 0;
+  for (int pass = 0; pass < 4; pass++) {
+    const double t0 = thread_cpu_seconds();
+    sink ^= ds4::kernels::read_stream(buf.data(), buf.size(), ds4::quant::best_isa());
+    const double s = thread_cpu_seconds() - t0;
+    if (pass > 0) best = std::max(best, static_cast<double>(buf.size()) / s / 1e9);
+  }
+  benchmark::DoNotOptimize(sink);
+  return best;
+}
 
 void bm_matmul(benchmark::State& state, ThreadPool* pool, Type type, size_t bytes, Isa isa) {
   const BenchMatrix m = ds4::kernels::make_bench_matrix(type, bytes);
@@ -47,38 +74,43 @@ void bm_read(benchmark::State& state) {
 
 int main(int argc, char** argv) {
   unsigned threads = 0;
+  bool cpu_time = false;
   std::vector<char*> args;
   for (int i = 0; i < argc; i++) {
     if (std::strcmp(argv[i], "--threads") == 0 && i + 1 < argc)
       threads = static_cast<unsigned>(std::atoi(argv[++i]));
+    else if (std::strcmp(argv[i], "--cpu-time") == 0)
+      cpu_time = true;
     else
       args.push_back(argv[i]);
   }
+  if (cpu_time) threads = 1;
   int n_args = static_cast<int>(args.size());
   static ThreadPool pool(threads);
-  g_read_gbs = ds4::kernels::measure_read_bandwidth_gbs(pool);
+  g_read_gbs = cpu_time ? read_bandwidth_cpu_gbs() : ds4::kernels::measure_read_bandwidth_gbs(pool);
   double load1 = -1;  // other processes skew every rate below; say so next to the numbers
   if (std::FILE* f = std::fopen("/proc/loadavg", "r")) {
     if (std::fscanf(f, "%lf", &load1) != 1) load1 = -1;
     std::fclose(f);
   }
-  std::printf("threads %u, isa %s, streaming read bandwidth %.2f GB/s, load average %.2f\n", pool.size(),
-              ds4::quant::isa_name(ds4::quant::best_isa()), g_read_gbs, load1);
+  std::printf("threads %u, isa %s, %s, streaming read bandwidth %.2f GB/s, load average %.2f\n", pool.size(),
+              ds4::quant::isa_name(ds4::quant::best_isa()), cpu_time ? "per CPU-second" : "wall clock", g_read_gbs,
+              load1);
   benchmark::RegisterBenchmark("read_bandwidth", bm_read)->Iterations(1);
   const Isa best = ds4::quant::best_isa();
+  auto reg = [&](const std::string& name, Type t, size_t bytes, Isa isa) {
+    benchmark::internal::Benchmark* b = benchmark::RegisterBenchmark(name.c_str(), bm_matmul, &pool, t, bytes, isa);
+    if (!cpu_time) b->UseRealTime();  // with worker threads only wall time counts all the work
+  };
   for (Type t : {Type::IQ2_XXS, Type::Q2_K, Type::Q4_K, Type::Q8_0, Type::MXFP4, Type::F16, Type::BF16, Type::F32}) {
     const std::string name(ds4::quant::type_info(t).name);
     if (best == Isa::Avx2) {
-      benchmark::RegisterBenchmark(("matmul/" + name + "/cache/avx2").c_str(), bm_matmul, &pool, t,
-                                   ds4::kernels::kBenchCacheBytes, Isa::Avx2)->UseRealTime();
-      benchmark::RegisterBenchmark(("matmul/" + name + "/stream/avx2").c_str(), bm_matmul, &pool, t,
-                                   ds4::kernels::kBenchStreamBytes, Isa::Avx2)->UseRealTime();
+      reg("matmul/" + name + "/cache/avx2", t, ds4::kernels::kBenchCacheBytes, Isa::Avx2);
+      reg("matmul/" + name + "/stream/avx2", t, ds4::kernels::kBenchStreamBytes, Isa::Avx2);
       if (ds4::quant::traits(t).dot_avx2_exact != ds4::quant::traits(t).dot_avx2)  // exact-mode float kernels
-        benchmark::RegisterBenchmark(("matmul/" + name + "/stream/avx2-exact").c_str(), bm_matmul, &pool, t,
-                                     ds4::kernels::kBenchStreamBytes, Isa::Avx2Exact)->UseRealTime();
+        reg("matmul/" + name + "/stream/avx2-exact", t, ds4::kernels::kBenchStreamBytes, Isa::Avx2Exact);
     }
-    benchmark::RegisterBenchmark(("matmul/" + name + "/stream/scalar").c_str(), bm_matmul, &pool, t,
-                                 ds4::kernels::kBenchStreamBytes, Isa::Scalar)->UseRealTime();
+    reg("matmul/" + name + "/stream/scalar", t, ds4::kernels::kBenchStreamBytes, Isa::Scalar);
   }
   benchmark::Initialize(&n_args, args.data());
   benchmark::RunSpecifiedBenchmarks();
