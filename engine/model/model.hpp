@@ -7,11 +7,12 @@
 // compressor states, the token list and the last logits. Contexts are not thread-safe; use one
 // thread per Context (the Model's pool is shared and serialises parallel regions).
 //
-// Arithmetic::Exact reproduces antirez/ds4's CPU reference bit for bit (scalar float order,
-// RMSNorm sums in double, ds4's activation quantization); Arithmetic::Fast runs the same
-// graph with SIMD float kernels (integer-dot kernels are bit-identical in both modes).
-// In both modes prefill(), decode() and verify() give bit-identical logits for the same
-// token at the same position, whatever the thread count.
+// Arithmetic::Exact runs the scalar reference loops in antirez/ds4's CPU operation order
+// (RMSNorm sums in double, ds4's activation quantization, no FMA); it matches ds4's logits
+// bit for bit on the ds4-tiny vectors. Arithmetic::Fast runs SIMD kernels that keep every
+// sum in the same order (independent sums share a register, never one sum split across
+// lanes), so it returns the same bits, faster. prefill(), decode() and verify() give
+// bit-identical logits for the same token at the same position, whatever the thread count.
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -33,7 +34,8 @@ struct LoadOptions {
   bool populate = false;                   // prefault the whole mapping at load (MAP_POPULATE)
 };
 
-// fraction in [0, 1]; stage names what is happening ("metadata", "tensors", "layer 3/43" ...).
+// fraction in [0, 1]; stage names what is happening ("mapping", "metadata", "tensors",
+// "ready" for loads; "prefill" for prefills, one call per layer per 256-token chunk).
 using ProgressFn = std::function<void(double fraction, std::string_view stage)>;
 using LoadProgress = ProgressFn;
 
