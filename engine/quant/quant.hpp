@@ -66,7 +66,6 @@ struct Traits {
 // Throws std::invalid_argument for a type without an entry.
 const Traits& traits(Type t);
 
-
 // Bytes of an activation row of n elements in the layout of vec_dot_type (F32, Q8_0, Q8_K).
 size_t act_row_bytes(Type vec_dot_type, int64_t n);
 
