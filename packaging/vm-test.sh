@@ -36,7 +36,9 @@ cache_dir=$(cd "$cache_dir" && pwd)
 # A virtual name (libspdlog1.10-fmt9) is replaced by the first real package that provides it,
 # since debootstrap installs only real packages.
 real_package() {
-  if apt-cache policy "$1" 2>/dev/null | grep -q 'Candidate: [^(]'; then
+  local policy
+  policy=$(apt-cache policy "$1" 2>/dev/null)  # not piped into grep -q: SIGPIPE under pipefail
+  if grep -q 'Candidate: [^(]' <<<"$policy"; then
     echo "$1"
   else
     apt-cache showpkg "$1" 2>/dev/null | sed -n '/^Reverse Provides:/,$p' | awk 'NR == 2 { print $1 }' \
