@@ -9,14 +9,16 @@
 // <｜User｜> etc.) and BOS is prepended unless the text already starts with it. --chat instead
 // renders one non-thinking user turn exactly as the reference CLI does:
 // BOS <｜User｜> text <｜Assistant｜> </think>, with the text taken literally (no special matching).
-// Output is streamed as tokens arrive, holding back bytes of a character split across tokens;
+// Output is streamed as tokens arrive through the gateway's Utf8Assembler, which holds back bytes
+// of a character split across tokens and turns bytes that can never be UTF-8 into U+FFFD (so
+// stdout is always valid UTF-8, as the HTTP API's text is);
 // timings go to stderr so stdout is only the generated text.
 #include "ds4ctl/command_registry.hpp"
 #include "engine/gguf/gguf_reader.hpp"
 #include "engine/model/model.hpp"
 #include "engine/sampler/sampler.hpp"
 #include "engine/tokenizer/tokenizer.hpp"
-#include "engine/tokenizer/utf8_stream.hpp"
+#include "gateway/protocol/utf8_assembler.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -106,7 +108,7 @@ int run_generate(const GenerateOptions& o) {
   std::span<const float> logits = ctx.prefill(prompt);
   const double prefill_s = seconds_since(t_prefill);
 
-  ds4::tokenizer::Utf8StreamDecoder stream;
+  ds4::protocol::Utf8Assembler stream;
   size_t generated = 0, decoded = 0;
   double decode_s = 0.0;
   bool hit_eos = false;
@@ -130,7 +132,7 @@ int run_generate(const GenerateOptions& o) {
     ++decoded;
   }
   const double gen_s = seconds_since(t_gen);
-  const std::string tail = stream.finish();
+  const std::string tail = stream.flush();
   std::fwrite(tail.data(), 1, tail.size(), stdout);
   std::fputc('\n', stdout);
   std::fflush(stdout);

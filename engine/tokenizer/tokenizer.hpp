@@ -13,8 +13,8 @@
 // decode() is the exact inverse for every token stream encode() can produce: tokens containing the
 // fullwidth bar U+FF5C (the DeepSeek control tokens) decode to their literal text, every other
 // token to the raw bytes its byte-level string stands for. Concatenating bytes may split a UTF-8
-// character across tokens; Utf8StreamDecoder (utf8_stream.hpp) holds such tails back when
-// streaming.
+// character across tokens; protocol::Utf8Assembler (gateway/protocol/utf8_assembler.hpp) holds
+// such tails back when streaming.
 //
 // The vocabulary comes from GGUF metadata (tokenizer.ggml.tokens / merges); the class is
 // immutable after construction and safe to use from several threads at once.

@@ -1,6 +1,9 @@
 // UTF-8 assembly: complete characters out at every split point; invalid bytes as U+FFFD per
-// maximal subpart, independent of splitting.
+// maximal subpart, independent of splitting. (The token-streaming cases from the former
+// engine/tokenizer Utf8StreamDecoder, which ds4ctl generate used, live here too.)
 #include <gtest/gtest.h>
+
+#include <random>
 
 #include "gateway/protocol/utf8_assembler.hpp"
 
@@ -75,6 +78,62 @@ TEST(Utf8Assembler, InvalidSequencesBecomeReplacementCharacters) {
         for (char ch : c.in) out += bytewise.push(std::string_view(&ch, 1));
         out += bytewise.flush();
         EXPECT_EQ(out, c.out) << testing::PrintToString(c.in);
+    }
+}
+
+// Structural check written independently of the assembler: leads and continuation counts only.
+bool whole_characters(std::string_view s) {
+    for (size_t i = 0; i < s.size();) {
+        unsigned char c = static_cast<unsigned char>(s[i]);
+        size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+        if (n == 0 || i + n > s.size()) return false;
+        for (size_t k = 1; k < n; ++k)
+            if ((static_cast<unsigned char>(s[i + k]) & 0xc0) != 0x80) return false;
+        i += n;
+    }
+    return true;
+}
+
+TEST(Utf8Assembler, TokenStreamHoldsBackSplitCharacters) {
+    Utf8Assembler a;
+    EXPECT_EQ(a.push("a\xc3"), "a");
+    EXPECT_EQ(a.pending(), 1u);
+    EXPECT_EQ(a.push("\xa9"), "\xc3\xa9");
+    EXPECT_EQ(a.push("\xf0\x9f"), "");
+    EXPECT_EQ(a.push("\x98"), "");
+    EXPECT_EQ(a.push("\x80!"), "\xf0\x9f\x98\x80!");
+    EXPECT_EQ(a.flush(), "");
+}
+
+// The same pushes that Utf8StreamDecoder released as raw bytes: under the contract each byte run
+// that can never complete becomes U+FFFD as soon as that is decided, and a held tail at the end of
+// the stream becomes one U+FFFD.
+TEST(Utf8Assembler, TokenStreamReplacesBytesThatCanNeverComplete) {
+    Utf8Assembler a;
+    EXPECT_EQ(a.push("\x80\x80"), FFFD + FFFD);  // stray continuations
+    EXPECT_EQ(a.push("\xe4"), "");
+    EXPECT_EQ(a.pending(), 1u);
+    EXPECT_EQ(a.push("x"), FFFD + "x");  // the lead byte was not continued
+    EXPECT_EQ(a.push("\xe4"), "");
+    EXPECT_EQ(a.flush(), FFFD);
+    EXPECT_EQ(a.pending(), 0u);
+}
+
+TEST(Utf8Assembler, RandomSplitsOfValidTextEmitOnlyWholeCharacters) {
+    const std::string text = "Perché 日本語 😀👍🏽 naïve Ω — done.";
+    std::mt19937 rng(3);
+    for (int iter = 0; iter < 200; ++iter) {
+        Utf8Assembler a;
+        std::string out;
+        for (size_t pos = 0; pos < text.size();) {
+            size_t n = 1 + rng() % 4;
+            std::string chunk = a.push(text.substr(pos, n));
+            ASSERT_TRUE(whole_characters(chunk));
+            out += chunk;
+            pos += n;
+        }
+        out += a.flush();
+        ASSERT_EQ(out, text);
     }
 }
 
