@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "engine/model/numerics.hpp"
-#include "engine/model/ordered_simd.hpp"
+#include "engine/kernels/ordered_simd.hpp"
 
 namespace ds4::model {
 
@@ -90,7 +90,7 @@ void attend_ordered(const LayerState& st, const float* q, uint32_t n_head, const
   pool.parallel_for(n, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; r++) {
       float* s = Sp + size_t(r) * lanes;
-      ordered::dot_lanes(qTp, lanes, rp[r], d, s);
+      kernels::ordered::dot_lanes(qTp, lanes, rp[r], d, s);
       for (uint32_t h = 0; h < n_head; h++) s[h] = s[h] * kq_scale;
     }
   });
@@ -104,7 +104,7 @@ void attend_ordered(const LayerState& st, const float* q, uint32_t n_head, const
       for (uint32_t r = 0; r < n; r++) {
         const float w = std::exp(Sp[size_t(r) * lanes + h] - mx);
         denom += w;
-        ordered::axpy(oh, rp[r], w, d);
+        kernels::ordered::axpy(oh, rp[r], w, d);
       }
       const float inv = 1.0f / denom;
       for (uint32_t i = 0; i < d; i++) oh[i] *= inv;
@@ -116,7 +116,7 @@ void attend_ordered(const LayerState& st, const float* q, uint32_t n_head, const
 
 void attend(const LayerState& st, const float* q, uint32_t n_head, const float* sinks, const uint8_t* allowed,
             bool exact, kernels::ThreadPool& pool, float* out_heads) {
-  if (exact || !ordered::available())
+  if (exact || !kernels::ordered::available())
     attend_reference(st, q, n_head, sinks, allowed, pool, out_heads);
   else
     attend_ordered(st, q, n_head, sinks, allowed, pool, out_heads);

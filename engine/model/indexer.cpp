@@ -3,7 +3,7 @@
 #include "engine/model/indexer.hpp"
 
 #include "engine/model/numerics.hpp"
-#include "engine/model/ordered_simd.hpp"
+#include "engine/kernels/ordered_simd.hpp"
 
 namespace ds4::model {
 
@@ -16,7 +16,7 @@ void indexer_select(const float* q, const float* w, uint32_t n_head, const RowSt
     return;
   }
   scores.resize(n);
-  if (exact || !ordered::available()) {
+  if (exact || !kernels::ordered::available()) {
     for (uint32_t c = 0; c < n; c++) {
       const float* kv = rows.row(c);
       float s = 0.0f;
@@ -37,7 +37,7 @@ void indexer_select(const float* q, const float* w, uint32_t n_head, const RowSt
     for (uint32_t h = 0; h < n_head; h++)
       for (uint32_t i = 0; i < dim; i++) qT[size_t(i) * lanes + h] = q[size_t(h) * dim + i];
     for (uint32_t c = 0; c < n; c++) {
-      ordered::dot_lanes(qT.data(), lanes, rows.row(c), dim, dots.data());
+      kernels::ordered::dot_lanes(qT.data(), lanes, rows.row(c), dim, dots.data());
       float s = 0.0f;
       for (uint32_t h = 0; h < n_head; h++) {
         float d = dots[h];

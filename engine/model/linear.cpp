@@ -5,7 +5,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "engine/model/ordered_simd.hpp"
+#include "engine/kernels/ordered_simd.hpp"
 
 namespace ds4::model {
 namespace {
@@ -20,7 +20,7 @@ void matmul_f16_ordered(const Exec& ex, const kernels::WeightView& w, const uint
     const int64_t r0 = b0 * 16, r1 = std::min(w.rows, b1 * 16);
     for (int t = 0; t < n; t++) {
       const auto* x = reinterpret_cast<const float*>(act + size_t(t) * act_row_bytes);
-      ordered::f16_matvec_rows(W, w.cols, r0, r1, x, out + size_t(t) * w.rows + r0);
+      kernels::ordered::f16_matvec_rows(W, w.cols, r0, r1, x, out + size_t(t) * w.rows + r0);
     }
   });
 }
@@ -44,7 +44,7 @@ void quantize_rows(quant::Type weight_type, const float* x, int n, int64_t cols,
 
 void matmul_raw(const Exec& ex, const kernels::WeightView& w, const void* act, size_t act_row_bytes, int n,
                 float* out) {
-  if (!ex.exact && w.type == quant::Type::F16 && ordered::available())
+  if (!ex.exact && w.type == quant::Type::F16 && kernels::ordered::available())
     return matmul_f16_ordered(ex, w, static_cast<const uint8_t*>(act), act_row_bytes, n, out);
   kernels::matmul(*ex.pool, w, act, act_row_bytes, n, out, ex.isa_for(w.type));
 }

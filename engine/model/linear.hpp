@@ -4,7 +4,7 @@
 // activations; routed experts: Q8_K; F16: plain f32) and which kernel may run it:
 // integer-dot kernels are bit-identical in scalar and AVX2, so both arithmetic modes use AVX2
 // for them. F16 weights need the sequential reference sum: Exact mode runs the scalar kernel,
-// Fast mode the order-preserving SIMD kernel (ordered_simd.hpp), which gives the same bits.
+// Fast mode the order-preserving SIMD kernel (engine/kernels/ordered_simd.hpp), which gives the same bits.
 // (A reordered F16 sum is not an option: these are the decision-making projections -- HC mix,
 // router, compressor scores, indexer -- and reordering flips enough top-k choices to push
 // long ds4-tiny runs outside the README's statistical thresholds: rand600 reached Pearson

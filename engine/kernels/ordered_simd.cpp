@@ -1,10 +1,10 @@
 // Dispatch for the order-preserving kernels (ordered_simd.hpp): AVX2+F16C when the CPU has
 // them, scalar reference loops otherwise (same results either way).
-#include "engine/model/ordered_simd.hpp"
+#include "engine/kernels/ordered_simd.hpp"
 
-#include "engine/model/numerics.hpp"
+#include "engine/quant/quant.hpp"
 
-namespace ds4::model::ordered {
+namespace ds4::kernels::ordered {
 
 namespace avx2 {
 void f16_matvec_rows(const uint16_t* W, int64_t cols, int64_t r0, int64_t r1, const float* x, float* out);
@@ -19,11 +19,9 @@ bool available() {
 
 void f16_matvec_rows(const uint16_t* W, int64_t cols, int64_t r0, int64_t r1, const float* x, float* out) {
   if (available()) return avx2::f16_matvec_rows(W, cols, r0, r1, x, out);
-  for (int64_t r = r0; r < r1; r++) {
-    float acc = 0.0f;
-    for (int64_t i = 0; i < cols; i++) acc += f16_to_f32(W[r * cols + i]) * x[i];
-    out[r - r0] = acc;
-  }
+  // The reference is ds4's dot_f16_row: the F16 format's scalar dot, one row at a time.
+  const quant::DotFn dot = quant::traits(quant::Type::F16).dot_scalar;
+  for (int64_t r = r0; r < r1; r++) out[r - r0] = dot(W + r * cols, x, cols);
 }
 
 void dot_lanes(const float* qT, uint32_t lanes, const float* k, uint32_t d, float* out) {
@@ -40,4 +38,4 @@ void axpy(float* y, const float* x, float a, uint32_t n) {
   for (uint32_t i = 0; i < n; i++) y[i] += a * x[i];
 }
 
-}  // namespace ds4::model::ordered
+}  // namespace ds4::kernels::ordered

@@ -8,10 +8,12 @@
 //  * attention / indexer scores: lanes are heads (q transposed to [dim][heads]), each lane
 //    summing q[h][i] * k[i] for i ascending;
 //  * axpy: y[i] += a * x[i] is elementwise, so any vector width is exact.
-// available() is false without AVX2+F16C (then callers use the scalar reference loops).
+// available() is false without AVX2+F16C; the functions then run their scalar references (the
+// F16 trait's dot_scalar per row, plain sequential loops), so the results never depend on the CPU.
+// The model (engine/model linear, attention, indexer) is the user; tests/quant checks the bits.
 #include <cstdint>
 
-namespace ds4::model::ordered {
+namespace ds4::kernels::ordered {
 
 bool available();
 
@@ -24,4 +26,4 @@ void dot_lanes(const float* qT, uint32_t lanes, const float* k, uint32_t d, floa
 // y[i] += a * x[i].
 void axpy(float* y, const float* x, float a, uint32_t n);
 
-}  // namespace ds4::model::ordered
+}  // namespace ds4::kernels::ordered

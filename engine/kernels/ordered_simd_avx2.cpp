@@ -5,9 +5,9 @@
 
 #include <cstring>
 
-#include "engine/model/ordered_simd.hpp"
+#include "engine/kernels/ordered_simd.hpp"
 
-namespace ds4::model::ordered::avx2 {
+namespace ds4::kernels::ordered::avx2 {
 
 namespace {
 
@@ -101,4 +101,4 @@ void axpy(float* y, const float* x, float a, uint32_t n) {
   for (; i < n; i++) y[i] += a * x[i];
 }
 
-}  // namespace ds4::model::ordered::avx2
+}  // namespace ds4::kernels::ordered::avx2
