@@ -3,8 +3,10 @@
 // decides which activation format each weight type consumes (Q8_0 weights: per-32 int8
 // activations; routed experts: Q8_K; F16: plain f32) and which kernel may run it:
 // integer-dot kernels are bit-identical in scalar and AVX2, so both arithmetic modes use AVX2
-// for them. F16 weights need the sequential reference sum: Exact mode runs the scalar kernel,
-// Fast mode the order-preserving SIMD kernel (engine/kernels/ordered_simd.hpp), which gives the same bits.
+// for them. Float weights need the sequential reference sum: Exact mode runs the format's
+// exact-order kernel (Isa::Avx2Exact where the CPU has AVX2: SIMD conversions and products, the
+// sum serial in index order, the same bits as scalar and 2-4x faster), Fast mode runs F16 through
+// the order-preserving SIMD matvec (engine/kernels/ordered_simd.hpp), which gives the same bits.
 // (A reordered F16 sum is not an option: these are the decision-making projections -- HC mix,
 // router, compressor scores, indexer -- and reordering flips enough top-k choices to push
 // long ds4-tiny runs outside the README's statistical thresholds: rand600 reached Pearson
@@ -24,9 +26,10 @@ struct Exec {
   bool exact = false;
   quant::Isa isa = quant::Isa::Scalar;  // best ISA available
 
+  // Float formats only in their exact-order variant; the integer kernels are exact as they are.
   quant::Isa isa_for(quant::Type w) const {
-    if (w == quant::Type::F16 || w == quant::Type::F32 || w == quant::Type::BF16) return quant::Isa::Scalar;
-    return isa;
+    const bool float_weights = w == quant::Type::F16 || w == quant::Type::F32 || w == quant::Type::BF16;
+    return float_weights && isa == quant::Isa::Avx2 ? quant::Isa::Avx2Exact : isa;
   }
 };
 
