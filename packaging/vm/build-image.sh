@@ -122,5 +122,9 @@ mkfs.ext4 -q -F -L ds4d-vm -E root_owner=0:0 -d "$root" "$work/rootfs.img" "${si
 
 rm -rf "$out"
 mv "$work" "$out"
+# Images made for other guest files are stale now; debootstrap trees stay (they are the slow part).
+for dir in "$cache_dir"/image-*; do
+  case "$dir" in *-"$guest_key") ;; *) rm -rf "$dir" ;; esac
+done
 echo "build-image: built $out (${size_mib} MiB image, $(wc -l < "$out/manifest.txt") packages)" >&2
 echo "$out"
