@@ -14,6 +14,13 @@
 
 namespace ds4::quant::detail {
 
+namespace {
+
+struct ScaleMin {
+  float scale, min;
+};
+
+// Given a fixed sub-block scale and min, the best integer levels and their squared error.
 float assign_levels(int n, int nmax, const float* x, float scale, float min, uint8_t* L) {
   float err = 0.0f;
   for (int i = 0; i < n; i++) {
@@ -25,8 +32,6 @@ float assign_levels(int n, int nmax, const float* x, float scale, float min, uin
   }
   return err;
 }
-
-namespace {
 
 // Least-squares scale and offset for fixed levels: x ≈ scale*L + offset, offset <= 0.
 ScaleMin solve(int n, const float* x, const uint8_t* L) {
@@ -51,8 +56,11 @@ ScaleMin solve(int n, const float* x, const uint8_t* L) {
   return {static_cast<float>(scale), static_cast<float>(-offset)};
 }
 
-}  // namespace
 
+// Fits x[i] ≈ scale * L[i] - min with integer L[i] in [0, nmax], scale >= 0, min >= 0, minimising
+// Σ (scale*L - min - x)². Tries a sweep of grid spacings around (max - min)/nmax, solves the
+// least-squares scale/offset for each resulting assignment, keeps the best, then polishes by
+// alternating re-assignment and re-fit. Writes L and returns {scale, min}.
 ScaleMin fit_scale_min(int n, int nmax, const float* x, uint8_t* L) {
   float lo = x[0], hi = x[0];
   for (int i = 1; i < n; i++) {
@@ -92,6 +100,8 @@ ScaleMin fit_scale_min(int n, int nmax, const float* x, uint8_t* L) {
   return best;
 }
 
+// Quantize the sub-block scales (or mins) v[0..n) to integers in [0, qmax] against a shared f16
+// super-scale; returns the f16 bits of the super-scale and writes the integers to q.
 uint16_t quantize_super_scale(int n, int qmax, const float* v, uint8_t* q) {
   float vmax = 0;
   for (int i = 0; i < n; i++) vmax = std::max(vmax, v[i]);
@@ -99,6 +109,50 @@ uint16_t quantize_super_scale(int n, int qmax, const float* v, uint8_t* q) {
   const float d = f16_to_f32(d16);
   for (int i = 0; i < n; i++) q[i] = static_cast<uint8_t>(d > 0 ? std::clamp(nearest_int(v[i] / d), 0, qmax) : 0);
   return d16;
+}
+
+
+// The last step of fit_super_block: given the f16 super-scales, choose each sub-block's integer
+// scale and min (trying the neighbours of the rounded values) and its levels so as to minimise
+// the squared error with the values the decoder will actually produce. x: sub-block values (n),
+// d/dmin: the decoded super-scales; ls/lm in: rounded integer scale/min, out: the best
+// neighbours; L out: levels.
+void refine_sub_block(int n, int nmax, int qmax, const float* x, float d, float dmin, uint8_t& ls, uint8_t& lm,
+                      uint8_t* L) {
+  uint8_t cand[32];
+  float best = -1;
+  const int ls0 = ls, lm0 = lm;
+  for (int a = std::max(0, ls0 - 1); a <= std::min(qmax, ls0 + 1); a++) {
+    for (int b = std::max(0, lm0 - 1); b <= std::min(qmax, lm0 + 1); b++) {
+      // the decoder computes (d*sc)*q - (dmin*m) in f32
+      const float scale = d * static_cast<float>(a);
+      const float min = dmin * static_cast<float>(b);
+      const float err = assign_levels(n, nmax, x, scale, min, cand);
+      if (best < 0 || err < best) {
+        best = err;
+        ls = static_cast<uint8_t>(a);
+        lm = static_cast<uint8_t>(b);
+        std::copy(cand, cand + n, L);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+SuperScales fit_super_block(const float* x, int n_sub, int sub_len, int nmax, int qmax, uint8_t* ls, uint8_t* lm,
+                            uint8_t* L) {
+  float scales[16], mins[16];  // n_sub <= 16 (Q2_K)
+  for (int j = 0; j < n_sub; j++) {
+    const ScaleMin sm = fit_scale_min(sub_len, nmax, x + sub_len * j, L + sub_len * j);
+    scales[j] = sm.scale;
+    mins[j] = sm.min;
+  }
+  const SuperScales s{quantize_super_scale(n_sub, qmax, scales, ls), quantize_super_scale(n_sub, qmax, mins, lm)};
+  const float d = f16_to_f32(s.d), dmin = f16_to_f32(s.dmin);
+  for (int j = 0; j < n_sub; j++)
+    refine_sub_block(sub_len, nmax, qmax, x + sub_len * j, d, dmin, ls[j], lm[j], L + sub_len * j);
+  return s;
 }
 
 }  // namespace ds4::quant::detail

@@ -1,23 +1,21 @@
 #pragma once
-// Internal: the scale/min search shared by the Q2_K and Q4_K weight quantizers.
+// Internal: the scale/min search shared by the Q2_K and Q4_K weight quantizers. The formats
+// differ only in geometry (sub-block count and length, level and scale ranges) and in how they
+// pack the results, so fit_super_block does the whole search and the format files only pack.
 #include <cstdint>
 
 namespace ds4::quant::detail {
 
-// Fits x[i] ≈ scale * L[i] - min with integer L[i] in [0, nmax], scale >= 0, min >= 0, minimising
-// Σ (scale*L - min - x)². Tries a sweep of grid spacings around (max - min)/nmax, solves the
-// least-squares scale/offset for each resulting assignment, keeps the best, then polishes by
-// alternating re-assignment and re-fit. Writes L and returns {scale, min}.
-struct ScaleMin {
-  float scale, min;
+// One K-quant super-block: x holds n_sub sub-blocks of sub_len values. Fits each sub-block's
+// (scale, min) with levels in [0, nmax], quantizes the scales and the mins to integers in
+// [0, qmax] against two f16 super-scales, then refines each sub-block's integer scale and min
+// among the neighbours of the rounded values with the levels re-chosen against the decoded values
+// (the decoder computes (d*sc)*q - (dmin*m) in f32). Writes the integer scales ls[n_sub], mins
+// lm[n_sub] and levels L[n_sub * sub_len]; returns the f16 bits of d and dmin.
+struct SuperScales {
+  uint16_t d, dmin;
 };
-ScaleMin fit_scale_min(int n, int nmax, const float* x, uint8_t* L);
-
-// Given a fixed sub-block scale and min, the best integer levels and their squared error.
-float assign_levels(int n, int nmax, const float* x, float scale, float min, uint8_t* L);
-
-// Quantize the sub-block scales (or mins) v[0..n) to integers in [0, qmax] against a shared f16
-// super-scale; returns the f16 bits of the super-scale and writes the integers to q.
-uint16_t quantize_super_scale(int n, int qmax, const float* v, uint8_t* q);
+SuperScales fit_super_block(const float* x, int n_sub, int sub_len, int nmax, int qmax, uint8_t* ls, uint8_t* lm,
+                            uint8_t* L);
 
 }  // namespace ds4::quant::detail

@@ -19,7 +19,6 @@
 #include "engine/quant/blocks.hpp"
 #include "engine/quant/formats.hpp"
 #include "engine/quant/kquant_fit.hpp"
-#include "engine/quant/kquant_refine.hpp"
 
 namespace ds4::quant::detail {
 
@@ -42,22 +41,12 @@ void quantize_q2_k(const float* src, void* dst, int64_t n) {
   BlockQ2_K* out = static_cast<BlockQ2_K*>(dst);
   for (int64_t i = 0; i < n / QK_K; i++) {
     const float* x = src + i * QK_K;
-    uint8_t L[QK_K];
-    float scales[16], mins[16];
-    for (int j = 0; j < 16; j++) {
-      const ScaleMin sm = fit_scale_min(16, 3, x + 16 * j, L + 16 * j);
-      scales[j] = sm.scale;
-      mins[j] = sm.min;
-    }
-    uint8_t ls[16], lm[16];
+    uint8_t L[QK_K], ls[16], lm[16];
     BlockQ2_K& y = out[i];
-    y.d = quantize_super_scale(16, 15, scales, ls);
-    y.dmin = quantize_super_scale(16, 15, mins, lm);
-    const float d = f16_to_f32(y.d), dmin = f16_to_f32(y.dmin);
-    for (int j = 0; j < 16; j++) {
-      refine_sub_block(16, 3, 15, x + 16 * j, d, dmin, ls[j], lm[j], L + 16 * j);
-      y.scales[j] = static_cast<uint8_t>(ls[j] | lm[j] << 4);
-    }
+    const SuperScales s = fit_super_block(x, 16, 16, 3, 15, ls, lm, L);
+    y.d = s.d;
+    y.dmin = s.dmin;
+    for (int j = 0; j < 16; j++) y.scales[j] = static_cast<uint8_t>(ls[j] | lm[j] << 4);
     std::memset(y.qs, 0, sizeof(y.qs));
     for (int e = 0; e < QK_K; e++) {
       const int half = e / 128, k = (e % 128) / 32, l = e % 32;

@@ -19,7 +19,6 @@
 #include "engine/quant/blocks.hpp"
 #include "engine/quant/formats.hpp"
 #include "engine/quant/kquant_fit.hpp"
-#include "engine/quant/kquant_refine.hpp"
 
 namespace ds4::quant::detail {
 
@@ -55,19 +54,11 @@ void quantize_q4_k(const float* src, void* dst, int64_t n) {
   BlockQ4_K* out = static_cast<BlockQ4_K*>(dst);
   for (int64_t i = 0; i < n / QK_K; i++) {
     const float* x = src + i * QK_K;
-    uint8_t L[QK_K];
-    float scales[8], mins[8];
-    for (int j = 0; j < 8; j++) {
-      const ScaleMin sm = fit_scale_min(32, 15, x + 32 * j, L + 32 * j);
-      scales[j] = sm.scale;
-      mins[j] = sm.min;
-    }
-    uint8_t ls[8], lm[8];
+    uint8_t L[QK_K], ls[8], lm[8];
     BlockQ4_K& y = out[i];
-    y.d = quantize_super_scale(8, 63, scales, ls);
-    y.dmin = quantize_super_scale(8, 63, mins, lm);
-    const float d = f16_to_f32(y.d), dmin = f16_to_f32(y.dmin);
-    for (int j = 0; j < 8; j++) refine_sub_block(32, 15, 63, x + 32 * j, d, dmin, ls[j], lm[j], L + 32 * j);
+    const SuperScales s = fit_super_block(x, 8, 32, 15, 63, ls, lm, L);
+    y.d = s.d;
+    y.dmin = s.dmin;
     std::memset(y.scales, 0, sizeof(y.scales));
     for (int j = 0; j < 8; j++) {
       if (j < 4) {
