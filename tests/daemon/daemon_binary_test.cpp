@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <future>
@@ -36,6 +37,11 @@ std::string tiny_model() {
 class DaemonBinary : public ::testing::Test {
  protected:
   void SetUp() override { set_available_gib(32); }
+  void TearDown() override {
+    for (pid_t p : children) {  // a failed assertion must not leave a daemon behind
+      if (kill(p, SIGKILL) == 0) waitpid(p, nullptr, 0);
+    }
+  }
   void set_available_gib(uint64_t gib) {
     write_file(dir.path() / "meminfo", testing::meminfo_text(64ull << 20, gib << 20, 0, 0));
     write_file(dir.path() / "psi", "some avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"
@@ -70,6 +76,7 @@ class DaemonBinary : public ::testing::Test {
       execv(argv[0], argv.data());
       _exit(127);
     }
+    children.push_back(pid);
     return pid;
   }
   // Datagrams from `from` until one contains `needle` (60 s at most: the load is on a shared CPU).
@@ -91,12 +98,14 @@ class DaemonBinary : public ::testing::Test {
   int wait_exit(pid_t pid) {
     int status = 0;
     EXPECT_EQ(waitpid(pid, &status, 0), pid);
+    children.erase(std::remove(children.begin(), children.end(), pid), children.end());
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   }
   std::string log() { return read_file(dir.path() / "stderr"); }
 
   testing::TempDir dir;
   sysconf::NotifyRelaySocket systemd;
+  std::vector<pid_t> children;
   std::string seen;
 };
 
@@ -156,7 +165,7 @@ TEST_F(DaemonBinary, SigtermDrainsTheRequestInFlight) {
   ASSERT_NE(port, 0) << seen << log();
   // A long prompt keeps the request in prefill long enough to be seen running.
   std::string prompt;
-  for (int i = 0; i < 700; ++i) prompt += "the quick brown fox ";
+  for (int i = 0; i < 340; ++i) prompt += "the quick brown fox ";  // ~3700 tokens of 4096
   const std::string body = R"({"prompt":")" + prompt + R"(","raw":true,"max_tokens":16,"temperature":0})";
   auto inflight = std::async(std::launch::async, [&] { return testing::http_request(port, "POST", "/v1/completions", body); });
   bool running = false;
@@ -178,6 +187,8 @@ TEST_F(DaemonBinary, SupervisorLaunchesTheDaemonWithItsOomScoreAdj) {
   testing::TempDir root;
   write_file(root.path() / "proc/meminfo", testing::meminfo_text(64ull << 20, 32ull << 20, 0, 0));
   write_file(root.path() / "proc/swaps", testing::kSwapsHeader);
+  // The supervisor reads memory.meminfo_path under its --sysroot.
+  write_file(root.path() / dir.str().substr(1) / "meminfo", testing::meminfo_text(64ull << 20, 32ull << 20, 0, 0));
   const pid_t sup = start(DS4D_SUPERVISOR_BIN, {"--config", config(), "--sysroot", root.str()}, systemd.address());
   await("READY=1", sup);
   ASSERT_NE(seen.find("READY=1"), std::string::npos) << seen << log();
