@@ -42,6 +42,19 @@ void topk_desc(const float* score, uint32_t n, uint32_t k, int32_t* idx) {
       }
 }
 
+// out = the rows src.row(pairs[i] / pairs_per_row) for i < pairs.size(): the activation rows of
+// one expert's (token, slot) pairs, contiguous so the expert's matmul reads them as one batch.
+void gather_rows(const QuantAct& src, const std::vector<uint32_t>& pairs, uint32_t pairs_per_row, QuantAct& out) {
+  const int n = int(pairs.size());
+  out.type = src.type;
+  out.cols = src.cols;
+  out.row_bytes = src.row_bytes;
+  out.rows = n;
+  if (out.bytes.size() < src.row_bytes * n) out.bytes.resize(src.row_bytes * n);
+  for (int i = 0; i < n; i++)
+    std::memcpy(out.bytes.data() + size_t(i) * src.row_bytes, src.row(int(pairs[i] / pairs_per_row)), src.row_bytes);
+}
+
 }  // namespace
 
 void route_token(const ModelConfig& cfg, const LayerWeights& lw, bool hash_layer, int32_t token, const float* probs,
@@ -97,13 +110,7 @@ void moe_forward(const Exec& ex, const ModelConfig& cfg, const LayerWeights& lw,
     const auto& pairs = s.pairs_of_expert[e];
     if (pairs.empty()) continue;
     const int n = int(pairs.size());
-    s.gather.type = s.xq.type;
-    s.gather.cols = s.xq.cols;
-    s.gather.row_bytes = s.xq.row_bytes;
-    s.gather.rows = n;
-    if (s.gather.bytes.size() < s.xq.row_bytes * n) s.gather.bytes.resize(s.xq.row_bytes * n);
-    for (int i = 0; i < n; i++)
-      std::memcpy(s.gather.bytes.data() + size_t(i) * s.xq.row_bytes, s.xq.row(int(pairs[i] / K)), s.xq.row_bytes);
+    gather_rows(s.xq, pairs, K, s.gather);  // one token row per pair
     s.gate.resize(size_t(n) * F);
     s.up.resize(size_t(n) * F);
     matmul(ex, lw.ffn_gate_exps.expert(e), s.gather, s.gate.data());
@@ -126,13 +133,7 @@ void moe_forward(const Exec& ex, const ModelConfig& cfg, const LayerWeights& lw,
     const auto& pairs = s.pairs_of_expert[e];
     if (pairs.empty()) continue;
     const int n = int(pairs.size());
-    s.gather.type = s.midq.type;
-    s.gather.cols = s.midq.cols;
-    s.gather.row_bytes = s.midq.row_bytes;
-    s.gather.rows = n;
-    if (s.gather.bytes.size() < s.midq.row_bytes * n) s.gather.bytes.resize(s.midq.row_bytes * n);
-    for (int i = 0; i < n; i++)
-      std::memcpy(s.gather.bytes.data() + size_t(i) * s.midq.row_bytes, s.midq.row(int(pairs[i])), s.midq.row_bytes);
+    gather_rows(s.midq, pairs, 1, s.gather);  // one hidden row per pair
     tmp.resize(size_t(n) * D);
     matmul(ex, lw.ffn_down_exps.expert(e), s.gather, tmp.data());
     for (int i = 0; i < n; i++)
