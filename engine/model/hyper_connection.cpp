@@ -40,26 +40,20 @@ void hc_split(const float* mix, const float* scale, const float* base, uint32_t 
     const float inv = 1.0f / sum;
     for (uint32_t a = 0; a < n; a++) c[a + b * n] = c[a + b * n] * inv + eps;
   }
-  auto normalise_strided = [&] {  // for each a: divide by (sum over b + eps)
-    for (uint32_t a = 0; a < n; a++) {
+  // For each line of c (element o * line_stride + i * step, i < n): divide by (its sum + eps).
+  auto normalise = [&](uint32_t line_stride, uint32_t step) {
+    for (uint32_t o = 0; o < n; o++) {
+      float* line = c + o * line_stride;
       float sum = 0.0f;
-      for (uint32_t b = 0; b < n; b++) sum += c[a + b * n];
+      for (uint32_t i = 0; i < n; i++) sum += line[i * step];
       const float inv = 1.0f / (sum + eps);
-      for (uint32_t b = 0; b < n; b++) c[a + b * n] *= inv;
+      for (uint32_t i = 0; i < n; i++) line[i * step] *= inv;
     }
   };
-  auto normalise_contiguous = [&] {  // for each b: divide by (sum over a + eps)
-    for (uint32_t b = 0; b < n; b++) {
-      float sum = 0.0f;
-      for (uint32_t a = 0; a < n; a++) sum += c[a + b * n];
-      const float inv = 1.0f / (sum + eps);
-      for (uint32_t a = 0; a < n; a++) c[a + b * n] *= inv;
-    }
-  };
-  normalise_strided();
+  normalise(1, n);  // for each a: divide by (sum over b + eps)
   for (uint32_t it = 1; it < iters; it++) {
-    normalise_contiguous();
-    normalise_strided();
+    normalise(n, 1);  // for each b: divide by (sum over a + eps)
+    normalise(1, n);
   }
 }
 
