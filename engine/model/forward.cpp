@@ -45,6 +45,19 @@ void hc_pre_batch(const Exec& ex, const ModelConfig& cfg, const HcWeights& hw, c
   }
 }
 
+// One token into a compressor (attention or indexer): its inputs are remembered for rollback and
+// added to the open window; when that completes a window, the pooled row is normalised, roped at
+// the window's first position and appended to `rows`. `pooled` is scratch of `dim` floats.
+void compress_token(CompressorHistory& hist, CompressorState& cmp, RowStore& rows, const CompressorWeights& w,
+                    const float* kv, const float* score, uint32_t pos, uint32_t ratio, uint32_t dim,
+                    CompressedRowKind kind, const ModelConfig& cfg, const RopeParams& rope, float* pooled) {
+  hist.record(pos, kv, score);
+  if (!compressor_store(cmp, kv, score, w.ape.f16(), pos)) return;
+  compressor_pool(cmp, pooled);
+  compressed_row_finish(pooled, dim, w.norm.f32(), cfg.rms_eps, rope, pos + 1 - ratio, kind);
+  std::memcpy(rows.append(), pooled, dim * sizeof(float));
+}
+
 void attention_sublayer(const Model::Impl& m, uint32_t il, LayerState& st, const float* H, int T, uint32_t pos0,
                         float* H_out, ForwardScratch& s) {
   const ModelConfig& cfg = m.cfg;
@@ -109,24 +122,13 @@ void attention_sublayer(const Model::Impl& m, uint32_t il, LayerState& st, const
 
     const uint8_t* allowed = nullptr;
     if (ratio != 0) {
-      st.attn_hist.record(pos, s.ckv.data() + size_t(t) * cw, s.csc.data() + size_t(t) * cw);
-      if (compressor_store(st.attn_cmp, s.ckv.data() + size_t(t) * cw, s.csc.data() + size_t(t) * cw,
-                           lw.attn_compressor.ape.f16(), pos)) {
-        compressor_pool(st.attn_cmp, pooled);
-        compressed_row_finish(pooled, hd, lw.attn_compressor.norm.f32(), cfg.rms_eps, rope, pos + 1 - ratio,
-                              CompressedRowKind::Attention);
-        std::memcpy(st.comp.append(), pooled, hd * sizeof(float));
-      }
+      compress_token(st.attn_hist, st.attn_cmp, st.comp, lw.attn_compressor, s.ckv.data() + size_t(t) * cw,
+                     s.csc.data() + size_t(t) * cw, pos, ratio, hd, CompressedRowKind::Attention, cfg, rope, pooled);
       if (ratio == 4) {
         const uint32_t id = cfg.idx_dim;
-        st.index_hist.record(pos, s.ikv.data() + size_t(t) * iwid, s.isc.data() + size_t(t) * iwid);
-        if (compressor_store(st.index_cmp, s.ikv.data() + size_t(t) * iwid, s.isc.data() + size_t(t) * iwid,
-                             lw.indexer_compressor.ape.f16(), pos)) {
-          compressor_pool(st.index_cmp, pooled);
-          compressed_row_finish(pooled, id, lw.indexer_compressor.norm.f32(), cfg.rms_eps, rope, pos + 1 - ratio,
-                                CompressedRowKind::Indexer);
-          std::memcpy(st.index_comp.append(), pooled, id * sizeof(float));
-        }
+        compress_token(st.index_hist, st.index_cmp, st.index_comp, lw.indexer_compressor,
+                       s.ikv.data() + size_t(t) * iwid, s.isc.data() + size_t(t) * iwid, pos, ratio, id,
+                       CompressedRowKind::Indexer, cfg, rope, pooled);
         if (st.index_comp.n > 0) {
           float* iqt = s.iq.data() + size_t(t) * iqd;
           float* iwt = s.iw.data() + size_t(t) * cfg.idx_heads;
