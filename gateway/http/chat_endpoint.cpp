@@ -43,6 +43,17 @@ class ChatStream final : public serving::GenerationSink {
         include_usage_(include_usage), parser_(thinking_started), turn_anchor_(turn_anchor),
         contract_(std::move(contract)), protocol_tokens_(protocol_tokens) {}
 
+  // Long prefills: open the stream early and send an SSE comment at most every 5 s, so that
+  // clients with idle timeouts do not give up (comments are not events; clients skip them).
+  void on_prefill_progress(size_t, size_t) override {
+    if (!stream_) return;
+    auto now = std::chrono::steady_clock::now();
+    if (started_ && now - last_keepalive_ < std::chrono::seconds(5)) return;
+    begin_stream();
+    last_keepalive_ = now;
+    send(": prefill\n\n");
+  }
+
   void on_prefilled(const serving::GenerationUsage&) override {
     if (!stream_) return;
     begin_stream();
@@ -155,6 +166,7 @@ class ChatStream final : public serving::GenerationSink {
   openai::ContractReport contract_;
   size_t protocol_tokens_;
   bool started_ = false;
+  std::chrono::steady_clock::time_point last_keepalive_;
 };
 
 }  // namespace

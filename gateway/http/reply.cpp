@@ -3,6 +3,8 @@
 
 #include <boost/json/serialize.hpp>
 
+#include "gateway/protocol/utf8_assembler.hpp"
+
 namespace ds4::http {
 namespace json = boost::json;
 
@@ -38,12 +40,19 @@ static std::string_view default_error_type(unsigned status) {
   return "invalid_request_error";
 }
 
+// Error texts may quote client bytes (a request path, a field value); JSON needs valid UTF-8.
+static std::string valid_utf8(std::string_view bytes) {
+  protocol::Utf8Assembler assembler;
+  std::string out = assembler.push(bytes);
+  return out + assembler.flush();
+}
+
 json::value api_error_body(unsigned status, std::string_view message, std::string_view param, std::string_view code,
                            std::string_view type) {
   json::object err;
-  err["message"] = message;
+  err["message"] = valid_utf8(message);
   err["type"] = type.empty() ? default_error_type(status) : type;
-  err["param"] = param.empty() ? json::value(nullptr) : json::value(param);
+  err["param"] = param.empty() ? json::value(nullptr) : json::value(valid_utf8(param));
   err["code"] = code.empty() ? json::value(nullptr) : json::value(code);
   return json::object{{"error", std::move(err)}};
 }

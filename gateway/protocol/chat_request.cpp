@@ -297,6 +297,21 @@ void check_n(const json::object& obj) {
     }
 }
 
+// The generation controls chat and completion requests share, read in this order (so the first
+// bad field is the one reported): thinking, sampling, max_tokens (chat also accepts
+// max_completion_tokens), stop, stream/stream_options, n.
+template <class Request>
+void read_generation_controls(const json::object& obj, bool chat, Request& req) {
+    ThinkingControls thinking;
+    thinking.read(obj);
+    req.thinking = thinking.apply(req.model);
+    read_sampling(obj, req.sampling);
+    req.max_tokens = read_max_tokens(obj, chat);
+    if (auto* v = obj.if_contains("stop")) req.stop = parse_stop(*v);
+    read_stream(obj, req.stream, req.include_usage);
+    check_n(obj);
+}
+
 const json::object& top_object(const json::value& body) {
     if (!body.is_object()) fail("", "request body must be a JSON object, got " + kind_of(body));
     return body.get_object();
@@ -343,14 +358,7 @@ ChatRequest parse_chat_request(const json::value& body) {
         }
     }
 
-    ThinkingControls thinking;
-    thinking.read(obj);
-    req.thinking = thinking.apply(req.model);
-    read_sampling(obj, req.sampling);
-    req.max_tokens = read_max_tokens(obj, true);
-    if (auto* v = obj.if_contains("stop")) req.stop = parse_stop(*v);
-    read_stream(obj, req.stream, req.include_usage);
-    check_n(obj);
+    read_generation_controls(obj, true, req);
     return req;
 }
 
@@ -383,14 +391,7 @@ CompletionRequest parse_completion_request(const json::value& body) {
         wrong_type("prompt", *prompt, "a string or an array of token ids");
     }
     if (auto* v = obj.if_contains("raw"); v && !v->is_null()) req.raw = bool_field(*v, "raw");
-    ThinkingControls thinking;
-    thinking.read(obj);
-    req.thinking = thinking.apply(req.model);
-    read_sampling(obj, req.sampling);
-    req.max_tokens = read_max_tokens(obj, false);
-    if (auto* v = obj.if_contains("stop")) req.stop = parse_stop(*v);
-    read_stream(obj, req.stream, req.include_usage);
-    check_n(obj);
+    read_generation_controls(obj, false, req);
     if (auto* v = obj.if_contains("echo"); v && !v->is_null() && bool_field(*v, "echo"))
         fail("echo", "'echo' is not supported");
     return req;

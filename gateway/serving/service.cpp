@@ -309,6 +309,7 @@ void Service::run(Queued& q) {
       size_t n = std::min(rest.size(), std::max<size_t>(1, config_.prefill_chunk_tokens));
       seq.append(rest.first(n));
       rest = rest.subspan(n);
+      if (!rest.empty()) job.sink->on_prefill_progress(job.prompt.size() - rest.size(), job.prompt.size());
     }
     usage.prefill_seconds = seconds_since(prefill_start);
     metrics_.observe_prefill(static_cast<long>(job.prompt.size() - usage.cached_tokens), usage.prefill_seconds);

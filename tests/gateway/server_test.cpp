@@ -80,6 +80,10 @@ TEST(GatewayServer, UnknownPathIs404AndWrongMethodIs405WithAllow) {
   auto r = c.request(verb::get, "/nope");
   EXPECT_EQ(r.result_int(), 404);
   EXPECT_TRUE(body_json(r).at("error").at("message").is_string());
+  // A path that is not UTF-8 is quoted in the message as valid UTF-8 (found by the fuzzer).
+  r = c.request(verb::get, "/x\x88\x88");
+  EXPECT_EQ(r.result_int(), 404);
+  EXPECT_EQ(body_json(r).at("error").at("message").as_string(), "unknown endpoint /x\xEF\xBF\xBD\xEF\xBF\xBD");
   r = c.request(verb::get, "/v1/chat/completions");
   EXPECT_EQ(r.result_int(), 405);
   EXPECT_EQ(r[bhttp::field::allow], "POST");
@@ -403,6 +407,68 @@ TEST(GatewayServer, StopDrainsInFlightRequests) {
   EXPECT_TRUE(c.closed_by_server());
   // No longer accepting.
   EXPECT_THROW(HttpTestClient(h.server->port()).request(verb::get, "/health"), std::exception);
+}
+
+const std::string kToolReply =
+    "Checking.\n\n<｜DSML｜tool_calls>\n<｜DSML｜invoke name=\"get_weather\">\n"
+    "<｜DSML｜parameter name=\"city\" string=\"true\">Paris</｜DSML｜parameter>\n"
+    "</｜DSML｜invoke>\n</｜DSML｜tool_calls>";
+const std::string kTools =
+    R"("tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object"}}}])";
+
+std::string echo_request(const json::value& first, const std::string& arguments) {
+  auto& msg = first.at("choices").at(0).at("message");
+  auto& call = msg.at("tool_calls").at(0);
+  json::object assistant{{"role", "assistant"}, {"content", msg.at("content")},
+                         {"tool_calls", json::array{json::object{
+                                            {"id", call.at("id")}, {"type", "function"},
+                                            {"function", json::object{{"name", "get_weather"}, {"arguments", arguments}}}}}}};
+  json::object tool{{"role", "tool"}, {"tool_call_id", call.at("id")}, {"content", "sunny"}};
+  json::object body = json::parse("{" + kTools + "}").as_object();
+  body["thinking"] = false;
+  body["messages"] = json::array{json::object{{"role", "user"}, {"content", "Weather in Paris?"}}, assistant, tool};
+  return json::serialize(body);
+}
+
+TEST(GatewayServer, StrictContractsRefuseAChangedToolCallWith422) {
+  http::ServerConfig cfg;
+  cfg.contract_mode = "strict";
+  Harness h(cfg, {}, true, kToolReply);
+  auto c = h.client();
+  auto r = c.request(verb::post, "/v1/chat/completions",
+                     R"({"thinking":false,"messages":[{"role":"user","content":"Weather in Paris?"}],)" + kTools + "}");
+  ASSERT_EQ(r.result_int(), 200) << r.body();
+  auto first = body_json(r);
+  EXPECT_EQ(first.at("choices").at(0).at("finish_reason").as_string(), "tool_calls");
+  EXPECT_EQ(first.at("choices").at(0).at("message").at("content").as_string(), "Checking.");
+  EXPECT_EQ(first.at("choices").at(0).at("message").at("tool_calls").at(0).at("function").at("arguments").as_string(),
+            R"({"city":"Paris"})");
+  // The client changed the arguments it echoes: strict mode names the message and the contract.
+  r = c.request(verb::post, "/v1/chat/completions", echo_request(first, R"({"city":"Lyon"})"));
+  ASSERT_EQ(r.result_int(), 422) << r.body();
+  std::string message(body_json(r).at("error").at("message").as_string());
+  EXPECT_NE(message.find("arguments_changed"), std::string::npos) << message;
+  EXPECT_NE(message.find("1"), std::string::npos) << message;
+  EXPECT_EQ(h.metrics.contract_violations().value({"arguments_changed", "strict"}), 1);
+  // Echoed faithfully (whitespace may differ): accepted, replayed exactly, served from the live context.
+  r = c.request(verb::post, "/v1/chat/completions", echo_request(first, R"({ "city": "Paris" })"));
+  ASSERT_EQ(r.result_int(), 200) << r.body();
+  auto v = body_json(r);
+  EXPECT_TRUE(v.at("ds4d").at("contract").at("violations").as_array().empty());
+  EXPECT_EQ(v.at("ds4d").at("contract").at("replayed_blocks").as_int64(), 1);
+  EXPECT_GT(v.at("usage").at("prompt_tokens_details").at("cached_tokens").as_int64(), 0);
+}
+
+TEST(GatewayServer, StreamSendsKeepAliveCommentsDuringALongPrefill) {
+  serving::ServiceConfig scfg;
+  scfg.prefill_chunk_tokens = 8;
+  Harness h({}, scfg);
+  auto c = h.client();
+  auto r = c.request(verb::post, "/v1/chat/completions",
+                     R"({"thinking":false,"stream":true,"messages":[{"role":"user","content":"a long question"}]})");
+  ASSERT_EQ(r.result_int(), 200);
+  EXPECT_NE(r.body().find("\n: prefill\n\n"), std::string::npos) << r.body().substr(0, 300);
+  EXPECT_EQ(HttpTestClient::sse_data(r.body()).back(), "[DONE]");
 }
 
 TEST(GatewayServer, MetricsCountRequestsByEndpointAndStatus) {
