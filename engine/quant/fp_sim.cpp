@@ -30,6 +30,23 @@ const std::array<float, 127>& e4m3_table() {
 
 constexpr float kE2M1[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
 
+// The block scaling both simulations share: scale = 2^ceil(log2(amax / fmt_max)) with amax
+// floored at amax_floor; each value is divided by the scale, clamped to +-fmt_max, rounded to
+// the format and multiplied back.
+template <class Round>
+void simulate_scaled_block(float* x, int n, float fmt_max, float amax_floor, Round round) {
+  float amax = 0.0f;
+  for (int i = 0; i < n; i++) amax = std::fabs(x[i]) > amax ? std::fabs(x[i]) : amax;
+  if (amax < amax_floor) amax = amax_floor;
+  const float scale = std::ldexp(1.0f, static_cast<int>(std::ceil(std::log2(amax / fmt_max))));
+  for (int i = 0; i < n; i++) {
+    float v = x[i] / scale;
+    if (v > fmt_max) v = fmt_max;
+    if (v < -fmt_max) v = -fmt_max;
+    x[i] = round(v) * scale;
+  }
+}
+
 }  // namespace
 
 float e4m3fn_round(float x) {
@@ -52,18 +69,7 @@ float e4m3fn_round(float x) {
   return sign * t[best];
 }
 
-void fp8_e4m3_simulate_block64(float* x) {
-  float amax = 0.0f;
-  for (int i = 0; i < 64; i++) amax = std::fabs(x[i]) > amax ? std::fabs(x[i]) : amax;
-  if (amax < 1.0e-4f) amax = 1.0e-4f;
-  const float scale = std::ldexp(1.0f, static_cast<int>(std::ceil(std::log2(amax / 448.0f))));
-  for (int i = 0; i < 64; i++) {
-    float v = x[i] / scale;
-    if (v > 448.0f) v = 448.0f;
-    if (v < -448.0f) v = -448.0f;
-    x[i] = e4m3fn_round(v) * scale;
-  }
-}
+void fp8_e4m3_simulate_block64(float* x) { simulate_scaled_block(x, 64, 448.0f, 1.0e-4f, e4m3fn_round); }
 
 void fp8_kv_simulate_row(float* x, int n_nope) {
   if (n_nope < 0 || n_nope % 64 != 0)
@@ -97,18 +103,7 @@ float e2m1_round(float x) {
   return sign * kE2M1[best];
 }
 
-void fp4_e2m1_simulate_block32(float* x) {
-  float amax = 0.0f;
-  for (int i = 0; i < 32; i++) amax = std::fabs(x[i]) > amax ? std::fabs(x[i]) : amax;
-  if (amax < 7.052966104933725e-38f) amax = 7.052966104933725e-38f;
-  const float scale = std::ldexp(1.0f, static_cast<int>(std::ceil(std::log2(amax / 6.0f))));
-  for (int i = 0; i < 32; i++) {
-    float v = x[i] / scale;
-    if (v > 6.0f) v = 6.0f;
-    if (v < -6.0f) v = -6.0f;
-    x[i] = e2m1_round(v) * scale;
-  }
-}
+void fp4_e2m1_simulate_block32(float* x) { simulate_scaled_block(x, 32, 6.0f, 7.052966104933725e-38f, e2m1_round); }
 
 void fp4_simulate_row(float* x, int n) {
   if (n < 0 || n % 32 != 0)
