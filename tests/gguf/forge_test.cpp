@@ -98,8 +98,9 @@ TEST(Forge, TinyHasTheDs4TinyLayoutAndMetadata) {
     EXPECT_EQ(a.key, b.key);
     EXPECT_EQ(a.value.type_description(), b.value.type_description()) << a.key;
     if (a.key.rfind("deepseek4.", 0) == 0 || a.key == "general.alignment" || a.key.find("_token") != std::string::npos ||
-        a.key == "tokenizer.ggml.model" || a.key == "tokenizer.ggml.pre" || a.key == "tokenizer.ggml.token_type")
+        a.key == "tokenizer.ggml.model" || a.key == "tokenizer.ggml.pre" || a.key == "tokenizer.ggml.token_type") {
       EXPECT_EQ(a.value, b.value) << a.key;
+    }
   }
   EXPECT_EQ(forged.get<std::string>("general.name"), "ds4-forged-tiny-seed1");
 }
