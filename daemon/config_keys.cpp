@@ -116,7 +116,7 @@ std::vector<ConfigKey> build() {
   b.add("model.path", "path", "target model GGUF", STR(model.path), KeyScope::both, "--model");
   b.add("model.context", "tokens", "context length in tokens (0: the model's trained context_length)",
         UINT(model.context, uint64_t{1} << 40), KeyScope::both, "--context");
-  b.add("model.prefill_cap", "tokens", "tokens per prefill batch (also sizes the raw KV ring)",
+  b.add("model.prefill_cap", "tokens", "prefill batch the memory plan assumes (it sizes the GPU raw KV ring)",
         UINT(model.prefill_cap, 65536));
   b.add("model.pin", "none|lock|cuda",
         "keep the weights resident: none (page cache only), lock (MAP_POPULATE + mlock; needs "
@@ -130,7 +130,7 @@ std::vector<ConfigKey> build() {
   // [server]
   b.add("server.host", "address", "HTTP bind address", STR(server.host), KeyScope::daemon, "--host");
   b.add("server.port", "port", "HTTP port", UINT(server.port, 65535), KeyScope::daemon, "--port");
-  b.add("server.max_queue", "count", "requests waiting for the engine before new ones get 503",
+  b.add("server.max_queue", "count", "requests waiting for the engine before new ones get 429",
         UINT(server.max_queue, 1 << 20), KeyScope::daemon);
   b.add("server.drain_timeout_s", "seconds", "on SIGTERM, how long in-flight requests may finish",
         UINT(server.drain_timeout_s, 86400), KeyScope::daemon);
@@ -188,14 +188,14 @@ std::vector<ConfigKey> build() {
   // [cache]
   b.add("cache.hot_bytes", "bytes", "in-RAM checkpoint (hot) cache size", BYTES(cache.hot_bytes), KeyScope::both,
         "--hot-cache");
-  b.add("cache.dir", "path", "directory for disk KV checkpoints", STR(cache.dir), KeyScope::daemon);
+  b.add("cache.dir", "path",
+        "directory for disk KV checkpoints (created by the package; this version keeps no disk checkpoints yet)",
+        STR(cache.dir), KeyScope::daemon);
   // [speculation]
   b.add("speculation.drafter", "path", "MTP drafter GGUF (empty: no speculative decoding)", STR(speculation.drafter),
         KeyScope::both, "--drafter");
   b.add("speculation.sidecar_bytes", "bytes", "plan size of the drafter (0: its file size)",
         BYTES(speculation.sidecar_bytes));
-  b.add("speculation.draft_tokens", "count", "tokens drafted per step", UINT(speculation.draft_tokens, 16),
-        KeyScope::daemon);
   // [log]
   b.add("log.level", "level", "trace, debug, info, warn, error, critical or off",
         [](Config& c, const std::string& v) {

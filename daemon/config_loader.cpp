@@ -64,7 +64,10 @@ ConfigLoader::ConfigLoader(CLI::App& app, KeyScope scope) : scope_(scope) {
     if (!k.alias.empty()) names += "," + k.alias;
     std::string section = k.path.substr(0, k.path.find('.'));
     section[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(section[0])));
-    CLI::Option* o = app.add_option(names, storage_.back(), k.help + " [" + k.path + ", " + k.env + "]");
+    const std::string def = k.get(Config{});
+    CLI::Option* o = app.add_option(names, storage_.back(),
+                                    k.help + " [" + k.path + ", " + k.env + ", default " +
+                                        (def.empty() ? std::string("unset") : "'" + def + "'") + "]");
     o->type_name(k.type);
     o->group(section + " options");
     bound_.push_back({&k, o, &storage_.back()});

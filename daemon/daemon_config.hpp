@@ -23,7 +23,7 @@ struct Config {
   struct Model {
     std::string path = "/usr/share/ds4d/models/ds4-flash-q2.gguf";
     uint64_t context = 262144;    // tokens; 0 = the model's trained context_length
-    uint32_t prefill_cap = 2048;  // tokens per prefill ubatch
+    uint32_t prefill_cap = 2048;  // prefill ubatch the memory plan assumes
     PinMode pin = PinMode::lock;
     uint32_t threads = 0;         // engine CPU threads; 0 = all cores
   } model;
@@ -53,12 +53,11 @@ struct Config {
   } memory;
   struct Cache {
     uint64_t hot_bytes = 12ull << 30;       // in-RAM checkpoint cache
-    std::string dir = "/var/lib/ds4d/kv";   // disk checkpoints
+    std::string dir = "/var/lib/ds4d/kv";   // disk checkpoints (no checkpoint store in this version)
   } cache;
   struct Speculation {
     std::string drafter;                    // MTP GGUF; empty = no speculation
     uint64_t sidecar_bytes = 0;             // plan override for the drafter's size; 0 = file size
-    uint32_t draft_tokens = 2;
   } speculation;
   struct Log {
     std::string level = "info";             // trace debug info warn error critical off

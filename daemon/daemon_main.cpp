@@ -28,7 +28,7 @@ constexpr const char* kDescription =
     "is not stuck in one call longer than server.engine_stall_s, and STOPPING=1 on SIGTERM. Under\n"
     "ds4d-supervisor, NOTIFY_SOCKET is the supervisor's relay socket.\n\n"
     "SIGTERM or SIGINT: stop accepting, let in-flight requests finish for up to\n"
-    "server.drain_timeout_s, exit 0.";
+    "server.drain_timeout_s, exit 0.\n";
 
 constexpr const char* kFooter =
     "\nConfiguration: every option above is also a key in the TOML file (section.key as shown in\n"

@@ -41,7 +41,7 @@ constexpr const char* kDescription =
     "send (kernel OOM killer, earlyoom), and on SIGTERM or SIGINT forwards SIGTERM to ds4d, waits\n"
     "up to supervisor.stop_timeout_s, and exits 0.\n\n"
     "Every host change goes through --sysroot, and --dry-run prints the plan and every change\n"
-    "without making any.";
+    "without making any.\n";
 
 constexpr const char* kFooter =
     "\nConfiguration: every option above is also a key in the TOML file (section.key as shown in\n"

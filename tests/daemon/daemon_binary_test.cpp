@@ -163,10 +163,24 @@ TEST_F(DaemonBinary, SigtermDrainsTheRequestInFlight) {
   await("READY=1", d);
   const uint16_t port = port_from_status();
   ASSERT_NE(port, 0) << seen << log();
-  // A long prompt keeps the request in prefill long enough to be seen running.
-  std::string prompt;
-  for (int i = 0; i < 340; ++i) prompt += "the quick brown fox ";  // ~3700 tokens of 4096
-  const std::string body = R"({"prompt":")" + prompt + R"(","raw":true,"max_tokens":16,"temperature":0})";
+  // A long prompt keeps the request in prefill long enough to be seen running. Size it to ~90 %
+  // of the 4096-token context with the model's own tokenizer: an oversized prompt is refused
+  // (400) with its token count, before any work.
+  auto prompt_of = [](int reps) {
+    std::string p;
+    for (int i = 0; i < reps; ++i) p += "the quick brown fox ";
+    return p;
+  };
+  auto completion = [](const std::string& prompt) {
+    return R"({"prompt":")" + prompt + R"(","raw":true,"max_tokens":16,"temperature":0})";
+  };
+  const testing::HttpResponse probe = testing::http_request(port, "POST", "/v1/completions", completion(prompt_of(2000)));
+  ASSERT_EQ(probe.status, 400) << probe.raw;
+  std::smatch m;
+  const std::string probe_body = probe.body();
+  ASSERT_TRUE(std::regex_search(probe_body, m, std::regex(R"("n_prompt_tokens":(\d+))"))) << probe.raw;
+  const int reps = static_cast<int>(2000LL * 3700 / std::stoll(m[1].str()));
+  const std::string body = completion(prompt_of(reps));
   auto inflight = std::async(std::launch::async, [&] { return testing::http_request(port, "POST", "/v1/completions", body); });
   bool running = false;
   const auto deadline = std::chrono::steady_clock::now() + 30s;
