@@ -11,7 +11,10 @@
 namespace ds4::daemon {
 namespace {
 
-bool in_scope(KeyScope key, KeyScope wanted) { return key == KeyScope::both || key == wanted; }
+// `wanted` both: every key (the supervisor takes all flags, forwarding the daemon's to ds4d).
+bool in_scope(KeyScope key, KeyScope wanted) {
+  return wanted == KeyScope::both || key == KeyScope::both || key == wanted;
+}
 
 std::string toml_scalar_text(const toml::node& n) {
   if (auto s = n.as_string()) return s->get();
@@ -149,7 +152,8 @@ Config ConfigLoader::load(const EnvLookup& env_in) {
 std::vector<std::string> ConfigLoader::given_flags(KeyScope scope) const {
   std::vector<std::string> out;
   for (const Bound& b : bound_)
-    if (b.option->count() > 0 && in_scope(b.key->scope, scope)) out.push_back(b.key->flag + "=" + *b.value);
+    if (b.option->count() > 0 && (b.key->scope == KeyScope::both || b.key->scope == scope))
+      out.push_back(b.key->flag + "=" + *b.value);
   return out;
 }
 

@@ -75,7 +75,7 @@ int main(int argc, char** argv) {
       ->group("Supervisor");
   app.add_flag("--print-config", print_config, "print the effective configuration with each value's origin and exit")
       ->group("Supervisor");
-  daemon::ConfigLoader loader(app, daemon::KeyScope::supervisor);
+  daemon::ConfigLoader loader(app, daemon::KeyScope::both);  // every key; daemon ones are forwarded
   CLI11_PARSE(app, argc, argv);
 
   daemon::Config cfg;

@@ -132,7 +132,9 @@ TEST_F(SupervisorBinary, DryRunPrintsPlanAndEveryChangeAndChangesNothing) {
 
 TEST_F(SupervisorBinary, LaunchesRelaysReadinessAndStopsOnSigterm) {
   NotifyRelaySocket systemd;  // the test is systemd
-  const pid_t sup = start({"--config", config(), "--sysroot", root.str(), "--log-level=debug"}, systemd.address());
+  const pid_t sup = start({"--config", config(), "--sysroot", root.str(), "--log-level=debug", "--port", "18555",
+                           "--memory-swap-size=1GiB"},
+                          systemd.address());
   const std::string got = await_notify(systemd, sup, "READY=1");
   ASSERT_NE(got.find("READY=1"), std::string::npos) << got << read_file(work.str() + "/stderr");
   EXPECT_NE(got.find("STATUS=Loading weights 50%"), std::string::npos) << got;
@@ -147,6 +149,8 @@ TEST_F(SupervisorBinary, LaunchesRelaysReadinessAndStopsOnSigterm) {
   const std::string args = read_file(reports() + "/args");
   EXPECT_NE(args.find("--config\n" + work.str() + "/ds4d.toml\n"), std::string::npos) << args;
   EXPECT_NE(args.find("--log-level=debug\n"), std::string::npos) << args;
+  EXPECT_NE(args.find("--server-port=18555\n"), std::string::npos) << args;   // daemon key: forwarded
+  EXPECT_EQ(args.find("--memory-swap-size"), std::string::npos) << args;       // supervisor key: kept
 
   kill(sup, SIGTERM);
   const std::string stopping = await_notify(systemd, sup, "STOPPING=1");
