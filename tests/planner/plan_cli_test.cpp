@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -54,7 +55,9 @@ TEST(PlanCli, FromTheTinyGgufAndAFakeMeminfo) {
     std::ofstream m(meminfo);
     m << "MemTotal:       16777216 kB\nMemAvailable:    8388608 kB\n";
   }
-  const std::string model = std::string(DS4D_SHARED_DIR) + "/vectors/ds4-tiny/model.gguf";
+  const char* vectors = std::getenv("DS4D_DS4_VECTORS");
+  const std::string model =
+      vectors ? std::string(vectors) + "/model.gguf" : std::string(DS4D_SHARED_DIR) + "/vectors/ds4-tiny/model.gguf";
   const CliRun r = ds4ctl("--model " + model + " --context 4096 --hot-cache 1GiB --meminfo " + meminfo);
   EXPECT_EQ(r.status, 0) << r.out;
   EXPECT_NE(r.out.find("1,312 B/token × 4096 tokens"), std::string::npos) << r.out;
