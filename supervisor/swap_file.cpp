@@ -114,6 +114,22 @@ void create_swap_file(const std::string& path, uint64_t size) {
   close(fd);
 }
 
+// Runs swapon on our file. EBUSY from swapon(2) on a regular file means the kernel already uses
+// this inode as swap (swapon(8) prints strerror(EBUSY)); that is success, reported as true. The
+// ETXTBSY probe confirms it where the message is localized. Any other failure throws.
+bool swapon_found_it_active(SystemChanges& changes, const std::string& real) {
+  try {
+    changes.run_checked({"swapon", real});
+    return false;
+  } catch (const std::runtime_error& e) {
+    const std::string what = e.what();
+    if (what.find(std::strerror(EBUSY)) != std::string::npos ||
+        what.find("Device or resource busy") != std::string::npos || is_active_swap_file(real))
+      return true;
+    throw;
+  }
+}
+
 }  // namespace
 
 const char* swap_result_name(SwapResult r) {
@@ -145,6 +161,17 @@ std::vector<std::string> active_swap_paths(const std::string& proc_swaps_file) {
   return paths;
 }
 
+bool is_active_swap_file(const std::string& path) {
+  const int fd = open(path.c_str(), O_WRONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return false;
+  // vfs_fallocate checks IS_SWAPFILE before the mode or filesystem support, so this answers
+  // ETXTBSY for an active swap file on any filesystem; KEEP_SIZE over an allocated byte changes
+  // nothing on an inactive one.
+  const bool busy = fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, 1) != 0 && errno == ETXTBSY;
+  close(fd);
+  return busy;
+}
+
 SwapResult ensure_swap(const SwapRequest& req, SystemChanges& changes) {
   using planner::format_gib;
   if (req.size_bytes == 0) {
@@ -153,19 +180,24 @@ SwapResult ensure_swap(const SwapRequest& req, SystemChanges& changes) {
   }
   const Sysroot& root = changes.root();
   const MemInfo mem = read_meminfo(root.path("/proc/meminfo"));
-  if (mem.swap_total >= req.size_bytes) {
-    changes.note("swap: " + format_gib(mem.swap_total) + " present, at least " + format_gib(req.size_bytes) +
-                 " wanted; nothing to do");
+  const auto active = active_swap_paths(root.path("/proc/swaps"));
+  // mkswap's header page is not counted in SwapTotal: add it back once per area.
+  const uint64_t header_bytes = static_cast<uint64_t>(active.size()) * static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  if (mem.swap_total + header_bytes >= req.size_bytes) {
+    changes.note("swap: " + format_gib(mem.swap_total) + " present in " + std::to_string(active.size()) +
+                 " area(s) (+" + std::to_string(header_bytes) + " B of swap headers), at least " +
+                 format_gib(req.size_bytes) + " wanted; nothing to do");
     return SwapResult::already_enough;
   }
-  const auto active = active_swap_paths(root.path("/proc/swaps"));
-  if (std::find(active.begin(), active.end(), req.file) != active.end()) {
-    changes.note("swap: " + req.file + " is already active; SwapTotal " + format_gib(mem.swap_total) +
+  const std::string real = root.path(req.file);
+  const auto already_active = [&](const std::string& how) {
+    changes.note("swap: " + req.file + " is already active (" + how + "); SwapTotal " + format_gib(mem.swap_total) +
                  " is below the wanted " + format_gib(req.size_bytes) +
                  " (grow it by hand: swapoff, remove, restart)");
     return SwapResult::already_active;
-  }
-  const std::string real = root.path(req.file);
+  };
+  if (std::find(active.begin(), active.end(), req.file) != active.end()) return already_active("listed in /proc/swaps");
+  if (is_active_swap_file(real)) return already_active("fallocate refused with ETXTBSY");
   struct stat st {};
   if (lstat(real.c_str(), &st) == 0) {
     const bool usable = S_ISREG(st.st_mode) && static_cast<uint64_t>(st.st_size) == req.size_bytes &&
@@ -175,7 +207,7 @@ SwapResult ensure_swap(const SwapRequest& req, SystemChanges& changes) {
         changes.perform("chmod 600 " + req.file, [&] {
           if (chmod(real.c_str(), 0600) != 0) throw sys_error("chmod 600 " + real);
         });
-      changes.run_checked({"swapon", real});
+      if (swapon_found_it_active(changes, real)) return already_active("swapon: Device or resource busy");
       return SwapResult::activated_existing;
     }
     if (!S_ISREG(st.st_mode))

@@ -1,5 +1,7 @@
-// ensure_swap against a fake sysroot: swap already present, our file active, an existing usable
-// file, creation, an unusable file, a non-file in the way, and dry-run. Commands are recorded.
+// ensure_swap against a fake sysroot: swap already present (also one header page per area short,
+// as the kernel reports it), our file active (listed in /proc/swaps, or named relative to another
+// mount namespace so only swapon's EBUSY tells), an existing usable file, creation, an unusable
+// file, a non-file in the way, and dry-run. Commands are recorded.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -55,6 +57,72 @@ TEST_F(SwapTest, EnoughSwapAlreadyDoesNothing) {
   EXPECT_EQ(ensure(), SwapResult::already_enough);
   EXPECT_TRUE(runner.commands.empty());
   EXPECT_FALSE(std::filesystem::exists(real_file()));
+}
+
+// mkswap keeps one header page that SwapTotal does not count: our own active 4 MiB file, listed
+// relative to the mount namespace that swapped it on, shows as 4 MiB - 1 page. That is enough.
+TEST_F(SwapTest, OneHeaderPagePerAreaShortIsEnough) {
+  const uint64_t page_kib = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE)) / 1024;
+  write_file(root.path() / "proc/swaps", std::string(testing::kSwapsHeader) + "/swapfile\tfile\t" +
+                                             std::to_string(kWant / 1024 - page_kib) + "\t0\t-2\n");
+  set_swap_kib(kWant / 1024 - page_kib);
+  EXPECT_EQ(ensure(), SwapResult::already_enough);
+  EXPECT_TRUE(runner.commands.empty());
+  EXPECT_FALSE(std::filesystem::exists(real_file()));
+}
+
+TEST_F(SwapTest, TwoAreasAllowTwoHeaderPages) {
+  const uint64_t page_kib = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE)) / 1024;
+  write_file(root.path() / "proc/swaps", std::string(testing::kSwapsHeader) +
+                                             "/dev/zram0\tpartition\t1024\t0\t100\n"
+                                             "/swap.img\tfile\t2048\t0\t-2\n");
+  set_swap_kib(kWant / 1024 - 2 * page_kib);
+  EXPECT_EQ(ensure(), SwapResult::already_enough);
+  EXPECT_TRUE(runner.commands.empty());
+}
+
+TEST_F(SwapTest, ShortfallBeyondTheHeaderPagesStillCreatesTheFile) {
+  const uint64_t page_kib = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE)) / 1024;
+  write_file(root.path() / "proc/swaps", std::string(testing::kSwapsHeader) + "/swap.img\tfile\t2048\t0\t-2\n");
+  set_swap_kib(kWant / 1024 - 2 * page_kib);
+  EXPECT_EQ(ensure(), SwapResult::created);
+  ASSERT_EQ(runner.commands.size(), 2u);
+  EXPECT_EQ(runner.commands[0], "mkswap " + real_file());
+}
+
+// A previous run of the unit swapped our file on inside its own mount namespace: /proc/swaps names
+// it "/swapfile", SwapTotal is below the wanted size (the configuration grew), and swapon on the
+// file answers EBUSY. That is "already active", never an error, and swap is not turned off.
+TEST_F(SwapTest, SwaponBusyOnOurFileMeansAlreadyActive) {
+  make_swap_file(0600, true);
+  write_file(root.path() / "proc/swaps", std::string(testing::kSwapsHeader) + "/swapfile\tfile\t2044\t0\t-2\n");
+  set_swap_kib(2044);
+  runner.answers["swapon"] = {255, "swapon: " + real_file() + ": swapon failed: Device or resource busy\n"};
+  EXPECT_EQ(ensure(), SwapResult::already_active);
+  ASSERT_EQ(runner.commands.size(), 1u);
+  EXPECT_EQ(runner.commands[0], "swapon " + real_file());
+  EXPECT_TRUE(std::filesystem::exists(real_file()));
+  EXPECT_NE(log.back().find("already active"), std::string::npos) << log.back();
+}
+
+TEST_F(SwapTest, OtherSwaponFailureIsReported) {
+  make_swap_file(0600, true);
+  runner.answers["swapon"] = {255, "swapon: " + real_file() + ": swapon failed: Invalid argument\n"};
+  try {
+    ensure();
+    FAIL();
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("Invalid argument"), std::string::npos) << e.what();
+  }
+}
+
+// Without root no file can be made active swap here; the probe must at least not mistake an
+// ordinary file (or a missing one) for one, and must leave its size alone.
+TEST_F(SwapTest, ActiveProbeSaysNoForOrdinaryAndMissingFiles) {
+  EXPECT_FALSE(is_active_swap_file(real_file()));
+  make_swap_file(0600, true);
+  EXPECT_FALSE(is_active_swap_file(real_file()));
+  EXPECT_EQ(std::filesystem::file_size(real_file()), kWant);
 }
 
 TEST_F(SwapTest, CreatesFileThenMkswapAndSwapon) {

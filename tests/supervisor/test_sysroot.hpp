@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -55,14 +56,19 @@ inline std::string meminfo_text(uint64_t total_kib, uint64_t available_kib, uint
 
 inline const char* kSwapsHeader = "Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority\n";
 
+// Records every command. Answers with `answers[argv[0]]` when the program has one (e.g. a swapon
+// that fails with "Device or resource busy"), otherwise with status `next_status` and no output.
 class RecordingRunner final : public sysconf::CommandRunner {
  public:
   sysconf::CommandResult run(const std::vector<std::string>& argv) override {
     commands.push_back(sysconf::describe_command(argv));
+    const auto it = answers.find(argv.at(0));
+    if (it != answers.end()) return it->second;
     return {next_status, ""};
   }
   std::vector<std::string> commands;
   int next_status = 0;
+  std::map<std::string, sysconf::CommandResult> answers;
 };
 
 }  // namespace ds4::testing
