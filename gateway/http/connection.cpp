@@ -170,6 +170,7 @@ net::awaitable<bool> Connection::write_deferred(const HttpRequest& req, Response
   bool streaming = false;
   bool watch_socket = true;
   for (;;) {
+    channel.arm();
     ResponseChannel::Batch b = channel.take();
     if (b.head && !streaming) {
       status = b.head->status;

@@ -33,6 +33,8 @@ void ResponseChannel::finish() {
   wake();
 }
 
+void ResponseChannel::arm() { signal_.expires_at(boost::asio::steady_timer::time_point::max()); }
+
 ResponseChannel::Batch ResponseChannel::take() {
   Batch b;
   std::lock_guard lock(mu_);
@@ -44,12 +46,14 @@ ResponseChannel::Batch ResponseChannel::take() {
 }
 
 void ResponseChannel::wake() {
-  // The timer is only touched on the strand. A wake-up that arrives while the consumer is busy
-  // writing is harmless: it always takes everything queued before waiting again.
+  // The timer is only touched on the strand. The signal is level-triggered: a wake-up moves the
+  // expiry into the past, which completes a pending wait and makes any wait started later (an
+  // awaitable operator may start it after this handler ran) complete at once. The consumer re-arms
+  // before each take(), so nothing queued is ever missed; at worst it wakes once for nothing.
   // The posted handler holds only a weak reference: the connection alone owns the channel, so it
   // never outlives the connection's strand and io_context.
   boost::asio::post(strand_, [weak = weak_from_this()] {
-    if (auto self = weak.lock()) self->signal_.cancel();
+    if (auto self = weak.lock()) self->signal_.expires_at(boost::asio::steady_timer::time_point());  // the clock epoch: past
   });
 }
 

@@ -50,8 +50,10 @@ class ResponseChannel : public std::enable_shared_from_this<ResponseChannel> {
     std::string data;
     bool finished = false;
   };
+  // Call arm() before take(); then wait on signal(), which completes once producers have queued
+  // something since arm() (possibly spuriously).
+  void arm();
   Batch take();
-  // Completes (with operation_aborted) whenever producers queued something.
   boost::asio::steady_timer& signal() { return signal_; }
   void consumer_closed() { cancel_->store(true); }
 

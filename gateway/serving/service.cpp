@@ -205,6 +205,12 @@ void Service::stop(std::chrono::milliseconds drain) {
   if (worker_.joinable()) worker_.join();
 }
 
+void Service::publish_live_tokens() {
+  size_t n = sequence_ ? sequence_->tokens().size() : 0;
+  std::lock_guard lock(mu_);
+  live_tokens_ = n;
+}
+
 void Service::finish_unrun(Queued& q, FinishReason reason, std::string error) {
   GenerationResult r;
   r.finish = reason;
@@ -246,7 +252,6 @@ void Service::worker_main() {
       std::lock_guard lock(mu_);
       running_ = false;
       running_cancel_.reset();
-      live_tokens_ = sequence_ ? sequence_->tokens().size() : 0;
     }
     idle_cv_.notify_all();
   }
@@ -315,6 +320,7 @@ void Service::run(Queued& q) {
     metrics_.observe_prefill(static_cast<long>(job.prompt.size() - usage.cached_tokens), usage.prefill_seconds);
     if (stopped) {
       // A half-prefilled prompt is still a valid prefix of it; keep it for a retry.
+      publish_live_tokens();
       job.sink->on_finished(result);
       return;
     }
@@ -368,6 +374,7 @@ void Service::run(Queued& q) {
   }
   metrics_.add_tokens(static_cast<long>(usage.prompt_tokens), static_cast<long>(usage.completion_tokens),
                       static_cast<long>(usage.cached_tokens));
+  publish_live_tokens();
   job.sink->on_finished(result);
 }
 

@@ -85,7 +85,8 @@ class Service {
   void stop(std::chrono::milliseconds drain);
 
   size_t queued() const;
-  // Tokens currently in the live context (for tests and diagnostics; read under the queue lock).
+  // Tokens in the live context as of the last finished job (updated before its sink's
+  // on_finished, so a caller woken by on_finished sees it).
   size_t live_tokens() const;
 
  private:
@@ -96,6 +97,7 @@ class Service {
   void worker_main();
   void run(Queued& q);
   void finish_unrun(Queued& q, FinishReason reason, std::string error = {});
+  void publish_live_tokens();  // before the sink hears the end, so callers see the new state
 
   ServiceConfig config_;
   Metrics& metrics_;

@@ -409,6 +409,24 @@ TEST(GatewayServer, StopDrainsInFlightRequests) {
   EXPECT_THROW(HttpTestClient(h.server->port()).request(verb::get, "/health"), std::exception);
 }
 
+TEST(GatewayServer, StopCancelsGenerationsThatOutlastTheDrain) {
+  Harness h;
+  h.backend->endless = true;
+  h.backend->decode_delay_ms = 2;
+  auto c = h.client();
+  c.send(verb::post, "/v1/chat/completions",
+         R"({"messages":[{"role":"user","content":"x"}],"thinking":false,"stream":true})");
+  ASSERT_TRUE(eventually([&] { return h.backend->appended_tokens > 50; }));
+  h.server->stop(std::chrono::milliseconds(100));
+  // The endless generation was cancelled: the worker goes idle without a stop of its own.
+  ASSERT_TRUE(eventually([&] {
+    return h.metrics.registry().render().find("ds4d_requests_running 0") != std::string::npos;
+  }));
+  long after = h.backend->appended_tokens;
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(h.backend->appended_tokens, after);
+}
+
 const std::string kToolReply =
     "Checking.\n\n<｜DSML｜tool_calls>\n<｜DSML｜invoke name=\"get_weather\">\n"
     "<｜DSML｜parameter name=\"city\" string=\"true\">Paris</｜DSML｜parameter>\n"
