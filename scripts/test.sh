@@ -6,4 +6,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 bash scripts/build.sh
-ctest --test-dir "${BUILD_DIR:-build}" --output-on-failure -j "${JOBS:-$(nproc)}" "$@"
+ctest --test-dir "${BUILD_DIR:-build}" --output-on-failure --timeout "${DS4D_TEST_TIMEOUT:-1200}" -j "${JOBS:-$(nproc)}" "$@"
