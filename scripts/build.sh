@@ -3,5 +3,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
-cmake -S . -B "$BUILD_DIR" -G Ninja ${DS4D_CMAKE_ARGS:-} >/dev/null
+# ccache, when installed, lets several checkouts of the tree share compiled objects.
+LAUNCHER=()
+if command -v ccache >/dev/null 2>&1; then LAUNCHER=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache); fi
+cmake -S . -B "$BUILD_DIR" -G Ninja "${LAUNCHER[@]}" ${DS4D_CMAKE_ARGS:-} >/dev/null
 cmake --build "$BUILD_DIR" -j "${JOBS:-$(nproc)}"
