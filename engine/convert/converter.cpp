@@ -18,6 +18,7 @@
 
 #include "engine/convert/convert_error.hpp"
 #include "engine/convert/invariants.hpp"
+#include "engine/convert/mtp_sidecar.hpp"
 #include "engine/convert/official_formats.hpp"
 #include "engine/gguf/gguf_reader.hpp"
 #include "engine/quant/quant.hpp"
@@ -372,16 +373,44 @@ ConvertResult convert_checkpoint(const ConvertOptions& opt) {
   prog.tensors_total = plan.targets.size();
   for (const TargetPlan& t : plan.targets) prog.source_bytes_total += t.source_bytes();
   std::mutex prog_mu;
+  for (const TargetPlan& t : plan.mtp_targets) prog.source_bytes_total += t.source_bytes();
+  prog.tensors_total += plan.mtp_targets.size();
   res.tensors = write_gguf(job, "main", opt, cfg.dims.n_expert, prog, prog_mu, res.resumed_tensors);
+  if (!plan.mtp_targets.empty()) {
+    res.sidecar = sidecar_path_for(opt.output);
+    WriteJob side{res.sidecar, &plan.mtp_targets, &ck, {}};
+    set_ds4_metadata(side.writer, cfg, "DeepSeek-V4-Flash MTP " + recipe.name + " (ds4ctl convert)", false);
+    side.writer.set("ds4d.convert.role", "mtp");
+    side.writer.set("ds4d.convert.source_fingerprint", res.source_fingerprint);
+    side.writer.set("ds4d.convert.artifact_id", res.artifact_id);
+    for (const TargetPlan& t : plan.mtp_targets)
+      side.writer.add_tensor(t.rule.name, t.type, t.rule.dims, [](std::span<std::byte>) {});
+    std::vector<TensorResult> mt = write_gguf(side, "mtp", opt, cfg.dims.n_expert, prog, prog_mu, res.resumed_tensors);
+    res.tensors.insert(res.tensors.end(), mt.begin(), mt.end());
+  }
   for (const TensorResult& t : res.tensors) res.source_bytes += t.source_bytes;
-  res.output_bytes = fs::file_size(opt.output);
+  res.output_bytes = fs::file_size(opt.output) + (res.sidecar.empty() ? 0 : fs::file_size(res.sidecar));
 
   res.invariants = check_invariants(opt.output, cfg, plan);
+  if (!res.sidecar.empty()) {
+    Invariant inv{"mtp_sidecar", "", true};
+    try {
+      verify_sidecar(opt.output, res.sidecar);
+      const gguf::GgufFile s = gguf::GgufFile::open(res.sidecar);
+      inv.detail = std::to_string(s.tensors().size()) + " MTP tensors in " + fs::path(res.sidecar).filename().string() +
+                   ", bound to fingerprint " + res.source_fingerprint;
+    } catch (const std::exception& e) {
+      inv.ok = false;
+      inv.detail = e.what();
+    }
+    res.invariants.push_back(inv);
+  }
   res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   res.peak_rss_bytes = peak_rss_bytes();
   for (const Invariant& inv : res.invariants)
     if (!inv.ok) {
       fs::remove(opt.output);
+      if (!res.sidecar.empty()) fs::remove(res.sidecar);
       throw ConvertError(opt.output, "", "invariant '" + inv.name + "' violated: " + inv.detail + " (output removed)");
     }
   return res;
