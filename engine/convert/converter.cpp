@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "engine/convert/convert_error.hpp"
+#include "engine/convert/imatrix_file.hpp"
 #include "engine/convert/invariants.hpp"
 #include "engine/convert/mtp_sidecar.hpp"
 #include "engine/convert/official_formats.hpp"
@@ -356,7 +357,28 @@ ConvertResult convert_checkpoint(const ConvertOptions& opt) {
   res.source_fingerprint = plan.source_fingerprint;
   res.recipe_name = recipe.name;
   res.recipe_canonical = recipe.canonical();
-  res.artifact_id = hex64(XXH3_64bits_withSeed(res.recipe_canonical.data(), res.recipe_canonical.size(),
+  if (!opt.imatrix.empty()) {
+    const Imatrix im = read_imatrix(opt.imatrix);
+    std::map<std::string, const TargetPlan*> by_name;
+    for (const auto* v : {&plan.targets, &plan.mtp_targets})
+      for (const TargetPlan& t : *v) by_name[t.rule.name] = &t;
+    for (const ImatrixEntry& e : im.entries) {
+      auto it = by_name.find(e.name);
+      if (it == by_name.end()) throw ConvertError(opt.imatrix, e.name, "imatrix entry names no tensor of this model");
+      const TargetPlan& t = *it->second;
+      const uint64_t want = t.ne0() * (t.kind == SourceKind::Fp4Experts ? t.weights.size() : 1);
+      if (e.values.size() != want)
+        throw ConvertError(opt.imatrix, e.name, "imatrix entry has " + std::to_string(e.values.size()) + " values, the tensor needs " +
+                                                    std::to_string(want) + " (ne0 x experts)");
+    }
+    res.imatrix_path = opt.imatrix;
+    res.imatrix_hash = file_hash(opt.imatrix);
+    res.imatrix_dataset = im.dataset;
+    res.imatrix_entries = im.entries.size();
+    res.imatrix_targets_covered = im.entries.size();
+  }
+  const std::string id_src = res.recipe_canonical + "imatrix=" + (res.imatrix_hash.empty() ? "none" : res.imatrix_hash);
+  res.artifact_id = hex64(XXH3_64bits_withSeed(id_src.data(), id_src.size(),
                                                XXH3_64bits(plan.source_fingerprint.data(), plan.source_fingerprint.size())));
   res.skipped = plan.skipped;
   res.threads = std::max(1u, opt.threads);
@@ -366,6 +388,12 @@ ConvertResult convert_checkpoint(const ConvertOptions& opt) {
   job.writer.set("ds4d.convert.source_fingerprint", res.source_fingerprint);
   job.writer.set("ds4d.convert.artifact_id", res.artifact_id);
   job.writer.set("ds4d.convert.recipe", res.recipe_canonical);
+  job.writer.set("ds4d.convert.imatrix_hash", res.imatrix_hash.empty() ? std::string("none") : res.imatrix_hash);
+  if (!res.imatrix_hash.empty()) {  // the keys ds4's quantizer writes
+    job.writer.set("quantize.imatrix.file", res.imatrix_path);
+    job.writer.set("quantize.imatrix.dataset", res.imatrix_dataset);
+    job.writer.set("quantize.imatrix.entries_count", static_cast<uint32_t>(res.imatrix_entries));
+  }
   for (const TargetPlan& t : plan.targets)
     job.writer.add_tensor(t.rule.name, t.type, t.rule.dims, [](std::span<std::byte>) {});
 
