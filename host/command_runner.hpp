@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-namespace ds4::sysconf {
+namespace ds4::host {
 
 struct CommandResult {
   int status = 0;       // exit status; 128+N when killed by signal N; 127 when exec failed
@@ -28,4 +28,4 @@ class ProcessRunner final : public CommandRunner {
 // "mkswap /var/lib/ds4d/swapfile" — argv joined for messages, with quotes where needed.
 std::string describe_command(const std::vector<std::string>& argv);
 
-}  // namespace ds4::sysconf
+}  // namespace ds4::host

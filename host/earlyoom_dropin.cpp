@@ -1,5 +1,5 @@
 // earlyoom drop-in policy, rendering and installation; see earlyoom_dropin.hpp.
-#include "supervisor/earlyoom_dropin.hpp"
+#include "host/earlyoom_dropin.hpp"
 
 #include <fmt/format.h>
 
@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <stdexcept>
 
-namespace ds4::sysconf {
+namespace ds4::host {
 
 EarlyoomPolicy earlyoom_policy(uint64_t mem_total, int64_t headroom, uint64_t floor,
                                std::optional<double> term, std::optional<double> kill) {
@@ -76,4 +76,4 @@ EarlyoomResult ensure_earlyoom_dropin(const EarlyoomSettings& s, const EarlyoomP
   return EarlyoomResult::updated;
 }
 
-}  // namespace ds4::sysconf
+}  // namespace ds4::host

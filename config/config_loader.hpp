@@ -16,10 +16,10 @@
 #include <string>
 #include <vector>
 
-#include "daemon/config_keys.hpp"
-#include "daemon/daemon_config.hpp"
+#include "config/config_keys.hpp"
+#include "config/config.hpp"
 
-namespace ds4::daemon {
+namespace ds4::config {
 
 inline constexpr const char* kDefaultConfigFile = "/etc/ds4d/ds4d.toml";
 
@@ -65,4 +65,4 @@ class ConfigLoader {
 // The effective configuration as TOML, each key annotated with its origin.
 std::string render_config(const Config& c, const std::map<std::string, std::string>& origins);
 
-}  // namespace ds4::daemon
+}  // namespace ds4::config

@@ -1,5 +1,5 @@
 // spdlog configuration; see log_setup.hpp.
-#include "daemon/log_setup.hpp"
+#include "config/log_setup.hpp"
 
 #include <spdlog/pattern_formatter.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
@@ -9,7 +9,7 @@
 #include <memory>
 #include <stdexcept>
 
-namespace ds4::daemon {
+namespace ds4::config {
 namespace {
 
 // "%*" → the syslog priority digit of the message's level (sd-daemon(3) prefixes).
@@ -59,4 +59,4 @@ void setup_logging(const Config::Log& log, const char* journal_stream) {
   spdlog::set_default_logger(logger);
 }
 
-}  // namespace ds4::daemon
+}  // namespace ds4::config

@@ -5,9 +5,9 @@
 // is on by default); at a terminal they get a timestamp and coloured levels.
 #include <string>
 
-#include "daemon/daemon_config.hpp"
+#include "config/config.hpp"
 
-namespace ds4::daemon {
+namespace ds4::config {
 
 // `journal_stream` is the JOURNAL_STREAM value (nullptr when unset); format "auto" picks the
 // journal style when it is set. Throws std::invalid_argument on an unknown level or format.
@@ -16,4 +16,4 @@ void setup_logging(const Config::Log& log, const char* journal_stream);
 // The pattern chosen (for tests): "journal" or "console".
 std::string logging_style(const Config::Log& log, const char* journal_stream);
 
-}  // namespace ds4::daemon
+}  // namespace ds4::config

@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-namespace ds4::sysconf {
+namespace ds4::host {
 
 class Sysroot {
  public:
@@ -21,4 +21,4 @@ class Sysroot {
   std::string prefix_;
 };
 
-}  // namespace ds4::sysconf
+}  // namespace ds4::host

@@ -14,7 +14,7 @@
 #include <optional>
 #include <string>
 
-namespace ds4::daemon {
+namespace ds4::config {
 
 enum class PinMode { none, lock, cuda };
 const char* pin_mode_name(PinMode m);
@@ -74,4 +74,4 @@ struct Config {
   } supervisor;
 };
 
-}  // namespace ds4::daemon
+}  // namespace ds4::config

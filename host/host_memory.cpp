@@ -1,11 +1,11 @@
 // Parsers for /proc/meminfo and PSI files; see host_memory.hpp.
-#include "supervisor/host_memory.hpp"
+#include "host/host_memory.hpp"
 
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
 
-namespace ds4::sysconf {
+namespace ds4::host {
 namespace {
 
 std::string slurp(const std::string& path) {
@@ -94,4 +94,4 @@ Psi parse_psi(std::string_view text, const std::string& source) {
 
 Psi read_psi(const std::string& path) { return parse_psi(slurp(path), path); }
 
-}  // namespace ds4::sysconf
+}  // namespace ds4::host

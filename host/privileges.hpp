@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-namespace ds4::sysconf {
+namespace ds4::host {
 
 struct ServiceIdentity {
   std::string user;
@@ -25,4 +25,4 @@ ServiceIdentity lookup_service_identity(const std::string& user);
 // only system calls, so it is safe between fork and exec.
 int drop_privileges(const ServiceIdentity& id) noexcept;
 
-}  // namespace ds4::sysconf
+}  // namespace ds4::host

@@ -1,5 +1,5 @@
 // Idempotent swap file creation and activation; see swap_file.hpp for the steps.
-#include "supervisor/swap_file.hpp"
+#include "host/swap_file.hpp"
 
 #include <fcntl.h>
 #include <linux/fs.h>
@@ -21,9 +21,9 @@
 #include <vector>
 
 #include "engine/planner/byte_size.hpp"
-#include "supervisor/host_memory.hpp"
+#include "host/host_memory.hpp"
 
-namespace ds4::sysconf {
+namespace ds4::host {
 namespace fs = std::filesystem;
 namespace {
 
@@ -226,4 +226,4 @@ SwapResult ensure_swap(const SwapRequest& req, SystemChanges& changes) {
   return SwapResult::created;
 }
 
-}  // namespace ds4::sysconf
+}  // namespace ds4::host

@@ -1,9 +1,9 @@
 // Path mapping under a root prefix; see sysroot.hpp.
-#include "supervisor/sysroot.hpp"
+#include "host/sysroot.hpp"
 
 #include <stdexcept>
 
-namespace ds4::sysconf {
+namespace ds4::host {
 
 Sysroot::Sysroot(std::string prefix) : prefix_(std::move(prefix)) {
   while (prefix_.size() > 1 && prefix_.back() == '/') prefix_.pop_back();
@@ -16,4 +16,4 @@ std::string Sysroot::path(std::string_view absolute) const {
   return prefix_ + std::string(absolute);
 }
 
-}  // namespace ds4::sysconf
+}  // namespace ds4::host

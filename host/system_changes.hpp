@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "supervisor/command_runner.hpp"
-#include "supervisor/sysroot.hpp"
+#include "host/command_runner.hpp"
+#include "host/sysroot.hpp"
 
-namespace ds4::sysconf {
+namespace ds4::host {
 
 class SystemChanges {
  public:
@@ -45,4 +45,4 @@ class SystemChanges {
   std::vector<std::string> log_;
 };
 
-}  // namespace ds4::sysconf
+}  // namespace ds4::host

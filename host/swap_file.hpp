@@ -25,9 +25,9 @@
 #include <string>
 #include <vector>
 
-#include "supervisor/system_changes.hpp"
+#include "host/system_changes.hpp"
 
-namespace ds4::sysconf {
+namespace ds4::host {
 
 struct SwapRequest {
   std::string file = "/var/lib/ds4d/swapfile";
@@ -50,4 +50,4 @@ std::vector<std::string> active_swap_paths(const std::string& proc_swaps_file);
 // outcome (missing file, no permission, no fallocate support) is "not known active".
 bool is_active_swap_file(const std::string& path);
 
-}  // namespace ds4::sysconf
+}  // namespace ds4::host

@@ -1,5 +1,5 @@
 // Defaults → TOML file → DS4D_* environment → flags; see config_loader.hpp.
-#include "daemon/config_loader.hpp"
+#include "config/config_loader.hpp"
 
 #include <toml++/toml.h>
 
@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <sstream>
 
-namespace ds4::daemon {
+namespace ds4::config {
 namespace {
 
 // `wanted` both: every key (the supervisor takes all flags, forwarding the daemon's to ds4d).
@@ -175,4 +175,4 @@ std::string render_config(const Config& c, const std::map<std::string, std::stri
   return out;
 }
 
-}  // namespace ds4::daemon
+}  // namespace ds4::config

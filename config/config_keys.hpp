@@ -5,9 +5,9 @@
 #include <span>
 #include <string>
 
-#include "daemon/daemon_config.hpp"
+#include "config/config.hpp"
 
-namespace ds4::daemon {
+namespace ds4::config {
 
 enum class KeyScope { both, daemon, supervisor };
 
@@ -28,4 +28,4 @@ struct ConfigKey {
 std::span<const ConfigKey> config_keys();
 const ConfigKey* find_config_key(const std::string& path);
 
-}  // namespace ds4::daemon
+}  // namespace ds4::config

@@ -10,7 +10,7 @@
 #include <string>
 #include <string_view>
 
-namespace ds4::sysconf {
+namespace ds4::host {
 
 struct MemInfo {
   uint64_t mem_total = 0;
@@ -41,4 +41,4 @@ struct Psi {
 Psi read_psi(const std::string& path = "/proc/pressure/memory");
 Psi parse_psi(std::string_view text, const std::string& source);
 
-}  // namespace ds4::sysconf
+}  // namespace ds4::host

@@ -21,9 +21,9 @@
 #include <optional>
 #include <string>
 
-#include "supervisor/system_changes.hpp"
+#include "host/system_changes.hpp"
 
-namespace ds4::sysconf {
+namespace ds4::host {
 
 struct EarlyoomPolicy {
   double term_percent = 0;  // of MemTotal
@@ -54,4 +54,4 @@ const char* earlyoom_result_name(EarlyoomResult r);
 // /usr/lib/systemd/system (in the sysroot).
 EarlyoomResult ensure_earlyoom_dropin(const EarlyoomSettings& s, const EarlyoomPolicy& p, SystemChanges& changes);
 
-}  // namespace ds4::sysconf
+}  // namespace ds4::host

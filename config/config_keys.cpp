@@ -1,6 +1,6 @@
 // The configuration key table; see config_keys.hpp. Adding a key is adding one line here (and
 // documenting it in ds4d.example.toml, which a test checks).
-#include "daemon/config_keys.hpp"
+#include "config/config_keys.hpp"
 
 #include <fmt/format.h>
 
@@ -12,7 +12,7 @@
 
 #include "engine/planner/byte_size.hpp"
 
-namespace ds4::daemon {
+namespace ds4::config {
 namespace {
 
 using Set = std::function<void(Config&, const std::string&)>;
@@ -250,4 +250,4 @@ const ConfigKey* find_config_key(const std::string& path) {
   return nullptr;
 }
 
-}  // namespace ds4::daemon
+}  // namespace ds4::config

@@ -1,5 +1,5 @@
 // oom_score_adj read/write; see oom_adjust.hpp.
-#include "supervisor/oom_adjust.hpp"
+#include "host/oom_adjust.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -9,7 +9,7 @@
 #include <stdexcept>
 #include <string>
 
-namespace ds4::sysconf {
+namespace ds4::host {
 
 int write_own_oom_score_adj(int value) noexcept {
   if (value < -1000 || value > 1000) return EINVAL;
@@ -41,4 +41,4 @@ int read_oom_score_adj(pid_t pid) {
   return v;
 }
 
-}  // namespace ds4::sysconf
+}  // namespace ds4::host

@@ -11,7 +11,7 @@
 // functions use only open/write/close so they are safe between fork and exec.
 #include <sys/types.h>
 
-namespace ds4::sysconf {
+namespace ds4::host {
 
 inline constexpr int kDefaultOomScoreAdj = -900;
 
@@ -22,4 +22,4 @@ int write_own_oom_score_adj(int value) noexcept;
 // Reads /proc/<pid>/oom_score_adj. Throws std::runtime_error when the process is gone.
 int read_oom_score_adj(pid_t pid);
 
-}  // namespace ds4::sysconf
+}  // namespace ds4::host

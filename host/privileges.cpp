@@ -1,5 +1,5 @@
 // Service user lookup and privilege drop; see privileges.hpp.
-#include "supervisor/privileges.hpp"
+#include "host/privileges.hpp"
 
 #include <grp.h>
 #include <pwd.h>
@@ -8,7 +8,7 @@
 #include <cerrno>
 #include <stdexcept>
 
-namespace ds4::sysconf {
+namespace ds4::host {
 
 ServiceIdentity lookup_service_identity(const std::string& user) {
   errno = 0;
@@ -41,4 +41,4 @@ int drop_privileges(const ServiceIdentity& id) noexcept {
   return 0;
 }
 
-}  // namespace ds4::sysconf
+}  // namespace ds4::host

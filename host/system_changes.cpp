@@ -1,5 +1,5 @@
 // Perform-or-print for host changes; see system_changes.hpp.
-#include "supervisor/system_changes.hpp"
+#include "host/system_changes.hpp"
 
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
@@ -12,7 +12,7 @@
 #include <sstream>
 #include <stdexcept>
 
-namespace ds4::sysconf {
+namespace ds4::host {
 namespace fs = std::filesystem;
 
 SystemChanges::SystemChanges(Sysroot root, CommandRunner& runner, bool dry_run, std::ostream& plan_out)
@@ -76,4 +76,4 @@ void SystemChanges::perform(const std::string& what, const std::function<void()>
   if (!dry_run_) action();
 }
 
-}  // namespace ds4::sysconf
+}  // namespace ds4::host

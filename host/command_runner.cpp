@@ -1,5 +1,5 @@
 // Fork/exec command runner with captured output; see command_runner.hpp.
-#include "supervisor/command_runner.hpp"
+#include "host/command_runner.hpp"
 
 #include <fcntl.h>
 #include <sys/wait.h>
@@ -9,7 +9,7 @@
 #include <cstring>
 #include <stdexcept>
 
-namespace ds4::sysconf {
+namespace ds4::host {
 
 CommandResult ProcessRunner::run(const std::vector<std::string>& argv) {
   if (argv.empty()) throw std::invalid_argument("ProcessRunner: empty command");
@@ -64,4 +64,4 @@ std::string describe_command(const std::vector<std::string>& argv) {
   return s;
 }
 
-}  // namespace ds4::sysconf
+}  // namespace ds4::host
