@@ -78,7 +78,9 @@ class Service {
   // renders against it and records every finished turn into it.
   protocol::ContractStore& contracts() { return contracts_; }
 
-  // Accepts the job (the sink will be called on the worker) or refuses it.
+  // Accepts the job (the sink will be called on the worker) or refuses it. Queued jobs whose
+  // cancel flag is set are dropped first (their sinks hear `cancelled` on this thread), so
+  // clients that left do not keep others out.
   std::optional<Refusal> submit(GenerationJob job);
   // Refuse new work, cancel queued jobs, give the running one `drain` to finish, then cancel it
   // and join the worker. Idempotent.
