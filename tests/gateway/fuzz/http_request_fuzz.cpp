@@ -28,12 +28,12 @@ struct Env {
   ds4::http::ServerConfig open_config;
   ds4::http::ServerConfig keyed_config;
   ds4::http::Router open{{}};
-  ds4::http::Router keyed{{"k3y", true}};
+  ds4::http::Router keyed{{"k3y", {"*"}, {}, "127.0.0.1"}};
   boost::asio::io_context ioc;
 
   Env() {
     keyed_config.api_key = "k3y";
-    keyed_config.cors = true;
+    keyed_config.cors_origins = {"*"};
     service.set_backend(std::make_shared<ds4::test::ScriptedBackend>("fuzz reply", 512));
     service.set_admission_gate([] { return std::optional<std::string>("fuzzing: no work is run"); });
     ds4::http::add_endpoints(open, {open_config, service, metrics});
