@@ -70,7 +70,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const ds4::http::Router& router = use_key ? env->keyed : env->open;
   ds4::http::Router::Dispatched d = router.dispatch(ctx);
   check(!d.reply.channel, "a reply was deferred although the admission gate refuses all work");
-  static const std::set<unsigned> allowed = {200, 204, 400, 401, 404, 405, 422, 429, 503};
+  static const std::set<unsigned> allowed = {200, 204, 400, 401, 403, 404, 405, 413, 415, 422, 429, 503};
   check(allowed.count(d.reply.head.status) == 1, "unexpected status");
   for (const auto& [name, value] : d.reply.head.headers) {
     if (name == "Content-Type" && value == "application/json") {
