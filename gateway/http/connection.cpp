@@ -147,9 +147,25 @@ void Connection::on_server_stop() {
 
 void Connection::abort() {
   net::post(stream_.get_executor(), [self = shared_from_this()] {
+    if (self->channel_ && !self->stop_requested_) {
+      // A deferred reply: write_deferred answers 503 if nothing was sent yet, else writes the
+      // stream's final event, then the connection closes.
+      self->stop_requested_ = true;
+      self->channel_->cancel_for_shutdown();
+      return;
+    }
     if (self->channel_) self->channel_->consumer_closed();
     self->close();
   });
+}
+
+void Connection::count_request(unsigned status) {
+  if (!uncounted_) return;
+  host_.metrics.count_request(uncounted_->endpoint, static_cast<int>(status));
+  host_.metrics.observe_request_duration(
+      uncounted_->endpoint,
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - uncounted_->received).count());
+  uncounted_.reset();
 }
 
 void Connection::close_if_idle() {
@@ -263,6 +279,7 @@ net::awaitable<void> Connection::serve() {
       body_budget.release();
       unsigned status = 0;
       bool ok;
+      uncounted_ = Uncounted{d.endpoint, received};
       if (d.reply.channel) {
         channel_ = d.reply.channel;
         ok = co_await write_deferred(req, *channel_, keep_alive, status);
@@ -270,11 +287,10 @@ net::awaitable<void> Connection::serve() {
       } else {
         status = d.reply.head.status;
         host_.router.decorate(d.reply.head, Router::origin_of(req));
+        count_request(status);
         ok = co_await write_head(req, std::move(d.reply.head), keep_alive);
       }
-      host_.metrics.count_request(d.endpoint, static_cast<int>(status ? status : 499));
-      host_.metrics.observe_request_duration(
-          d.endpoint, std::chrono::duration<double>(std::chrono::steady_clock::now() - received).count());
+      count_request(status ? status : 499);  // no answer was started: the client went away
       host_.busy_changed(-1);
       busy = false;
       if (!ok || !keep_alive || host_.stopping || peer_half_closed_) break;
@@ -312,10 +328,23 @@ net::awaitable<bool> Connection::write_deferred(const HttpRequest& req, Response
   for (;;) {
     channel.arm();
     ResponseChannel::Batch b = channel.take();
+    if (stop_requested_ && !streaming && !b.head) {
+      // Stopping, and this client (queued, or its reply not begun) has had nothing yet.
+      channel.consumer_closed();
+      status = 503;
+      Reply r = api_error(503, "the server is shutting down; retry against the restarted service", {},
+                          "shutting_down");
+      r.head.headers.emplace_back("Retry-After", "5");
+      host_.router.decorate(r.head, Router::origin_of(req));
+      count_request(status);
+      co_await write_head(req, std::move(r.head), false);
+      co_return false;
+    }
     if (b.head && !streaming) {
       status = b.head->status;
       host_.router.decorate(*b.head, Router::origin_of(req));
       if (!b.head->streaming) {
+        count_request(status);
         bool ok = co_await write_head(req, std::move(*b.head), keep_alive && !peer_half_closed_);
         if (!ok) channel.consumer_closed();
         co_return ok;
@@ -348,12 +377,25 @@ net::awaitable<bool> Connection::write_deferred(const HttpRequest& req, Response
         status = 500;
         Reply r = api_error(500, "the request ended without a response");
         host_.router.decorate(r.head, Router::origin_of(req));
+        count_request(status);
         co_return co_await write_head(req, std::move(r.head), keep_alive && !peer_half_closed_);
       }
+      count_request(status);
       stream_.expires_after(cfg.write_timeout);
       auto [ec, n] = co_await net::async_write(stream_, bhttp::make_chunk_last(), kNoThrow);
       stream_.expires_never();
-      co_return !ec;
+      co_return !ec && !stop_requested_;
+    }
+    if (stop_requested_) {
+      // The stream's final event is on its way (the generation was cancelled); do not wait long.
+      if (!stop_deadline_) stop_deadline_ = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+      if (std::chrono::steady_clock::now() >= *stop_deadline_) {
+        channel.consumer_closed();
+        co_return false;
+      }
+      net::steady_timer limit(stream_.get_executor(), *stop_deadline_);
+      co_await (channel.signal().async_wait(kNoThrow) || limit.async_wait(kNoThrow));
+      continue;
     }
     if (!watch_socket) {
       co_await channel.signal().async_wait(kNoThrow);

@@ -23,6 +23,8 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <optional>
+#include <string>
 
 #include "gateway/http/reply.hpp"
 #include "gateway/http/router.hpp"
@@ -59,7 +61,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Spawns the serving coroutine on the connection's strand.
   void start();
   // Thread-safe: post to the strand. on_server_stop closes an idle connection and lets a busy one
-  // finish its current response; abort cancels the generation and closes the socket now.
+  // finish its current response; abort cancels the generation: a client that has received
+  // nothing yet gets 503, a stream gets its final event (finish_reason "error"), then the
+  // connection closes.
   void on_server_stop();
   void abort();
   // Thread-safe: whether the connection waits for a request, and a request to close it if so.
@@ -78,6 +82,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   boost::asio::awaitable<void> reject_and_close(unsigned version, unsigned status, std::string message,
                                                 bool retry_later = false);
   void close();
+  // Counts the request being answered in the metrics, once. Called before the answer's last
+  // bytes are written, so a client that reads /metrics right after its answer sees it counted.
+  void count_request(unsigned status);
 
   boost::beast::tcp_stream stream_;
   boost::beast::flat_buffer buffer_;
@@ -85,7 +92,14 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::atomic<bool> idle_{true};              // waiting for a request's first bytes
   std::atomic<std::chrono::steady_clock::rep> idle_since_{std::chrono::steady_clock::now().time_since_epoch().count()};
   std::shared_ptr<ResponseChannel> channel_;  // the deferred reply being written
-  bool peer_half_closed_ = false;             // the client shut down its sending side (FIN seen)
+  struct Uncounted {
+    std::string endpoint;
+    std::chrono::steady_clock::time_point received;
+  };
+  std::optional<Uncounted> uncounted_;        // the request being answered, not yet counted
+  bool peer_half_closed_ = false;
+  bool stop_requested_ = false;  // the server stops past its drain: finish the reply, then close
+  std::optional<std::chrono::steady_clock::time_point> stop_deadline_;             // the client shut down its sending side (FIN seen)
 };
 
 }  // namespace ds4::http

@@ -121,6 +121,14 @@ ServiceState Service::state() const {
   std::lock_guard lock(mu_);
   return state_;
 }
+std::optional<std::string> Service::admission_refusal() const {
+  AdmissionGate gate;
+  {
+    std::lock_guard lock(mu_);
+    gate = gate_;
+  }
+  return gate ? gate() : std::nullopt;
+}
 double Service::load_progress() const {
   std::lock_guard lock(mu_);
   return progress_;

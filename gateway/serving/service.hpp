@@ -69,6 +69,8 @@ class Service {
   void set_admission_gate(AdmissionGate gate);
 
   ServiceState state() const;
+  // Why the admission gate would refuse new work now (nullopt: it admits, or there is none).
+  std::optional<std::string> admission_refusal() const;
   double load_progress() const;
   std::string failure() const;
   // Null until set_backend().

@@ -162,6 +162,11 @@ TEST_F(DaemonBinary, RefusesNewWorkBelowTheMemoryFloor) {
   } while (r.status != 503 && std::chrono::steady_clock::now() < deadline);
   EXPECT_EQ(r.status, 503) << r.raw;
   EXPECT_NE(r.body().find("MemAvailable 2.00 GiB is below the 4.00 GiB floor"), std::string::npos) << r.raw;
+  // Readiness says so too (it said 200 "ok" while refusing every generation).
+  const auto health = testing::http_request(port, "GET", "/health");
+  EXPECT_EQ(health.status, 503) << health.raw;
+  EXPECT_NE(health.body().find(R"("status":"degraded")"), std::string::npos) << health.raw;
+  EXPECT_NE(health.body().find("below the 4.00 GiB floor"), std::string::npos) << health.raw;
   set_available_gib(32);
   do {
     r = testing::http_request(port, "POST", "/v1/chat/completions", kChat);

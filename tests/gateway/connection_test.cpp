@@ -181,5 +181,34 @@ TEST(GatewayConnection, HeadIsServedForGetRoutes) {
   EXPECT_EQ(r[bhttp::field::allow], "GET, HEAD");
 }
 
+// Past the drain time the server used to cut streams without a final event and close queued
+// clients' connections without a word. Now the stream ends with its finish chunk and [DONE], and
+// a client that has received nothing gets 503.
+TEST(GatewayConnection, StopPastTheDrainAnswersEveryone) {
+  Harness h;
+  h.backend->endless = true;
+  h.backend->decode_delay_ms = 2;
+  HttpTestClient streaming(h.server->port());
+  const std::string endless = R"({"messages":[{"role":"user","content":"x"}],"thinking":false,"stream":true})";
+  streaming.write_raw(request_head(endless, true) + endless);
+  ASSERT_TRUE(eventually([&] { return h.backend->appended_tokens > 50; }));
+  HttpTestClient queued(h.server->port());
+  queued.write_raw(request_head(kBody, true) + kBody);
+  ASSERT_TRUE(eventually([&] { return h.service.queued() == 1; }));
+  std::thread stopper([&] { h.server->stop(std::chrono::milliseconds(100)); });
+  auto s = streaming.read();
+  auto q = queued.read();
+  stopper.join();
+  EXPECT_EQ(s.result_int(), 200);
+  auto events = HttpTestClient::sse_data(s.body());
+  ASSERT_GE(events.size(), 2u);
+  EXPECT_EQ(events.back(), "[DONE]");
+  auto last = json::parse(events[events.size() - 2]);
+  EXPECT_EQ(last.at("choices").at(0).at("finish_reason").as_string(), "error");
+  EXPECT_EQ(q.result_int(), 503);
+  EXPECT_EQ(body_json(q).at("error").at("code").as_string(), "shutting_down");
+  EXPECT_FALSE(q.keep_alive());
+}
+
 }  // namespace
 }  // namespace ds4::test

@@ -403,7 +403,13 @@ TEST(GatewayServer, AdmissionGateRefusesWith503) {
   auto err = body_json(r).at("error");
   EXPECT_EQ(err.at("code").as_string(), "memory_floor");
   EXPECT_NE(std::string(err.at("message").as_string()).find("floor"), std::string::npos);
-  // Health still answers (the daemon decides readiness separately).
+  // Health says so (it said 200 "ok" while every generation was refused); liveness stays 200.
+  auto health = c.request(verb::get, "/health");
+  EXPECT_EQ(health.result_int(), 503);
+  EXPECT_EQ(body_json(health).at("status").as_string(), "degraded");
+  EXPECT_NE(std::string(body_json(health).at("reason").as_string()).find("floor"), std::string::npos);
+  EXPECT_EQ(c.request(verb::get, "/health/live").result_int(), 200);
+  h.service.set_admission_gate([] { return std::optional<std::string>(); });
   EXPECT_EQ(c.request(verb::get, "/health").result_int(), 200);
 }
 
