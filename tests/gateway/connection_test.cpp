@@ -4,7 +4,12 @@
 #include <gtest/gtest.h>
 
 #include <boost/json.hpp>
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
 #include <random>
+#include <thread>
+#include <vector>
 #include <string>
 
 #include "tests/gateway/server_harness.hpp"
@@ -208,6 +213,119 @@ TEST(GatewayConnection, StopPastTheDrainAnswersEveryone) {
   EXPECT_EQ(q.result_int(), 503);
   EXPECT_EQ(body_json(q).at("error").at("code").as_string(), "shutting_down");
   EXPECT_FALSE(q.keep_alive());
+}
+
+// At the connection cap the longest-idle keep-alive connection makes room; when every
+// connection is busy a newcomer gets 503 at once (before, there was no cap at all).
+TEST(GatewayConnection, ConnectionCapShedsIdleConnectionsFirst) {
+  http::ServerConfig cfg;
+  cfg.max_connections = 2;
+  Harness h(cfg);
+  auto a = h.client();
+  ASSERT_EQ(a.request(verb::get, "/health/live").result_int(), 200);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  auto b = h.client();
+  ASSERT_EQ(b.request(verb::get, "/health/live").result_int(), 200);
+  auto c = h.client();  // third: `a`, idle longest, is closed to make room
+  EXPECT_EQ(c.request(verb::get, "/health").result_int(), 200);
+  EXPECT_TRUE(a.closed_by_server());
+  EXPECT_EQ(b.request(verb::get, "/health/live").result_int(), 200);
+  // Both open connections busy: the newcomer is refused.
+  h.backend->close_gate();
+  b.write_raw(request_head(kBody, true) + kBody);
+  ASSERT_TRUE(h.backend->wait_until_blocked(std::chrono::seconds(10)));
+  c.write_raw(request_head(kBody, true) + kBody);
+  ASSERT_TRUE(eventually([&] { return h.service.queued() == 1; }));
+  auto d = h.client();
+  auto r = d.read();
+  EXPECT_EQ(r.result_int(), 503);
+  EXPECT_EQ(body_json(r).at("error").at("code").as_string(), "too_many_connections");
+  h.backend->open_gate();
+  EXPECT_EQ(b.read().result_int(), 200);
+  EXPECT_EQ(c.read().result_int(), 200);
+}
+
+// Request bodies held at once are bounded: unfinished bodies used to add up without limit.
+TEST(GatewayConnection, InFlightBodyBytesAreBudgeted) {
+  http::ServerConfig cfg;
+  cfg.max_inflight_body_bytes = 1 << 20;
+  Harness h(cfg);
+  // Two clients start 600 KiB bodies and stall halfway: the second does not fit beside the first.
+  const size_t size = 600 << 10;
+  auto head = [&](size_t n) {
+    return "POST /tokenize HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: " +
+           std::to_string(n) + "\r\n\r\n";
+  };
+  auto first = h.client();
+  first.write_raw(head(size) + std::string(1000, ' '));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  auto second = h.client();
+  second.write_raw(head(size));
+  auto r = second.read();
+  EXPECT_EQ(r.result_int(), 503);
+  EXPECT_EQ(r[bhttp::field::retry_after], "1");
+  // A chunked body is counted as it grows.
+  auto chunked = h.client();
+  char line[32];
+  std::snprintf(line, sizeof line, "%zx\r\n", size);
+  chunked.write_raw("POST /tokenize HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                    "Transfer-Encoding: chunked\r\n\r\n" + std::string(line) + std::string(size, ' ') + "\r\n");
+  EXPECT_EQ(chunked.read().result_int(), 503);
+  // Once the first body is gone its bytes are free again.
+  first.close();
+  ASSERT_TRUE(eventually([&] {
+    auto c = h.client();
+    std::string body = R"({"content":"hi"})" + std::string(size - 16, ' ');
+    c.write_raw(head(body.size()) + body);
+    return c.read().result_int() == 200;
+  }));
+}
+
+// Parsing, rendering and tokenizing run on the handler pool: heavy requests no longer hold up
+// /health on the io threads. The bound is a ratio to idle /health: measured x13 with the pool,
+// x1270 with the handlers on the io threads.
+TEST(GatewayConnection, HealthStaysFastWhileHeavyRequestsAreParsed) {
+  Harness h;
+  // ~6 MB of JSON that takes a while to parse and tokenize.
+  std::string heavy = R"({"content":")";
+  for (int i = 0; i < 200000; ++i) heavy += "word " + std::to_string(i % 97) + " \\u00e9 ";
+  heavy += R"("})";
+  auto time_one = [&](HttpTestClient& c, const std::string& target, const std::string& body) {
+    auto t0 = std::chrono::steady_clock::now();
+    auto r = body.empty() ? c.request(verb::get, target) : c.request(verb::post, target, body);
+    EXPECT_EQ(r.result_int(), 200) << target;
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+  auto probe = h.client();
+  std::vector<double> idle;
+  for (int i = 0; i < 20; ++i) idle.push_back(time_one(probe, "/health", {}));
+  std::atomic<bool> done{false};
+  std::vector<double> heavy_times[4];
+  std::vector<std::thread> load;
+  for (int t = 0; t < 4; ++t)
+    load.emplace_back([&, t] {
+      auto c = h.client();
+      while (!done) heavy_times[t].push_back(time_one(c, "/tokenize", heavy));
+    });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  std::vector<double> loaded;
+  for (int i = 0; i < 20; ++i) {
+    loaded.push_back(time_one(probe, "/health", {}));
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  done = true;
+  for (auto& t : load) t.join();
+  std::vector<double> heavy_all;
+  for (auto& v : heavy_times) heavy_all.insert(heavy_all.end(), v.begin(), v.end());
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  ASSERT_FALSE(heavy_all.empty());
+  double idle_p50 = median(idle), loaded_p50 = median(loaded), heavy_p50 = median(heavy_all);
+  std::printf("health p50 idle %.3f ms, under load %.3f ms (x%.1f); one heavy request %.1f ms\n", idle_p50 * 1e3,
+              loaded_p50 * 1e3, loaded_p50 / idle_p50, heavy_p50 * 1e3);
+  EXPECT_LT(loaded_p50, 200 * idle_p50);
 }
 
 }  // namespace
