@@ -69,7 +69,7 @@ struct LoadOutcome {
   WeightPin pin;       // lives as long as the daemon
 };
 
-void load_model(const Config& cfg, serving::Service& service, std::shared_ptr<WorkerHeartbeat> heartbeat,
+void load_model(const config::Config& cfg, serving::Service& service, std::shared_ptr<WorkerHeartbeat> heartbeat,
                 std::atomic<double>& progress, LoadOutcome& out) {
   int code = 0;
   std::string error, id;
@@ -77,22 +77,22 @@ void load_model(const Config& cfg, serving::Service& service, std::shared_ptr<Wo
   try {
     LoadOptions lo;
     lo.threads = cfg.model.threads;
-    lo.populate = cfg.model.pin == PinMode::lock;  // MAP_POPULATE before mlock
+    lo.populate = cfg.model.pin == config::PinMode::lock;  // MAP_POPULATE before mlock
     auto model = Model::load(cfg.model.path, lo, [&](double f, std::string_view) {
       progress.store(f);
       service.set_load_progress(f);
     });
     auto tokenizer = tokenizer::Tokenizer::from_gguf(model->gguf());
     pin = WeightPin::pin(cfg.model.pin, model->gguf().base(), model->gguf().size());
-    if (cfg.model.pin != PinMode::none)
-      spdlog::info("weights pinned ({}): {}", pin_mode_name(cfg.model.pin), planner::format_gib(pin.bytes()));
+    if (cfg.model.pin != config::PinMode::none)
+      spdlog::info("weights pinned ({}): {}", config::pin_mode_name(cfg.model.pin), planner::format_gib(pin.bytes()));
     ContextOptions co;
     co.context_length = static_cast<uint32_t>(cfg.model.context);
     auto backend = std::make_shared<serving::Ds4Backend>(model, std::move(tokenizer), std::string(), co);
     id = backend->model_id();
     service.set_backend(with_heartbeat(backend, heartbeat));
   } catch (const std::exception& e) {
-    code = kExitConfigError;
+    code = config::kExitConfigError;
     error = e.what();
     service.set_load_failed(error);
   }
@@ -106,7 +106,7 @@ void load_model(const Config& cfg, serving::Service& service, std::shared_ptr<Wo
 
 }  // namespace
 
-int run_daemon(const Config& cfg) {
+int run_daemon(const config::Config& cfg) {
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
   sigaddset(&stop_signals, SIGTERM);
@@ -141,7 +141,7 @@ int run_daemon(const Config& cfg) {
   std::unique_ptr<http::Server> server;
   // A missing key file or a refused address is the configuration's fault: the config-error
   // status, which the supervisor does not restart in a loop. A taken port is a runtime failure.
-  int failure_code = kExitConfigError;
+  int failure_code = config::kExitConfigError;
   auto failed = [&](const std::exception& e, int code) {
     spdlog::error("{}", e.what());
     notifier.status(std::string("Failed: ") + e.what());
@@ -151,10 +151,10 @@ int run_daemon(const Config& cfg) {
   try {
     hc.api_key = read_api_key(cfg.server.api_key_file);
     server = std::make_unique<http::Server>(hc, service, metrics);
-    failure_code = kExitRuntime;
+    failure_code = config::kExitRuntime;
     server->start();
   } catch (const http::ServerConfigError& e) {
-    return failed(e, kExitConfigError);
+    return failed(e, config::kExitConfigError);
   } catch (const std::exception& e) {
     return failed(e, failure_code);
   }
@@ -164,7 +164,7 @@ int run_daemon(const Config& cfg) {
   auto heartbeat = std::make_shared<WorkerHeartbeat>();
   std::atomic<double> progress{0};
   LoadOutcome outcome;
-  spdlog::info("loading {} (pin {})", cfg.model.path, pin_mode_name(cfg.model.pin));
+  spdlog::info("loading {} (pin {})", cfg.model.path, config::pin_mode_name(cfg.model.pin));
   std::thread loader([&] { load_model(cfg, service, heartbeat, progress, outcome); });
 
   const auto watchdog = notifier.watchdog_interval();
