@@ -33,7 +33,7 @@ struct Env {
   ds4::http::ServerConfig open_config;
   ds4::http::ServerConfig keyed_config;
   ds4::http::Router open{{}};
-  ds4::http::Router keyed{{"k3y", true}};
+  ds4::http::Router keyed{{"k3y", {"*"}, {}, "127.0.0.1"}};
   boost::asio::io_context ioc;
 
   Env() {
