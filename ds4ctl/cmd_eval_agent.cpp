@@ -6,6 +6,8 @@
 // a model to its quality.
 #include <fmt/core.h>
 
+#include <fstream>
+
 #include <memory>
 
 #include "ds4ctl/command_registry.hpp"
@@ -15,7 +17,7 @@
 namespace {
 
 struct EvalArgs {
-  std::string model, cases;
+  std::string model, cases, json_out;
   size_t limit = 0, max_new = 160;
   double min_call = 0, min_answer = 0, min_plain = 0;
   bool show = false, exact = false;
@@ -50,6 +52,14 @@ int run_eval(const EvalArgs& a) {
   line("answer", r.answer, a.min_answer);
   line("plain", r.plain, a.min_plain);
   if (r.ids_mismatch) ok = false;
+  if (!a.json_out.empty()) {
+    std::ofstream out(a.json_out);
+    auto js = [&](const Score* s) {
+      return fmt::format("{{\"seen\": [{}, {}], \"heldout\": [{}, {}]}}", s[0].pass, s[0].n, s[1].pass, s[1].n);
+    };
+    out << fmt::format("{{\"cases\": {}, \"call\": {}, \"answer\": {}, \"plain\": {}, \"ids_mismatch\": {}}}\n",
+                       cases.size(), js(r.call), js(r.answer), js(r.plain), r.ids_mismatch);
+  }
   return ok ? 0 : 1;
 }
 
@@ -65,6 +75,7 @@ ds4ctl::Register reg{"eval-agent", "Score a model's tool calls, tool-result answ
                        sub.add_option("--min-call", a->min_call, "fail below this tool-call rate (0..1)");
                        sub.add_option("--min-answer", a->min_answer, "fail below this answer rate (0..1)");
                        sub.add_option("--min-plain", a->min_plain, "fail below this no-tool rate on plain chat (0..1)");
+                       sub.add_option("--json", a->json_out, "also write the scores ([pass, n] per group) as JSON");
                        sub.add_flag("--show", a->show, "print every case's output and verdict");
                        sub.add_flag("--exact", a->exact, "exact arithmetic");
                        sub.add_option("-t,--threads", a->threads, "worker threads; 0 uses every core");
