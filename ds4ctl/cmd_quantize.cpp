@@ -1,10 +1,10 @@
-// `ds4ctl quantize -i FLOAT.gguf -o MODEL.gguf [--experts q2|q4_k] [--dequantized F32.gguf]`:
+// `ds4ctl quantize -i FLOAT.gguf -o MODEL.gguf [--recipe q2|q4|FILE.toml] [--dequantized F32.gguf]`:
 // re-encodes a DS4-layout GGUF whose tensors are F32 (what tools/tinyagent/export.py writes from a
-// trained PyTorch model) into the shipping type recipe, using this engine's own quantizers:
+// trained PyTorch model) by a type recipe, with the converter's recipes and row quantizer
+// (engine/convert: the same code `ds4ctl convert` applies to official checkpoints):
 //   q2 (default): routed gate/up IQ2_XXS, routed down Q2_K; attention, shared expert and output
 //   Q8_0; embedding, HC, compressor, indexer and router F16; norms and HC scale/base F32;
-//   tid2eid I32 as given. --experts q4_k keeps every other family and makes the routed experts
-//   Q4_K (the recipe's other shipped expert type).
+//   tid2eid I32 as given. q4 makes the routed experts Q4_K and keeps the rest.
 // Every tensor must be one the DS4 catalogue (engine/gguf/ds4_layout.hpp) expects for the file's
 // own deepseek4.* metadata, with its shape; the output is checked against the catalogue before it
 // is written. --dequantized also writes every tensor decoded back to F32 (I32 kept), so a
@@ -17,6 +17,8 @@
 #include <vector>
 
 #include "ds4ctl/command_registry.hpp"
+#include "engine/convert/converter.hpp"
+#include "engine/convert/recipe.hpp"
 #include "engine/gguf/ds4_layout.hpp"
 #include "engine/gguf/gguf_reader.hpp"
 #include "engine/gguf/gguf_writer.hpp"
@@ -28,28 +30,13 @@ using ds4::quant::Type;
 
 struct QuantizeArgs {
   std::string in, out, dequantized;
-  std::string experts = "q2";
+  std::string recipe = "q2";
 };
-
-bool ends_with(const std::string& s, std::string_view x) {
-  return s.size() >= x.size() && std::string_view(s).substr(s.size() - x.size()) == x;
-}
-
-Type target_type(const ds4::gguf::TensorRule& rule, const std::string& experts) {
-  if (rule.family == ds4::gguf::Family::RoutedExperts && experts == "q4_k") return Type::Q4_K;
-  return rule.allowed.front();  // the q2 recipe
-}
-
-// Encodes `n` F32 values row by row (rows of `ne0`) into `type`.
-void encode(Type type, const float* src, std::byte* dst, uint64_t n, uint64_t ne0) {
-  const uint64_t rb = ds4::quant::row_bytes(type, ne0);
-  for (uint64_t r = 0; r < n / ne0; ++r)
-    ds4::quant::traits(type).quantize(src + r * ne0, dst + r * rb, static_cast<int64_t>(ne0));
-}
 
 int run_quantize(const QuantizeArgs& a) {
   using namespace ds4::gguf;
   GgufFile in = GgufFile::open(a.in);
+  const ds4::convert::Recipe recipe = ds4::convert::load_recipe(a.recipe);
   const Ds4Dims dims = Ds4Dims::from_metadata(in);
   std::map<std::string, TensorRule> rules;
   for (TensorRule& r : ds4_tensor_catalogue(dims)) rules.emplace(r.name, std::move(r));
@@ -79,11 +66,10 @@ int run_quantize(const QuantizeArgs& a) {
     if (t.type != Type::F32)
       throw std::runtime_error(a.in + ": tensor " + t.name + " is " + std::string(ds4::quant::type_info(t.type).name) +
                                "; quantize reads F32 tensors");
-    const Type type = target_type(rule, a.experts);
+    const Type type = ds4::convert::recipe_type_for(recipe, rule);
     const uint64_t n = t.n_elements, ne0 = t.dims[0];
     const float* src = reinterpret_cast<const float*>(in.data(t));
-    std::vector<std::byte>& q = store->emplace_back(ds4::quant::row_bytes(type, ne0) * (n / ne0));
-    encode(type, src, q.data(), n, ne0);
+    std::vector<std::byte>& q = store->emplace_back(ds4::convert::quantize_rows(type, src, n / ne0, ne0));
     bytes_by_type[type] += q.size();
     w.add_tensor(t.name, type, t.dims, std::span<const std::byte>(q));
     if (!a.dequantized.empty()) {
@@ -109,13 +95,13 @@ int run_quantize(const QuantizeArgs& a) {
   return 0;
 }
 
-ds4ctl::Register reg{"quantize", "Encode an F32 DS4 GGUF in the shipping type recipe (q2, or q4_k experts)",
+ds4ctl::Register reg{"quantize", "Encode an F32 DS4 GGUF by a type recipe (q2, q4 or a TOML file)",
                      [](CLI::App& sub) -> ds4ctl::RunFn {
                        auto a = std::make_shared<QuantizeArgs>();
                        sub.add_option("-i,--input", a->in, "input GGUF with F32 tensors")->required()->check(CLI::ExistingFile);
                        sub.add_option("-o,--output", a->out, "output GGUF")->required();
-                       sub.add_option("--experts", a->experts, "routed expert types: q2 (IQ2_XXS gate/up, Q2_K down) or q4_k")
-                           ->check(CLI::IsMember({"q2", "q4_k"}));
+                       sub.add_option("--recipe", a->recipe, "type recipe: q2, q4 or a recipe TOML file")
+                           ->capture_default_str();
                        sub.add_option("--dequantized", a->dequantized,
                                       "also write the quantized weights decoded back to F32 to this GGUF");
                        return [a] { return run_quantize(*a); };
