@@ -11,6 +11,7 @@
 #include <memory>
 
 #include "ds4ctl/command_registry.hpp"
+#include "ds4ctl/default_model.hpp"
 #include "engine/model/model.hpp"
 #include "tools/tinyagent/eval/agent_eval.hpp"
 
@@ -66,7 +67,10 @@ int run_eval(const EvalArgs& a) {
 ds4ctl::Register reg{"eval-agent", "Score a model's tool calls, tool-result answers and plain chat (greedy)",
                      [](CLI::App& sub) -> ds4ctl::RunFn {
                        auto a = std::make_shared<EvalArgs>();
-                       sub.add_option("-m,--model", a->model, "GGUF model")->required()->check(CLI::ExistingFile);
+                       a->model = ds4ctl::default_model_path();
+                       sub.add_option("-m,--model", a->model, "GGUF model (default: the embedded agent model)")
+                           ->capture_default_str()
+                           ->check(CLI::ExistingFile);
                        sub.add_option("--cases", a->cases, "cases (JSON lines from tools/tinyagent)")
                            ->required()
                            ->check(CLI::ExistingFile);

@@ -84,7 +84,7 @@ def main():
     ap.add_argument("--run", required=True)
     ap.add_argument("--dequantized", required=True)
     ap.add_argument("--cases", required=True, help="eval cases (make_eval.py); the prompts come from here")
-    ap.add_argument("--pick", default="0,2,3,5,19", help="case indices to use")
+    ap.add_argument("--pick", default="0,3,10,13,19", help="case indices to use (call, held-out call, answer, held-out answer, held-out plain)")
     ap.add_argument("--n-gen", type=int, default=16)
     ap.add_argument("--out", required=True)
     ap.add_argument("--out-f32", required=True)

@@ -148,6 +148,7 @@ def main():
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.05}, {"params": no_decay, "weight_decay": 0.0}],
                             lr=a.lr, betas=(0.9, 0.95))
     step = 0
+    st = {}
     ck = os.path.join(a.out, "checkpoint.pt")
     if a.resume and os.path.exists(ck):
         st = torch.load(ck)
@@ -156,13 +157,11 @@ def main():
         step = st["step"]
         print("resumed at step %d" % step, flush=True)
     rng = random.Random(a.seed + 7)
-    for _ in range(step):
-        rng.random()
     warm = 10
     replay = json.load(open(a.lr_file)) if a.lr_file else None
     if replay:
         a.steps = len(replay)
-    lrs = []
+    lrs = list(st.get("lrs", [])) if step else []
 
     def lr_at(s):
         if replay:
@@ -176,6 +175,12 @@ def main():
         return a.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(1.0, q))))
 
     queue = []
+    # A resumed run continues the batch stream of an uninterrupted one: draw and drop the batches
+    # the first `step` steps used.
+    for _ in range(step):
+        if not queue:
+            queue = batches(rng, data, a.batch_tokens)
+        queue.pop()
     t_start = time.time()
     seen = 0
     ema = None
