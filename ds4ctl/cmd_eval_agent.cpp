@@ -20,7 +20,7 @@ namespace {
 struct EvalArgs {
   std::string model, cases, json_out;
   size_t limit = 0, max_new = 160;
-  double min_call = 0, min_answer = 0, min_plain = 0;
+  double min_call = 0, min_answer = 0, min_plain = 0, min_dsml = 0;
   bool show = false, exact = false;
   unsigned threads = 0;
 };
@@ -49,6 +49,7 @@ int run_eval(const EvalArgs& a) {
   };
   fmt::print("{} cases, {} generated tokens, {} prompts tokenized differently by Python\n", cases.size(),
              r.generated_tokens, r.ids_mismatch);
+  line("dsml", r.well_formed, a.min_dsml);
   line("call", r.call, a.min_call);
   line("answer", r.answer, a.min_answer);
   line("plain", r.plain, a.min_plain);
@@ -58,8 +59,8 @@ int run_eval(const EvalArgs& a) {
     auto js = [&](const Score* s) {
       return fmt::format("{{\"seen\": [{}, {}], \"heldout\": [{}, {}]}}", s[0].pass, s[0].n, s[1].pass, s[1].n);
     };
-    out << fmt::format("{{\"cases\": {}, \"call\": {}, \"answer\": {}, \"plain\": {}, \"ids_mismatch\": {}}}\n",
-                       cases.size(), js(r.call), js(r.answer), js(r.plain), r.ids_mismatch);
+    out << fmt::format("{{\"cases\": {}, \"dsml\": {}, \"call\": {}, \"answer\": {}, \"plain\": {}, \"ids_mismatch\": {}}}\n",
+                       cases.size(), js(r.well_formed), js(r.call), js(r.answer), js(r.plain), r.ids_mismatch);
   }
   return ok ? 0 : 1;
 }
@@ -78,6 +79,7 @@ ds4ctl::Register reg{"eval-agent", "Score a model's tool calls, tool-result answ
                        sub.add_option("--max-new", a->max_new, "generated tokens per case at most")->capture_default_str();
                        sub.add_option("--min-call", a->min_call, "fail below this tool-call rate (0..1)");
                        sub.add_option("--min-answer", a->min_answer, "fail below this answer rate (0..1)");
+                       sub.add_option("--min-dsml", a->min_dsml, "fail below this well-formed DSML rate where a call is needed (0..1)");
                        sub.add_option("--min-plain", a->min_plain, "fail below this no-tool rate on plain chat (0..1)");
                        sub.add_option("--json", a->json_out, "also write the scores ([pass, n] per group) as JSON");
                        sub.add_flag("--show", a->show, "print every case's output and verdict");

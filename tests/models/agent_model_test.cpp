@@ -5,7 +5,7 @@
 //    teacher-forced decode step, by the statistical rules of ds4-tiny's README; and identical
 //    greedy continuations up to the first step whose reference margin is below 0.5;
 //  * quality: greedy replies on 20 held-out prompts (models/ds4-tiny-agent.eval20.jsonl) hold the
-//    rates the manifest reports, seen and held-out tool schemas alike.
+//    rates the manifest reports, seen and held-out tool schemas alike (bounds in models/CMakeLists.txt).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -93,6 +93,7 @@ TEST(AgentModel, QualityOnTwentyHeldOutPrompts) {
   // Bounds: the quality targets of the embedded model (see models/ds4-tiny-agent.manifest.json).
   for (int h = 0; h < 2; ++h) {
     const char* which = h ? "held-out" : "seen";
+    EXPECT_GE(r.well_formed[h].rate(), DS4D_AGENT_MIN_DSML) << which << " schemas: well-formed DSML where a call is needed";
     EXPECT_GE(r.call[h].rate(), DS4D_AGENT_MIN_CALL) << which << " schemas: tool calls";
     EXPECT_GE(r.answer[h].rate(), DS4D_AGENT_MIN_ANSWER) << which << " schemas: answers from tool results";
     EXPECT_GE(r.plain[h].rate(), DS4D_AGENT_MIN_PLAIN) << which << " schemas: plain chat without tool calls";

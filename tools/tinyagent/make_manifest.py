@@ -27,7 +27,9 @@ FAMILIES = {
 
 def rates(e):
     out = {}
-    for k in ("call", "answer", "plain"):
+    for k in ("dsml", "call", "answer", "plain"):
+        if k not in e:
+            continue
         out[k] = {g: {"pass": e[k][g][0], "n": e[k][g][1], "rate": round(e[k][g][0] / e[k][g][1], 3) if e[k][g][1] else None}
                   for g in ("seen", "heldout")}
     out["ids_mismatch"] = e["ids_mismatch"]
@@ -45,6 +47,7 @@ def main():
     ap.add_argument("--train-command", required=True)
     ap.add_argument("--recipe", default="q2")
     ap.add_argument("--notes", default="")
+    ap.add_argument("--parity-q4", default="", help="parity.py report on the q4-expert dequantized weights")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
     c = json.load(open(os.path.join(a.run, "corpus.json")))
@@ -97,6 +100,13 @@ def main():
                 "argmax_agreement": round(sum(p["f32_vs_ref_argmax_agree"] for p in par) / len(par), 3),
             },
             "cases": par,
+        },
+        "expert_recipe_check": None if not a.parity_q4 else {
+            "what": "float32 trained weights without simulation vs the simulated reference, q2 experts vs q4_K experts",
+            "q2": {"min_pearson": min(p["f32_vs_ref_min_pearson"] for p in par),
+                   "max_rms_over_std": max(p["f32_vs_ref_max_rms_over_std"] for p in par)},
+            "q4_K": {"min_pearson": min(p["f32_vs_ref_min_pearson"] for p in json.load(open(a.parity_q4))),
+                     "max_rms_over_std": max(p["f32_vs_ref_max_rms_over_std"] for p in json.load(open(a.parity_q4)))},
         },
         "notes": a.notes,
     }

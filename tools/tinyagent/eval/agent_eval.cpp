@@ -137,6 +137,11 @@ Report evaluate(const std::shared_ptr<Model>& model, const std::vector<Case>& ca
     parser.finish();
     const json::object expect = json::parse(c.expect_json).as_object();
     r.pass = score(c.kind, expect, parser.message(), r);
+    if (c.kind == "call") {
+      rep.well_formed[c.heldout ? 1 : 0].n++;
+      const auto& m = parser.message();
+      if (m.status == protocol::ToolCallsStatus::Complete && !m.calls.empty()) rep.well_formed[c.heldout ? 1 : 0].pass++;
+    }
     Score* s = c.kind == "call" ? rep.call : c.kind == "answer" ? rep.answer : rep.plain;
     s[c.heldout ? 1 : 0].n++;
     if (r.pass) s[c.heldout ? 1 : 0].pass++;
