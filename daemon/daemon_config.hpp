@@ -34,6 +34,7 @@ struct Config {
     uint32_t drain_timeout_s = 60;    // SIGTERM: wait this long for in-flight requests
     std::string api_key_file;         // empty: no authentication
     uint32_t engine_stall_s = 300;    // an engine call running longer stops the WATCHDOG=1 pings
+    std::string contracts = "warn";   // echo contracts: off | warn | strict
   } server;
   struct Memory {
     uint64_t floor = 4ull << 30;            // minimum MemAvailable to admit new work
@@ -52,8 +53,11 @@ struct Config {
     std::string earlyoom_dropin = "/etc/systemd/system/earlyoom.service.d/50-ds4d.conf";
   } memory;
   struct Cache {
-    uint64_t hot_bytes = 12ull << 30;       // in-RAM checkpoint cache
-    std::string dir = "/var/lib/ds4d/kv";   // disk checkpoints (no checkpoint store in this version)
+    uint64_t hot_bytes = 12ull << 30;       // warm sessions (snapshots) in RAM
+    std::string dir = "/var/lib/ds4d/kv";   // disk KV checkpoints; empty = none
+    uint64_t disk_bytes = 32ull << 30;      // disk budget for them; 0 = none
+    uint32_t checkpoint_min_tokens = 256;   // shorter prompts get no restore point
+    uint32_t checkpoint_interval_tokens = 16384;  // long prefills write a checkpoint this often
   } cache;
   struct Speculation {
     std::string drafter;                    // MTP GGUF; empty = no speculation

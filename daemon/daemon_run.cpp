@@ -106,6 +106,11 @@ int run_daemon(const Config& cfg) {
   serving::Metrics metrics;
   serving::ServiceConfig sc;
   sc.max_queued_jobs = cfg.server.max_queue;
+  sc.hot_bytes = cfg.cache.hot_bytes;
+  sc.cache_dir = cfg.cache.dir;
+  sc.disk_bytes = cfg.cache.disk_bytes;
+  sc.checkpoint_min_tokens = cfg.cache.checkpoint_min_tokens;
+  sc.checkpoint_interval_tokens = cfg.cache.checkpoint_interval_tokens;
   serving::Service service(sc, metrics);
 
   MemoryWatch watch(cfg.memory, [&metrics](const MemorySample& s) {
@@ -120,6 +125,7 @@ int run_daemon(const Config& cfg) {
   http::ServerConfig hc;
   hc.host = cfg.server.host;
   hc.port = cfg.server.port;
+  hc.contract_mode = cfg.server.contracts;
   std::unique_ptr<http::Server> server;
   try {
     hc.api_key = read_api_key(cfg.server.api_key_file);

@@ -94,7 +94,8 @@ class ChatStream final : public serving::GenerationSink {
     openai::Usage usage = usage_of(result.usage, protocol_tokens_);
     openai::Ds4dExtension ext;
     ext.contract = contract_;
-    ext.cache = openai::CacheReport{serving::cache_outcome_name(result.usage.cache), result.usage.cached_tokens};
+    ext.cache = openai::CacheReport{serving::cache_source_name(result.usage.cache), result.usage.cached_tokens,
+                                    result.usage.prompt_tokens};
 
     if (stream_) {
       begin_stream();

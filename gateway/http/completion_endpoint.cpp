@@ -54,7 +54,8 @@ class CompletionStream final : public serving::GenerationSink {
     openai::FinishReason finish = client_finish_reason(result.finish);
     openai::Usage usage = usage_of(result.usage, protocol_tokens_);
     openai::Ds4dExtension ext;
-    ext.cache = openai::CacheReport{serving::cache_outcome_name(result.usage.cache), result.usage.cached_tokens};
+    ext.cache = openai::CacheReport{serving::cache_source_name(result.usage.cache), result.usage.cached_tokens,
+                                    result.usage.prompt_tokens};
     if (stream_) {
       begin_stream();
       std::string out = openai::sse_data(openai::text_completion_chunk(meta_, "", finish));

@@ -28,17 +28,21 @@ enum class FinishReason {
 };
 const char* finish_reason_name(FinishReason reason);
 
-// How the prompt met the live context.
+// Where the reused prompt prefix came from (see service.hpp).
 enum class CacheOutcome {
-  cold,  // the live context was empty
-  live,  // the live context was a prefix of the prompt and was extended
-  miss,  // the live context diverged from the prompt and was discarded
+  cold,  // nothing reused, the live context was empty
+  live,  // the live context, extended or taken back to the first differing token
+  miss,  // nothing reused, the live context diverged from the prompt
+  warm,  // a warm session (snapshot in RAM) was restored
+  disk,  // a disk KV checkpoint was restored
 };
-const char* cache_outcome_name(CacheOutcome outcome);
+const char* cache_outcome_name(CacheOutcome outcome);  // "cold", "live", "miss", "warm", "disk"
+// The client-facing source: "live", "warm", "disk" or "none" (cold and miss).
+const char* cache_source_name(CacheOutcome outcome);
 
 struct GenerationUsage {
   size_t prompt_tokens = 0;
-  size_t cached_tokens = 0;      // prompt tokens reused from the live context (not prefilled)
+  size_t cached_tokens = 0;      // prompt tokens reused from a restore point (not prefilled)
   size_t completion_tokens = 0;  // sampled tokens, EOS excluded
   CacheOutcome cache = CacheOutcome::cold;
   double queue_seconds = 0;
