@@ -195,6 +195,17 @@ CheckpointHeader read_checkpoint_header(const std::filesystem::path& path) {
   return p.header;
 }
 
+std::string read_checkpoint_contracts(const std::filesystem::path& path) {
+  const uint64_t size = file_size_of(path);
+  if (size < kPrefixBytes)
+    throw CheckpointError("truncated", fmt::format("truncated: {} bytes, the header and section table need {}", size, kPrefixBytes));
+  auto head = read_bytes(path, 0, kPrefixBytes);
+  Prefix p = parse_prefix(head.data(), head.size(), size);
+  auto bytes = read_bytes(path, p.sections[1].offset, p.sections[1].size);
+  check_section(p.sections[1], bytes.data(), "contracts");
+  return std::string(bytes.begin(), bytes.end());
+}
+
 Checkpoint read_checkpoint(const std::filesystem::path& path) {
   const uint64_t size = file_size_of(path);
   return decode_checkpoint(read_bytes(path, 0, size));

@@ -64,6 +64,9 @@ Checkpoint decode_checkpoint(std::span<const uint8_t> bytes);
 CheckpointHeader read_checkpoint_header(const std::filesystem::path& path);
 // Reads and checks the whole file. Throws CheckpointError.
 Checkpoint read_checkpoint(const std::filesystem::path& path);
+// Reads and checks only the contract records section (restored at start, before any request is
+// rendered, so echoes of turns from before a restart render as they were generated).
+std::string read_checkpoint_contracts(const std::filesystem::path& path);
 
 // The file name for a checkpoint of these tokens under this model: 16 hex digits of a hash and
 // the suffix; no client bytes ever reach a file name.

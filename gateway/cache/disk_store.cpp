@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -260,6 +261,23 @@ void DiskStore::remove_locked(const std::string& name, std::string_view event, s
   fs::remove(config_.dir / name, ec);
   if (ec) spdlog::warn("kv checkpoints: cannot remove {}: {}", name, ec.message());
   emit(event, reason, bytes);
+}
+
+void DiskStore::for_each_contracts(const std::function<void(const std::string&)>& fn) const {
+  std::vector<std::pair<double, std::string>> order;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [name, e] : index_) order.emplace_back(e.last_used_unix, name);
+  }
+  std::sort(order.begin(), order.end());
+  for (const auto& [used, name] : order) {
+    try {
+      std::string image = read_checkpoint_contracts(config_.dir / name);
+      if (!image.empty()) fn(image);
+    } catch (const CheckpointError& e) {
+      spdlog::warn("kv checkpoints: contract records of {} unreadable: {}", name, e.what());
+    }
+  }
 }
 
 size_t DiskStore::files() const {

@@ -68,6 +68,10 @@ class DiskStore {
   // Deletes a checkpoint (for example one that loaded but then failed in the engine).
   void remove(const std::string& name, std::string_view reason);
 
+  // Calls fn with the contract records of every checkpoint, least recently used first (so the
+  // newest records win when merged in order). Unreadable sections are skipped.
+  void for_each_contracts(const std::function<void(const std::string&)>& fn) const;
+
   size_t files() const;
   uint64_t bytes() const;
   const DiskStoreConfig& config() const { return config_; }

@@ -54,6 +54,14 @@ class ChatStream final : public serving::GenerationSink {
     send(": prefill\n\n");
   }
 
+  // Waiting for the engine: open the stream now and tell the client where it stands; SSE
+  // comments are not events, clients skip them, but idle timeouts see traffic.
+  void on_queued(size_t position) override {
+    if (!stream_) return;
+    begin_stream();
+    if (auto channel = channel_.lock()) channel->send_chunk(": queued, position " + std::to_string(position) + "\n\n");
+  }
+
   void on_prefilled(const serving::GenerationUsage&) override {
     if (!stream_) return;
     begin_stream();

@@ -61,6 +61,11 @@ struct GenerationResult {
 class GenerationSink {
  public:
   virtual ~GenerationSink() = default;
+  // While the job waits in the queue: its 1-based position, at submit when it has to wait and
+  // then every ServiceConfig::queue_keepalive, so a stream can open at once and send keep-alive
+  // comments to clients with idle timeouts. Called with the service's queue lock held (from the
+  // submitting thread or the service's ticker): keep it short and do not call the Service.
+  virtual void on_queued(size_t /*position*/) {}
   // Between prefill chunks: `done` of `total` prompt tokens are in the context (cached ones
   // included). Lets a stream send keep-alive comments during a long prefill.
   virtual void on_prefill_progress(size_t /*done*/, size_t /*total*/) {}

@@ -93,9 +93,19 @@ void Service::set_backend(std::shared_ptr<EngineBackend> backend) {
     if (!config_.cache_dir.empty() && config_.disk_bytes > 0 && !dc.model_fingerprint)
       spdlog::warn("serving: the engine gives no model fingerprint; disk KV checkpoints are off");
     metrics_.set_kv_cache_usage("disk", double(disk_->files()), double(disk_->bytes()));
+    // The echo contracts of the turns in those checkpoints: requests render against them before
+    // the worker loads anything, so they must be back before the first request.
+    disk_->for_each_contracts([this](const std::string& image) {
+      try {
+        contracts_.merge(image);
+      } catch (const std::exception& e) {
+        spdlog::warn("kv checkpoints: contract records unreadable: {}", e.what());
+      }
+    });
     state_ = ServiceState::ready;
     progress_ = 1;
     worker_ = std::thread([this] { worker_main(); });
+    ticker_ = std::thread([this] { ticker_main(); });
   }
   metrics_.set_load_progress_ratio(1);
   metrics_.set_model_loaded(true);
@@ -180,6 +190,8 @@ std::optional<Refusal> Service::submit(GenerationJob job) {
   }
   queue_.push_back(Queued{std::move(job), Clock::now()});
   metrics_.set_queue_depth(static_cast<long>(queue_.size()));
+  // It has to wait: say so now, so a stream opens before the engine gets to it.
+  if (running_ || queue_.size() > 1) queue_.back().job.sink->on_queued(queue_.size());
   cv_.notify_one();
   return std::nullopt;
 }
@@ -199,8 +211,10 @@ void Service::stop(std::chrono::milliseconds drain) {
       running_cancel_->store(true);
     stop_worker_ = true;
     cv_.notify_all();
+    ticker_cv_.notify_all();
   }
   if (worker_.joinable()) worker_.join();
+  if (ticker_.joinable()) ticker_.join();
 }
 
 void Service::publish_live_tokens() {
@@ -237,6 +251,16 @@ void Service::finish_unrun(Queued& q, FinishReason reason, std::string error) {
   r.usage.prompt_tokens = q.job.prompt.size();
   r.usage.queue_seconds = seconds_since(q.enqueued);
   q.job.sink->on_finished(r);
+}
+
+void Service::ticker_main() {
+  std::unique_lock lock(mu_);
+  while (!stop_worker_) {
+    ticker_cv_.wait_for(lock, config_.queue_keepalive, [&] { return stop_worker_; });
+    if (stop_worker_) break;
+    size_t position = 0;
+    for (auto& q : queue_) q.job.sink->on_queued(++position);
+  }
 }
 
 void Service::worker_main() {

@@ -55,6 +55,7 @@ struct ServiceConfig {
   std::chrono::seconds retry_after{2};          // Retry-After on 429
   size_t prefill_chunk_tokens = 512;            // cancellation is checked between chunks
   size_t contract_store_bytes = protocol::ContractStore::kDefaultMaxBytes;
+  std::chrono::milliseconds queue_keepalive{5000};  // how often waiting jobs hear their position
   // Prefix cache (see above). 0 bytes or an empty dir turn that level off.
   uint64_t hot_bytes = 0;                       // warm sessions in RAM
   std::filesystem::path cache_dir;              // disk KV checkpoints
@@ -128,6 +129,7 @@ class Service {
     std::string disk_name;      // when it came from disk
   };
   void worker_main();
+  void ticker_main();  // tells queued jobs their position every queue_keepalive
   void run(Queued& q);
   // The named steps of run().
   void check_prompt(const GenerationJob& job) const;
@@ -172,6 +174,8 @@ class Service {
   size_t hot_sessions_published_ = 0;
   bool stop_worker_ = false;
   std::thread worker_;
+  std::condition_variable ticker_cv_;
+  std::thread ticker_;
 };
 
 }  // namespace ds4::serving

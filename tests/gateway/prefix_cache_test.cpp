@@ -250,3 +250,84 @@ TEST(PrefixReuse, EnginesWithoutRestorePointsKeepTheOldLiveOnlyBehaviour) {
 
 }  // namespace
 }  // namespace ds4::test
+
+namespace ds4::test {
+namespace {
+
+struct QueueSink : Sink {
+  std::mutex mu;
+  std::vector<size_t> positions;
+  void on_queued(size_t position) override {
+    std::lock_guard lock(mu);
+    positions.push_back(position);
+  }
+};
+
+TEST(QueueKeepalive, WaitingJobsHearTheirPositionAtOnceAndThenPeriodically) {
+  serving::ServiceConfig c;
+  c.queue_keepalive = std::chrono::milliseconds(20);
+  serving::Metrics metrics;
+  serving::Service service(c, metrics);
+  auto backend = std::make_shared<ScriptedBackend>("Hello there");
+  service.set_backend(backend);
+  backend->close_gate();  // the first job holds the worker inside append()
+  auto submit = [&](std::shared_ptr<QueueSink> sink) {
+    serving::GenerationJob job;
+    job.prompt = backend->encode("prompt");
+    job.sink = sink;
+    EXPECT_FALSE(service.submit(std::move(job)).has_value());
+    return sink->done.get_future();
+  };
+  auto first = std::make_shared<QueueSink>(), second = std::make_shared<QueueSink>(), third = std::make_shared<QueueSink>();
+  auto f1 = submit(first);
+  ASSERT_TRUE(backend->wait_until_blocked(std::chrono::seconds(10)));
+  auto f2 = submit(second);
+  auto f3 = submit(third);
+  {
+    std::lock_guard lock(second->mu);
+    ASSERT_FALSE(second->positions.empty());  // at submit, before any tick
+    EXPECT_EQ(second->positions.front(), 1u);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  backend->open_gate();
+  f1.get();
+  f2.get();
+  f3.get();
+  std::lock_guard l1(first->mu), l2(second->mu), l3(third->mu);
+  EXPECT_TRUE(first->positions.empty());  // it never waited
+  EXPECT_GE(second->positions.size(), 3u);
+  EXPECT_GE(third->positions.size(), 3u);
+  EXPECT_EQ(third->positions.front(), 2u);
+  for (size_t p : second->positions) EXPECT_EQ(p, 1u);
+  service.stop(std::chrono::milliseconds(0));
+}
+
+}  // namespace
+}  // namespace ds4::test
+
+namespace ds4::test {
+namespace {
+
+TEST(PrefixReuse, ContractRecordsSurviveARestartWithTheirCheckpoints) {
+  TempDir d;
+  serving::ServiceConfig c;
+  c.cache_dir = d.path;
+  c.disk_bytes = 1 << 20;
+  Harness h(c);
+  protocol::TurnContract turn;
+  turn.reasoning = "think first";
+  turn.content = "calling a tool";
+  turn.dsml_block = "\n\n<｜DSML｜tool_calls>...</｜DSML｜tool_calls>";
+  const std::string id = "call_0123456789abcdef0123456789abcdef";
+  turn.calls.push_back({id, "shell", R"({"command":"ls"})"});
+  h.service->contracts().remember(turn);
+  h.run(kSys + "user: q. assistant: ");  // cold: a checkpoint carrying the records
+  h.restart();
+  auto back = h.service->contracts().find_by_tool_call_id(id);
+  ASSERT_TRUE(back);  // available before any request is rendered
+  EXPECT_EQ(back->dsml_block, turn.dsml_block);
+  EXPECT_EQ(back->reasoning, turn.reasoning);
+}
+
+}  // namespace
+}  // namespace ds4::test
