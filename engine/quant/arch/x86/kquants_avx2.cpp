@@ -1,0 +1,179 @@
+// AVX2 dots of the K-quants (Q2_K, Q4_K) with a Q8_K activation. Levels are unsigned (0..3,
+// 0..15), so maddubs(levels, q8) is exact with no sign trick; the sub-block scales multiply in
+// through madd_epi16. Per block the integer sums isum and summs are exact, and the float step is
+// the scalar one (q2_k.cpp, q4_k.cpp), so results are bit-identical to the scalar kernels.
+#include <immintrin.h>
+
+#include "engine/quant/arch/x86/avx2_util.hpp"
+#include "engine/quant/blocks.hpp"
+#include "engine/quant/arch/x86/kernels_avx2.hpp"
+#include "engine/quant/formats.hpp"
+
+namespace ds4::quant::detail {
+namespace {
+inline __m256i load32(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+
+// pshufb controls that turn the 16 Q2_K scale bytes (in both 128-bit lanes) into int16 lanes:
+// low lane all scale[2p], high lane all scale[2p+1] (0x80 zeroes the high byte).
+struct PairShuffles {
+  __m256i ctl[8];
+  PairShuffles() {
+    for (int p = 0; p < 8; p++) {
+      alignas(32) uint8_t b[32];
+      for (int i = 0; i < 16; i++) {
+        b[i] = (i % 2) ? 0x80 : static_cast<uint8_t>(2 * p);
+        b[16 + i] = (i % 2) ? 0x80 : static_cast<uint8_t>(2 * p + 1);
+      }
+      ctl[p] = _mm256_load_si256(reinterpret_cast<const __m256i*>(b));
+    }
+  }
+};
+}  // namespace
+
+float dot_q2_k_avx2(const void* w, const void* act, int64_t n) {
+  const BlockQ2_K* x = static_cast<const BlockQ2_K*>(w);
+  const BlockQ8_K* y = static_cast<const BlockQ8_K*>(act);
+  const __m256i m3 = _mm256_set1_epi8(3);
+  const __m128i m4 = _mm_set1_epi8(0x0f);
+  static const PairShuffles shuffles;
+  float sumf = 0.0f;
+  for (int64_t i = 0; i < n / QK_K; i++) {
+    const __m128i scb = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x[i].scales));
+    const __m256i mins = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(scb, 4), m4));
+    const __m256i summs_v = _mm256_madd_epi16(mins, load32(y[i].bsums));
+    const __m256i scales = _mm256_broadcastsi128_si256(_mm_and_si128(scb, m4));
+    __m256i acc = _mm256_setzero_si256();
+    const int8_t* q8 = y[i].qs;
+    for (int half = 0; half < 2; half++) {
+      const __m256i bits = load32(x[i].qs + 32 * half);
+      for (int k = 0; k < 4; k++) {
+        const __m256i q = _mm256_and_si256(_mm256_srli_epi16(bits, 2 * k), m3);
+        const __m256i p = _mm256_maddubs_epi16(q, load32(q8));
+        const __m256i sc16 = _mm256_shuffle_epi8(scales, shuffles.ctl[4 * half + k]);
+        acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p, sc16));
+        q8 += 32;
+      }
+    }
+    const __m256i both = _mm256_hadd_epi32(acc, summs_v);  // lanes 0,1,4,5: isum; 2,3,6,7: summs
+    alignas(32) int32_t l[8];
+    _mm256_store_si256(reinterpret_cast<__m256i*>(l), both);
+    const int isum = l[0] + l[1] + l[4] + l[5];
+    const int summs = l[2] + l[3] + l[6] + l[7];
+    const float dall = y[i].d * avx2::h2f(x[i].d);
+    const float dmin = y[i].d * avx2::h2f(x[i].dmin);
+    sumf += dall * static_cast<float>(isum) - dmin * static_cast<float>(summs);
+  }
+  return sumf;
+}
+
+void dot_q2_k_multi_avx2(const void* w, const void* act, size_t act_stride, int n_act, int64_t n, float* out) {
+  constexpr int kMax = 8;
+  const BlockQ2_K* x = static_cast<const BlockQ2_K*>(w);
+  const __m256i m3 = _mm256_set1_epi8(3);
+  const __m128i m4 = _mm_set1_epi8(0x0f);
+  static const PairShuffles shuffles;
+  for (int t0 = 0; t0 < n_act; t0 += kMax) {
+    const int nt = n_act - t0 < kMax ? n_act - t0 : kMax;
+    const uint8_t* act0 = static_cast<const uint8_t*>(act) + static_cast<size_t>(t0) * act_stride;
+    float sumf[kMax] = {};
+    for (int64_t i = 0; i < n / QK_K; i++) {
+      // Decode levels and scales once...
+      const __m128i scb = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x[i].scales));
+      const __m256i mins = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(scb, 4), m4));
+      const __m256i scales = _mm256_broadcastsi128_si256(_mm_and_si128(scb, m4));
+      __m256i lv[8], sc[8];
+      for (int half = 0; half < 2; half++) {
+        const __m256i bits = load32(x[i].qs + 32 * half);
+        for (int k = 0; k < 4; k++) {
+          lv[4 * half + k] = _mm256_and_si256(_mm256_srli_epi16(bits, 2 * k), m3);
+          sc[4 * half + k] = _mm256_shuffle_epi8(scales, shuffles.ctl[4 * half + k]);
+        }
+      }
+      const float xd = avx2::h2f(x[i].d), xdmin = avx2::h2f(x[i].dmin);
+      // ...then the single-row kernel's integer sums and float steps for every activation row.
+      for (int t = 0; t < nt; t++) {
+        const BlockQ8_K* y = reinterpret_cast<const BlockQ8_K*>(act0 + static_cast<size_t>(t) * act_stride) + i;
+        const __m256i summs_v = _mm256_madd_epi16(mins, load32(y->bsums));
+        __m256i acc = _mm256_setzero_si256();
+        for (int j = 0; j < 8; j++)
+          acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(lv[j], load32(y->qs + 32 * j)), sc[j]));
+        const __m256i both = _mm256_hadd_epi32(acc, summs_v);
+        alignas(32) int32_t l[8];
+        _mm256_store_si256(reinterpret_cast<__m256i*>(l), both);
+        const int isum = l[0] + l[1] + l[4] + l[5];
+        const int summs = l[2] + l[3] + l[6] + l[7];
+        const float dall = y->d * xd;
+        const float dmin = y->d * xdmin;
+        sumf[t] += dall * static_cast<float>(isum) - dmin * static_cast<float>(summs);
+      }
+    }
+    for (int t = 0; t < nt; t++) out[t0 + t] = sumf[t];
+  }
+}
+
+float dot_q4_k_avx2(const void* w, const void* act, int64_t n) {
+  const BlockQ4_K* x = static_cast<const BlockQ4_K*>(w);
+  const BlockQ8_K* y = static_cast<const BlockQ8_K*>(act);
+  const __m256i m4 = _mm256_set1_epi8(0x0f);
+  float sumf = 0.0f;
+  for (int64_t i = 0; i < n / QK_K; i++) {
+    uint8_t sc[8], m[8];
+    unpack_q4_k_scales(x[i].scales, sc, m);
+    int summs = 0;
+    for (int j = 0; j < 8; j++) summs += m[j] * (y[i].bsums[2 * j] + y[i].bsums[2 * j + 1]);
+    __m256i acc = _mm256_setzero_si256();
+    for (int c = 0; c < 4; c++) {
+      const __m256i bits = load32(x[i].qs + 32 * c);
+      const __m256i lo = _mm256_and_si256(bits, m4);
+      const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(bits, 4), m4);
+      const __m256i plo = _mm256_maddubs_epi16(lo, load32(y[i].qs + 64 * c));
+      const __m256i phi = _mm256_maddubs_epi16(hi, load32(y[i].qs + 64 * c + 32));
+      acc = _mm256_add_epi32(acc, _mm256_madd_epi16(plo, _mm256_set1_epi16(sc[2 * c])));
+      acc = _mm256_add_epi32(acc, _mm256_madd_epi16(phi, _mm256_set1_epi16(sc[2 * c + 1])));
+    }
+    const int isum = avx2::hsum_i32(acc);
+    const float dall = y[i].d * avx2::h2f(x[i].d);
+    const float dmin = y[i].d * avx2::h2f(x[i].dmin);
+    sumf += dall * static_cast<float>(isum) - dmin * static_cast<float>(summs);
+  }
+  return sumf;
+}
+
+void dot_q4_k_multi_avx2(const void* w, const void* act, size_t act_stride, int n_act, int64_t n, float* out) {
+  constexpr int kMax = 8;
+  const BlockQ4_K* x = static_cast<const BlockQ4_K*>(w);
+  const __m256i m4 = _mm256_set1_epi8(0x0f);
+  for (int t0 = 0; t0 < n_act; t0 += kMax) {
+    const int nt = n_act - t0 < kMax ? n_act - t0 : kMax;
+    const uint8_t* act0 = static_cast<const uint8_t*>(act) + static_cast<size_t>(t0) * act_stride;
+    float sumf[kMax] = {};
+    for (int64_t i = 0; i < n / QK_K; i++) {
+      uint8_t sc[8], m[8];
+      unpack_q4_k_scales(x[i].scales, sc, m);
+      __m256i lv[8], scv[8];
+      for (int c = 0; c < 4; c++) {
+        const __m256i bits = load32(x[i].qs + 32 * c);
+        lv[2 * c] = _mm256_and_si256(bits, m4);
+        lv[2 * c + 1] = _mm256_and_si256(_mm256_srli_epi16(bits, 4), m4);
+        scv[2 * c] = _mm256_set1_epi16(sc[2 * c]);
+        scv[2 * c + 1] = _mm256_set1_epi16(sc[2 * c + 1]);
+      }
+      const float xd = avx2::h2f(x[i].d), xdmin = avx2::h2f(x[i].dmin);
+      for (int t = 0; t < nt; t++) {
+        const BlockQ8_K* y = reinterpret_cast<const BlockQ8_K*>(act0 + static_cast<size_t>(t) * act_stride) + i;
+        int summs = 0;
+        for (int j = 0; j < 8; j++) summs += m[j] * (y->bsums[2 * j] + y->bsums[2 * j + 1]);
+        __m256i acc = _mm256_setzero_si256();
+        for (int j = 0; j < 8; j++)
+          acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(lv[j], load32(y->qs + 32 * j)), scv[j]));
+        const int isum = avx2::hsum_i32(acc);
+        const float dall = y->d * xd;
+        const float dmin = y->d * xdmin;
+        sumf[t] += dall * static_cast<float>(isum) - dmin * static_cast<float>(summs);
+      }
+    }
+    for (int t = 0; t < nt; t++) out[t0 + t] = sumf[t];
+  }
+}
+
+}  // namespace ds4::quant::detail

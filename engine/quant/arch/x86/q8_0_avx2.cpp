@@ -1,0 +1,111 @@
+// AVX2 dots for the 32-element formats with a Q8_0 activation: Q8_0 and MXFP4. Integer block
+// sums come from maddubs/madd (exact); eight blocks' sums are reduced together, then the f32
+// accumulation runs block by block exactly like the scalar kernels (q8_0.cpp, mxfp4.cpp), so the
+// results are bit-identical to them.
+#include <immintrin.h>
+
+#include "engine/quant/arch/x86/avx2_util.hpp"
+#include "engine/quant/blocks.hpp"
+#include "engine/quant/arch/x86/kernels_avx2.hpp"
+#include "engine/quant/formats.hpp"
+
+namespace ds4::quant::detail {
+namespace {
+
+inline __m256i load32(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+
+// Weight-format specific: scale factor of block b and its 32 int8 values.
+struct Q8_0Weights {
+  const BlockQ8_0* w;
+  float scale(int64_t b) const { return avx2::h2f(w[b].d); }
+  __m256i values(int64_t b) const { return load32(w[b].qs); }
+};
+
+struct Mxfp4Weights {
+  const BlockMXFP4* w;
+  __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kMxfp4Values)));
+  float scale(int64_t b) const { return e8m0_to_f32_half(w[b].e); }
+  __m256i values(int64_t b) const {
+    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w[b].qs));
+    const __m128i m = _mm_set1_epi8(0x0f);
+    const __m256i idx = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), m), _mm_and_si128(q, m));
+    return _mm256_shuffle_epi8(table, idx);
+  }
+};
+
+template <class W>
+float dot_blocks32(const W& w, const BlockQ8_0Act* x, int64_t nb) {
+  float acc = 0.0f;
+  int64_t b = 0;
+  alignas(32) int32_t isum[8];
+  for (; b + 8 <= nb; b += 8) {
+    __m256i v[8];
+    for (int k = 0; k < 8; k++) v[k] = avx2::dot_i8_32(w.values(b + k), load32(x[b + k].qs));
+    _mm256_store_si256(reinterpret_cast<__m256i*>(isum), avx2::hsum8_i32(v));
+    for (int k = 0; k < 8; k++) acc += w.scale(b + k) * x[b + k].d * static_cast<float>(isum[k]);
+  }
+  for (; b < nb; b++) {
+    const int32_t s = avx2::hsum_i32(avx2::dot_i8_32(w.values(b), load32(x[b].qs)));
+    acc += w.scale(b) * x[b].d * static_cast<float>(s);
+  }
+  return acc;
+}
+
+// Up to eight activation rows against one weight row, vectorised across the rows: lane t of
+// every vector belongs to activation row t, and computes exactly the single-row steps
+// acc_t += (scale_w * d_x_t) * (float)isum_t -- the same f32 operations in the same order, only
+// eight rows side by side -- so each output is bit-identical to dot_blocks32.
+template <class W>
+void dot_blocks32_multi(const W& w, const uint8_t* act, size_t stride, int n_act, int64_t nb, float* out) {
+  for (int t0 = 0; t0 < n_act; t0 += 8) {
+    const int nt = n_act - t0 < 8 ? n_act - t0 : 8;
+    if (nt < 5) {  // eight lanes cost about as much as four single rows: run short tails singly
+      for (int t = 0; t < nt; t++)
+        out[t0 + t] = dot_blocks32(w, reinterpret_cast<const BlockQ8_0Act*>(act + static_cast<size_t>(t0 + t) * stride), nb);
+      continue;
+    }
+    const BlockQ8_0Act* x[8];
+    for (int t = 0; t < 8; t++)  // lanes past the last row repeat it; their results are dropped
+      x[t] = reinterpret_cast<const BlockQ8_0Act*>(act + static_cast<size_t>(t0 + (t < nt ? t : nt - 1)) * stride);
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+      const __m256i wv = w.values(b);
+      const __m256i aw = _mm256_sign_epi8(wv, wv);
+      __m256i v[8];
+      for (int t = 0; t < 8; t++)
+        v[t] = _mm256_madd_epi16(_mm256_maddubs_epi16(aw, _mm256_sign_epi8(load32(x[t][b].qs), wv)),
+                                 _mm256_set1_epi16(1));
+      const __m256 isum = _mm256_cvtepi32_ps(avx2::hsum8_i32(v));
+      const __m256 dx = _mm256_set_ps(x[7][b].d, x[6][b].d, x[5][b].d, x[4][b].d, x[3][b].d, x[2][b].d, x[1][b].d,
+                                      x[0][b].d);
+      const __m256 dwx = _mm256_mul_ps(_mm256_set1_ps(w.scale(b)), dx);
+      acc = _mm256_add_ps(acc, _mm256_mul_ps(dwx, isum));
+    }
+    alignas(32) float lanes[8];
+    _mm256_store_ps(lanes, acc);
+    for (int t = 0; t < nt; t++) out[t0 + t] = lanes[t];
+  }
+}
+
+}  // namespace
+
+void dot_q8_0_multi_avx2(const void* w, const void* act, size_t act_stride, int n_act, int64_t n, float* out) {
+  dot_blocks32_multi(Q8_0Weights{static_cast<const BlockQ8_0*>(w)}, static_cast<const uint8_t*>(act), act_stride,
+                     n_act, n / 32, out);
+}
+
+void dot_mxfp4_multi_avx2(const void* w, const void* act, size_t act_stride, int n_act, int64_t n, float* out) {
+  dot_blocks32_multi(Mxfp4Weights{static_cast<const BlockMXFP4*>(w)}, static_cast<const uint8_t*>(act), act_stride,
+                     n_act, n / 32, out);
+}
+
+float dot_q8_0_avx2(const void* w, const void* act, int64_t n) {
+  return dot_blocks32(Q8_0Weights{static_cast<const BlockQ8_0*>(w)}, static_cast<const BlockQ8_0Act*>(act), n / 32);
+}
+
+float dot_mxfp4_avx2(const void* w, const void* act, int64_t n) {
+  return dot_blocks32(Mxfp4Weights{static_cast<const BlockMXFP4*>(w)}, static_cast<const BlockQ8_0Act*>(act),
+                      n / 32);
+}
+
+}  // namespace ds4::quant::detail
