@@ -39,6 +39,7 @@ struct Config {
     bool allow_unauthenticated_remote = false;  // permit a non-loopback host without api_key_file
     uint32_t max_connections = 512;   // open connections (idle ones are shed first)
     uint64_t max_inflight_body_bytes = 128ull << 20;  // request bodies held at once (503 beyond)
+    std::string contracts = "warn";   // echo contracts: off | warn | strict
   } server;
   struct Memory {
     uint64_t floor = 4ull << 30;            // minimum MemAvailable to admit new work
@@ -57,8 +58,11 @@ struct Config {
     std::string earlyoom_dropin = "/etc/systemd/system/earlyoom.service.d/50-ds4d.conf";
   } memory;
   struct Cache {
-    uint64_t hot_bytes = 12ull << 30;       // in-RAM checkpoint cache
-    std::string dir = "/var/lib/ds4d/kv";   // disk checkpoints (no checkpoint store in this version)
+    uint64_t hot_bytes = 12ull << 30;       // warm sessions (snapshots) in RAM
+    std::string dir = "/var/lib/ds4d/kv";   // disk KV checkpoints; empty = none
+    uint64_t disk_bytes = 32ull << 30;      // disk budget for them; 0 = none
+    uint32_t checkpoint_min_tokens = 256;   // shorter prompts get no restore point
+    uint32_t checkpoint_interval_tokens = 16384;  // long prefills write a checkpoint this often
   } cache;
   struct Speculation {
     std::string drafter;                    // MTP GGUF; empty = no speculation

@@ -156,6 +156,11 @@ std::vector<ConfigKey> build() {
   b.add("server.max_inflight_body_bytes", "bytes",
         "request body bytes held by all requests together; a request beyond it gets 503", BYTES(server.max_inflight_body_bytes),
         KeyScope::daemon);
+  b.add("server.contracts", "off|warn|strict",
+        "echo contracts (reasoning and tool-call replay): off (no checks), warn (repair what can be repaired and "
+        "report it), strict (422 naming the broken contract)",
+        [](Config& c, const std::string& v) { c.server.contracts = choice(v, {"off", "warn", "strict"}); },
+        [](const Config& c) { return c.server.contracts; }, KeyScope::daemon);
   // [memory]
   b.add("memory.floor", "bytes", "minimum MemAvailable (and planned headroom) for admitting new work",
         BYTES(memory.floor));
@@ -202,11 +207,16 @@ std::vector<ConfigKey> build() {
   b.add("memory.earlyoom_dropin", "path", "supervisor: where the earlyoom drop-in is written",
         STR(memory.earlyoom_dropin), KeyScope::supervisor);
   // [cache]
-  b.add("cache.hot_bytes", "bytes", "in-RAM checkpoint (hot) cache size", BYTES(cache.hot_bytes), KeyScope::both,
-        "--hot-cache");
-  b.add("cache.dir", "path",
-        "directory for disk KV checkpoints (created by the package; this version keeps no disk checkpoints yet)",
-        STR(cache.dir), KeyScope::daemon);
+  b.add("cache.hot_bytes", "bytes", "warm sessions (conversation snapshots) kept in RAM; counted in the memory plan",
+        BYTES(cache.hot_bytes), KeyScope::both, "--hot-cache");
+  b.add("cache.dir", "path", "directory for disk KV checkpoints, mode 0700 (empty: none)", STR(cache.dir),
+        KeyScope::daemon);
+  b.add("cache.disk_bytes", "bytes", "disk budget for KV checkpoints; the least valuable go first (0: none)",
+        BYTES(cache.disk_bytes), KeyScope::daemon);
+  b.add("cache.checkpoint_min_tokens", "tokens", "prompts shorter than this get no warm session or checkpoint",
+        UINT(cache.checkpoint_min_tokens, u32max), KeyScope::daemon);
+  b.add("cache.checkpoint_interval_tokens", "tokens", "long prefills write a disk checkpoint this often (0: never)",
+        UINT(cache.checkpoint_interval_tokens, u32max), KeyScope::daemon);
   // [speculation]
   b.add("speculation.drafter", "path", "MTP drafter GGUF (empty: no speculative decoding)", STR(speculation.drafter),
         KeyScope::both, "--drafter");

@@ -92,6 +92,12 @@ void Context::truncate(size_t n) {
     s.logits.clear();
 }
 
+size_t Context::truncate_floor() const {
+  const State& s = *state_;
+  const uint64_t ring = s.high_water > s.rollback ? s.high_water - s.rollback : 0;
+  return size_t(std::min<uint64_t>(s.tokens.size(), std::max<uint64_t>(ring, s.rollback_floor)));
+}
+
 std::span<const float> Context::prefill(std::span<const int32_t> tokens, ProgressFn progress) {
   if (tokens.empty()) return logits();
   State& s = *state_;

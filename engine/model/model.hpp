@@ -113,6 +113,8 @@ class Context {
   // n-1 if they were computed (decode, verify, the end of a prefill), else empty. Throws
   // std::out_of_range with the reason, leaving the context untouched, when n is out of reach.
   void truncate(size_t n);
+  // The smallest n truncate(n) accepts now (size() when nothing can be taken back).
+  size_t truncate_floor() const;
 
   std::span<const float> logits() const;          // logits after the last token (empty if none)
   const std::vector<int32_t>& tokens() const;

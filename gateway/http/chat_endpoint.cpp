@@ -54,6 +54,14 @@ class ChatStream final : public serving::GenerationSink {
     send(": prefill\n\n");
   }
 
+  // Waiting for the engine: open the stream now and tell the client where it stands; SSE
+  // comments are not events, clients skip them, but idle timeouts see traffic.
+  void on_queued(size_t position) override {
+    if (!stream_) return;
+    begin_stream();
+    if (auto channel = channel_.lock()) channel->send_chunk(": queued, position " + std::to_string(position) + "\n\n");
+  }
+
   void on_prefilled(const serving::GenerationUsage&) override {
     if (!stream_) return;
     begin_stream();
@@ -94,7 +102,8 @@ class ChatStream final : public serving::GenerationSink {
     openai::Usage usage = usage_of(result.usage, protocol_tokens_);
     openai::Ds4dExtension ext;
     ext.contract = contract_;
-    ext.cache = openai::CacheReport{serving::cache_outcome_name(result.usage.cache), result.usage.cached_tokens};
+    ext.cache = openai::CacheReport{serving::cache_source_name(result.usage.cache), result.usage.cached_tokens,
+                                    result.usage.prompt_tokens};
 
     if (stream_) {
       begin_stream();

@@ -29,6 +29,14 @@ class CompletionStream final : public serving::GenerationSink {
       : channel_(std::move(channel)), meta_(std::move(meta)), stream_(stream), include_usage_(include_usage),
         protocol_tokens_(protocol_tokens) {}
 
+  // Waiting for the engine: open the stream now and tell the client where it stands; SSE
+  // comments are not events, clients skip them, but idle timeouts see traffic.
+  void on_queued(size_t position) override {
+    if (!stream_) return;
+    begin_stream();
+    if (auto channel = channel_.lock()) channel->send_chunk(": queued, position " + std::to_string(position) + "\n\n");
+  }
+
   void on_prefilled(const serving::GenerationUsage&) override {
     if (stream_) begin_stream();
   }
@@ -54,7 +62,8 @@ class CompletionStream final : public serving::GenerationSink {
     openai::FinishReason finish = client_finish_reason(result.finish);
     openai::Usage usage = usage_of(result.usage, protocol_tokens_);
     openai::Ds4dExtension ext;
-    ext.cache = openai::CacheReport{serving::cache_outcome_name(result.usage.cache), result.usage.cached_tokens};
+    ext.cache = openai::CacheReport{serving::cache_source_name(result.usage.cache), result.usage.cached_tokens,
+                                    result.usage.prompt_tokens};
     if (stream_) {
       begin_stream();
       std::string out = openai::sse_data(openai::text_completion_chunk(meta_, "", finish));

@@ -224,8 +224,18 @@ private:
         // 2. Think part, with the reasoning contract.
         if (pending_assistant_) {
             out().append(kAssistant);
-            const bool keep_reasoning = think_ && (tool_context_ || static_cast<long>(index) > last_user_);
-            if (keep_reasoning) {
+            const bool template_keeps = think_ && (tool_context_ || static_cast<long>(index) > last_user_);
+            // Warn mode, tool-less thinking chat: the template drops this old reasoning, but the
+            // turn is ours and the KV cache holds it as generated; restoring it keeps the prompt
+            // a prefix of the cache (the model saw that reasoning when it answered anyway).
+            const bool restore_dropped = !template_keeps && think_ && mode_ == ContractMode::Warn && turn &&
+                                         turn->reasoning && !turn->reasoning->empty();
+            if (restore_dropped) {
+                out().append(kThinkOpen);
+                client(*turn->reasoning);
+                out().append(kThinkClose);
+                ++r_.repaired_reasoning;
+            } else if (template_keeps) {
                 std::string_view reasoning = m.reasoning ? std::string_view(*m.reasoning) : std::string_view{};
                 if (mode_ != ContractMode::Off && turn && turn->reasoning && !turn->reasoning->empty()) {
                     if (!m.reasoning || m.reasoning->empty()) {

@@ -29,6 +29,9 @@
 //  * reasoning_missing: the turn had reasoning, the render keeps reasoning for this message,
 //    and the client sent none. Warn repairs it with the stored bytes.
 //  * reasoning_changed: the client sent different reasoning. Rendered as the client sent it.
+// Warn also restores reasoning the template would drop (tool-less thinking chats, turns before
+// the last user message) for turns we recognise: not a violation (clients are told to drop it),
+// but the cache holds it, so restoring it is what makes those turns prefix-cache hits.
 // In Off mode no checks run and client text is rendered as sent (DSML replay by id still on).
 #pragma once
 

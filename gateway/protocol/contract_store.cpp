@@ -223,7 +223,10 @@ std::string ContractStore::serialize() const {
     return out;
 }
 
-void ContractStore::deserialize(std::string_view image) {
+void ContractStore::deserialize(std::string_view image) { load_image(image, true); }
+void ContractStore::merge(std::string_view image) { load_image(image, false); }
+
+void ContractStore::load_image(std::string_view image, bool replace) {
     if (image.size() < kMagic.size() + 8 + 8)
         throw ContractStoreError("contract store image too short (" + std::to_string(image.size()) + " bytes)");
     if (image.substr(0, kMagic.size()) != kMagic) throw ContractStoreError("contract store image: bad magic");
@@ -266,11 +269,14 @@ void ContractStore::deserialize(std::string_view image) {
         throw ContractStoreError("contract store image: " + std::to_string(r.remaining()) + " trailing bytes");
 
     std::lock_guard lock(mutex_);
-    lru_.clear();
-    by_id_.clear();
-    by_fingerprint_.clear();
-    bytes_ = 0;
+    if (replace) {
+        lru_.clear();
+        by_id_.clear();
+        by_fingerprint_.clear();
+        bytes_ = 0;
+    }
     for (auto& t : turns) insert_locked(std::move(t));  // least recent first: ends most recent at front
+    if (!replace) evict_locked();
 }
 
 }  // namespace ds4::protocol

@@ -109,6 +109,9 @@ public:
     // Replaces the whole content with the image's turns (LRU order preserved). Throws
     // ContractStoreError on a bad magic, unknown version, truncation, bad lengths or checksum.
     void deserialize(std::string_view image);
+    // Adds the image's turns to the present ones (a turn already known is replaced), as the
+    // newest; evicts LRU turns while over budget. Same errors as deserialize().
+    void merge(std::string_view image);
 
 private:
     struct Entry {
@@ -116,6 +119,7 @@ private:
         size_t cost = 0;
     };
     using List = std::list<Entry>;
+    void load_image(std::string_view image, bool replace);
     void evict_locked();
     void erase_locked(List::iterator it);
     void insert_locked(TurnContract turn);

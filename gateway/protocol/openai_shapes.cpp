@@ -77,7 +77,9 @@ json::object ds4d_json(const Ds4dExtension& extension) {
         o["contract"] = std::move(contract);
     }
     if (extension.cache) {
-        o["cache"] = json::object{{"source", extension.cache->source}, {"cached_tokens", extension.cache->cached_tokens}};
+        o["cache"] = json::object{{"source", extension.cache->source},
+                                  {"cached_tokens", extension.cache->cached_tokens},
+                                  {"prompt_tokens", extension.cache->prompt_tokens}};
     }
     return o;
 }

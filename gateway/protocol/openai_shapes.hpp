@@ -55,8 +55,9 @@ struct ContractReport {
 };
 
 struct CacheReport {
-    std::string source;  // e.g. "live", "disk", "cold"
+    std::string source;  // "live", "warm", "disk" or "none"
     uint64_t cached_tokens = 0;
+    uint64_t prompt_tokens = 0;
 };
 
 struct Ds4dExtension {

@@ -20,7 +20,7 @@ Metrics::Metrics() {
                                    {"endpoint"});
   prompt_tokens_ = &r.counter("ds4d_prompt_tokens_total", "Prompt tokens of finished generations.");
   completion_tokens_ = &r.counter("ds4d_completion_tokens_total", "Sampled tokens of finished generations.");
-  cached_tokens_ = &r.counter("ds4d_cached_tokens_total", "Prompt tokens reused from the live context.");
+  cached_tokens_ = &r.counter("ds4d_cached_tokens_total", "Prompt tokens reused from a restore point (live, warm or disk).");
   prefill_throughput_ = &r.histogram("ds4d_prefill_throughput_tokens_per_second",
                                      "Prefill speed of each generation's uncached prompt suffix.",
                                      kThroughputBuckets);
@@ -38,6 +38,13 @@ Metrics::Metrics() {
                                     "Requests whose history broke an echo contract, by kind and mode.",
                                     {"kind", "mode"});
   cache_outcomes_ = &r.counter("ds4d_prefix_cache_total", "Prefix reuse outcome of each generation.", {"outcome"});
+  checkpoint_events_ = &r.counter("ds4d_kv_checkpoint_events_total",
+                                  "KV checkpoint writes, reads, evictions, rejections and removals, by reason.",
+                                  {"event", "reason"});
+  checkpoint_bytes_ = &r.counter("ds4d_kv_checkpoint_bytes_total", "Bytes of KV checkpoint files, by event.",
+                                 {"event"});
+  kv_entries_ = &r.gauge("ds4d_kv_cache_entries", "Restore points held, by level (warm: RAM, disk).", {"level"});
+  kv_bytes_ = &r.gauge("ds4d_kv_cache_bytes", "Bytes of restore points held, by level (warm: RAM, disk).", {"level"});
   mem_available_ = &r.gauge("ds4d_host_mem_available_bytes", "MemAvailable from /proc/meminfo.");
   memory_floor_ = &r.gauge("ds4d_memory_floor_bytes", "MemAvailable below which new work is refused.");
   psi_some_ = &r.gauge("ds4d_psi_memory_some_avg10_ratio", "Memory pressure stall (some), 10 s average, 0-1.");
@@ -73,6 +80,14 @@ void Metrics::count_contract_violation(std::string_view kind, std::string_view m
   contract_violations_->add({std::string(kind), std::string(mode)}, 1);
 }
 void Metrics::count_cache_outcome(std::string_view outcome) { cache_outcomes_->add({std::string(outcome)}, 1); }
+void Metrics::count_checkpoint_event(std::string_view event, std::string_view reason, double bytes) {
+  checkpoint_events_->add({std::string(event), std::string(reason)}, 1);
+  if (bytes > 0) checkpoint_bytes_->add({std::string(event)}, bytes);
+}
+void Metrics::set_kv_cache_usage(std::string_view level, double entries, double bytes) {
+  kv_entries_->set({std::string(level)}, entries);
+  kv_bytes_->set({std::string(level)}, bytes);
+}
 void Metrics::set_mem_available_bytes(double bytes) { mem_available_->set({}, bytes); }
 void Metrics::set_memory_floor_bytes(double bytes) { memory_floor_->set({}, bytes); }
 void Metrics::set_psi_memory_some_avg10_ratio(double ratio) { psi_some_->set({}, ratio); }

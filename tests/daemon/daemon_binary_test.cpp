@@ -54,7 +54,7 @@ class DaemonBinary : public ::testing::Test {
                   "[memory]\nfloor = \"4GiB\"\npoll_ms = 20\nmeminfo_path = \"" + dir.str() + "/meminfo\"\n"
                   "psi_path = \"" + dir.str() + "/psi\"\noom_score_adj = 500\n"
                   "swap_size = 0\n"
-                  "[cache]\nhot_bytes = \"64MiB\"\n"
+                  "[cache]\nhot_bytes = \"64MiB\"\ndir = \"" + dir.str() + "/kv\"\n"
                   "[log]\nlevel = \"debug\"\n"
                   "[supervisor]\nuser = \"root\"\ndaemon = \"" DS4D_DAEMON_BIN "\"\n");
     return p;

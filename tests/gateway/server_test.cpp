@@ -226,7 +226,8 @@ TEST(GatewayServer, ChatCompletionNonStreamed) {
   EXPECT_GT(prompt, 6);
   EXPECT_EQ(usage.at("protocol_tokens").as_int64(), prompt - 6);
   EXPECT_EQ(usage.at("prompt_tokens_details").at("cached_tokens").as_int64(), 0);
-  EXPECT_EQ(v.at("ds4d").at("cache").at("source").as_string(), "cold");
+  EXPECT_EQ(v.at("ds4d").at("cache").at("source").as_string(), "none");
+  EXPECT_EQ(v.at("ds4d").at("cache").at("prompt_tokens").as_int64(), prompt);
 }
 
 TEST(GatewayServer, ChatStreamEveryLineIsJsonAndEndsWithDone) {

@@ -292,7 +292,9 @@ TEST(Truncate, RefusalsLeaveStateIntact) {
   EXPECT_THROW(a.truncate(30), std::out_of_range);  // 13 > rollback 8
   EXPECT_THROW(a.truncate(44), std::out_of_range);  // beyond the end
   EXPECT_EQ(a.snapshot(), before);
+  EXPECT_EQ(a.truncate_floor(), 35u);  // what the refusals above say, as a number
   a.truncate(38);
+  EXPECT_EQ(a.truncate_floor(), 35u);
   EXPECT_THROW(a.truncate(34), std::out_of_range);  // 43 was reached: the rings reach back to 35
   a.truncate(35);
   EXPECT_EQ(a.size(), 35u);
@@ -307,6 +309,7 @@ TEST(Truncate, RestorePointIsTheFloor) {
   r.restore(snap);
   r.decode(4);
   r.decode(5);
+  EXPECT_EQ(r.truncate_floor(), 43u);
   EXPECT_THROW(r.truncate(42), std::out_of_range);  // behind the restore point
   r.truncate(43);  // the restore point itself: replayed from the restored compressor states
   EXPECT_TRUE(same_bits(r.logits(), a.logits()));

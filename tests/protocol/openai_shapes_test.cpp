@@ -75,10 +75,10 @@ TEST(OpenAiShapes, Errors) {
 TEST(OpenAiShapes, Ds4dExtension) {
     Ds4dExtension ext;
     ext.contract = ContractReport{ContractMode::Strict, {}, 2, 1, 0};
-    ext.cache = CacheReport{"live", 512};
+    ext.cache = CacheReport{"live", 512, 600};
     auto o = ds4d_json(ext);
     EXPECT_EQ(s(o), R"({"contract":{"mode":"strict","ok":true,"violations":[],"replayed_blocks":2,"canonical_blocks":1,)"
-                    R"("repaired_reasoning":0},"cache":{"source":"live","cached_tokens":512}})");
+                    R"("repaired_reasoning":0},"cache":{"source":"live","cached_tokens":512,"prompt_tokens":600}})");
     auto done = chat_chunk_finish(kMeta, FinishReason::Stop, &ext);
     EXPECT_TRUE(done.contains("ds4d"));
 }

@@ -280,5 +280,26 @@ TEST(Contract, DroppedReasoningInToollessChatIsNotAViolation) {
     EXPECT_NE(out.text.find("<｜Assistant｜></think>Hello!" + EOS), std::string::npos);
 }
 
+TEST(Contract, WarnRestoresDroppedReasoningInToollessThinkingChatsSoTheCacheHits) {
+    ContractStore store;
+    ChatRequest req;
+    req.thinking = Thinking::High;
+    req.messages = {msg(Role::User, "hi")};
+    const std::string first_prompt = render_chat(req, &store, ContractMode::Warn).text;
+    const std::string sampled = "greet</think>Hello!";
+    Generated g = generate(store, req, sampled);
+    req.messages.push_back(replay(g.parsed, false));  // the client drops reasoning, as told to
+    req.messages.push_back(msg(Role::User, "bye"));
+    RenderResult out = render_chat(req, &store, ContractMode::Warn);
+    EXPECT_TRUE(out.violations.empty());
+    EXPECT_EQ(out.repaired_reasoning, 1u);
+    // What the KV cache holds after that turn (prompt + sampled text + end of turn) is a prefix
+    // of the next prompt.
+    EXPECT_EQ(out.text.rfind(first_prompt + sampled + EOS, 0), 0u) << out.text;
+    // Off renders what the template says.
+    EXPECT_NE(render_chat(req, &store, ContractMode::Off).text.find(ASSISTANT + "</think>Hello!" + EOS),
+              std::string::npos);
+}
+
 }  // namespace
 }  // namespace ds4::protocol
