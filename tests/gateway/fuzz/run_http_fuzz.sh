@@ -18,7 +18,7 @@ SOURCES="$H/router.cpp $H/reply.cpp $H/endpoint_support.cpp $H/service_endpoints
   $S/service.cpp $S/service_turn.cpp $S/prefix_reuse.cpp $S/metrics.cpp $S/prometheus_registry.cpp $S/stop_sequence_filter.cpp
   $C/checkpoint_file.cpp $C/disk_store.cpp $C/hot_store.cpp
   $P/chat_request.cpp $P/chat_render.cpp $P/contract_store.cpp $P/dsml_format.cpp $P/dsml_parser.cpp
-  $P/json_scan.cpp $P/openai_shapes.cpp $P/tool_call_id.cpp $P/utf8_assembler.cpp $P/fuzz/boost_json_src.cpp
+  $P/json_fields.cpp $P/json_scan.cpp $P/openai_shapes.cpp $P/tool_call_id.cpp $P/utf8_assembler.cpp $P/fuzz/boost_json_src.cpp
   $ROOT/engine/sampler/sampler.cpp"
 FLAGS="-std=c++20 -O1 -g -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined
   -DSPDLOG_COMPILED_LIB -DSPDLOG_FMT_EXTERNAL -DSPDLOG_SHARED_LIB -I$ROOT"
