@@ -63,10 +63,10 @@ std::vector<std::string> split_list(const std::string& text) {
 struct LoadOutcome {
   std::mutex mu;
   bool done = false;
-  int exit_code = 0;   // non-zero: the load failed
+  int exit_code = 0;  // non-zero: the load failed
   std::string error;
   std::string model_id;
-  WeightPin pin;       // lives as long as the daemon
+  WeightPin pin;  // lives as long as the daemon
 };
 
 void load_model(const config::Config& cfg, serving::Service& service, std::shared_ptr<WorkerHeartbeat> heartbeat,

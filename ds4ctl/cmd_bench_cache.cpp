@@ -14,14 +14,14 @@
 //               agent workload (A, B, A, B, ...), against the size of one conversation's state.
 // Prompts are deterministic pseudo-random token ids; speed does not depend on them.
 #include <fcntl.h>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
-#include <fmt/format.h>
 #include <future>
 #include <random>
-#include <spdlog/spdlog.h>
 
 #include "ds4ctl/command_registry.hpp"
 #include "gateway/cache/checkpoint_file.hpp"
@@ -142,8 +142,8 @@ double written_bytes(const ds4::serving::Metrics& m) {
 
 int run_bench_cache(const CacheBenchOptions& o) {
   spdlog::set_level(spdlog::level::warn);
-  const fs::path dir = o.dir.empty() ? fs::temp_directory_path() / fmt::format("ds4ctl-bench-cache-{}", ::getpid())
-                                     : fs::path(o.dir);
+  const fs::path dir =
+      o.dir.empty() ? fs::temp_directory_path() / fmt::format("ds4ctl-bench-cache-{}", ::getpid()) : fs::path(o.dir);
   fs::create_directories(dir);
   struct Cleanup {
     fs::path d;
@@ -160,8 +160,8 @@ int run_bench_cache(const CacheBenchOptions& o) {
   co.context_length = std::max<uint32_t>(4096, o.tokens * 2 + 64);
   auto backend = ds4::serving::Ds4Backend::load(o.model_path, lo, co);
   const uint32_t vocab = uint32_t(backend->vocab_size());
-  fmt::print("model {}, {} threads, cache dir {}\n", o.model_path, lo.threads ? lo.threads : std::thread::hardware_concurrency(),
-             dir.string());
+  fmt::print("model {}, {} threads, cache dir {}\n", o.model_path,
+             lo.threads ? lo.threads : std::thread::hardware_concurrency(), dir.string());
 
   // Disk and checkpoint rates.
   const size_t probe = size_t(o.state_mib) << 20;
@@ -228,11 +228,13 @@ int run_bench_cache(const CacheBenchOptions& o) {
   const auto [rw, rr] = real_state.empty() ? std::pair{0.0, 0.0} : checkpoint_rates(dir, base, real_state);
 
   fmt::print("\n| what | GB/s | ÷ disk |\n|---|---|---|\n");
-  fmt::print("| disk sequential write (fsync) | {:.2f} | 1 |\n| disk sequential read (cold cache) | {:.2f} | 1 |\n", dw, dr);
+  fmt::print("| disk sequential write (fsync) | {:.2f} | 1 |\n| disk sequential read (cold cache) | {:.2f} | 1 |\n", dw,
+             dr);
   fmt::print("| checkpoint write, {} MiB synthetic state | {:.2f} | {:.2f} |\n", o.state_mib, sw, sw / dw);
   fmt::print("| checkpoint read + verify, {} MiB synthetic | {:.2f} | {:.2f} |\n", o.state_mib, sr, sr / dr);
   if (!real_state.empty()) {
-    fmt::print("| checkpoint write, real snapshot ({:.1f} MiB) | {:.2f} | {:.2f} |\n", double(real_state.size()) / (1 << 20), rw, rw / dw);
+    fmt::print("| checkpoint write, real snapshot ({:.1f} MiB) | {:.2f} | {:.2f} |\n",
+               double(real_state.size()) / (1 << 20), rw, rw / dw);
     fmt::print("| checkpoint read + verify, real snapshot | {:.2f} | {:.2f} |\n", rr, rr / dr);
   }
   fmt::print("\nTTFT, {}-token prompt sharing {} tokens ({:.0f}%) with an earlier one:\n\n", o.tokens, shared_n,
@@ -263,7 +265,9 @@ int run_bench_cache(const CacheBenchOptions& o) {
     double before = 0;
     fmt::print("\nWrite amplification, two interleaved conversations ({} turns each, {} new tokens per turn):\n\n",
                o.turns, o.turn_tokens);
-    fmt::print("| turn | conversation | prompt tokens | source | checkpoint bytes written | ÷ state bytes |\n|---|---|---|---|---|---|\n");
+    fmt::print(
+        "| turn | conversation | prompt tokens | source | checkpoint bytes written | ÷ state bytes "
+        "|\n|---|---|---|---|---|---|\n");
     double total = 0;
     uint64_t state_bytes = 0;
     for (uint32_t turn = 0; turn < 2 * o.turns; turn++) {
@@ -296,13 +300,21 @@ ds4ctl::Register reg{
       sub.add_option("-m,--model", o->model_path, "GGUF model file")->required()->check(CLI::ExistingFile);
       sub.add_option("--dir", o->dir, "Checkpoint directory to measure (default: a temporary one, removed)");
       sub.add_option("-t,--threads", o->threads, "Worker threads; 0 uses every core")->capture_default_str();
-      sub.add_option("--tokens", o->tokens, "Prompt length for the TTFT rows")->capture_default_str()->check(CLI::Range(16u, 1u << 20));
+      sub.add_option("--tokens", o->tokens, "Prompt length for the TTFT rows")
+          ->capture_default_str()
+          ->check(CLI::Range(16u, 1u << 20));
       sub.add_option("--shared", o->shared, "Fraction of the prompt shared with the earlier one")
           ->capture_default_str()
           ->check(CLI::Range(0.0, 0.99));
-      sub.add_option("--state-mib", o->state_mib, "Synthetic checkpoint state size")->capture_default_str()->check(CLI::Range(1u, 8192u));
-      sub.add_option("--turns", o->turns, "Turns per conversation in the write-amplification run")->capture_default_str()->check(CLI::Range(1u, 1000u));
-      sub.add_option("--turn-tokens", o->turn_tokens, "Sampled and new tokens per turn")->capture_default_str()->check(CLI::Range(1u, 4096u));
+      sub.add_option("--state-mib", o->state_mib, "Synthetic checkpoint state size")
+          ->capture_default_str()
+          ->check(CLI::Range(1u, 8192u));
+      sub.add_option("--turns", o->turns, "Turns per conversation in the write-amplification run")
+          ->capture_default_str()
+          ->check(CLI::Range(1u, 1000u));
+      sub.add_option("--turn-tokens", o->turn_tokens, "Sampled and new tokens per turn")
+          ->capture_default_str()
+          ->check(CLI::Range(1u, 4096u));
       return [o] { return run_bench_cache(*o); };
     }};
 

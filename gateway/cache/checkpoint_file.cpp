@@ -11,13 +11,13 @@
 #include "gateway/cache/checkpoint_file.hpp"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <xxhash.h>
 
 #include <cerrno>
 #include <cstring>
-#include <fmt/format.h>
 #include <fstream>
 #include <system_error>
 
@@ -27,8 +27,8 @@ namespace {
 constexpr char kMagic[8] = {'D', 'S', '4', 'D', 'K', 'V', 'C', 'P'};
 constexpr size_t kHeaderBytes = 8 + 4 + 4 + 8 + 8 + 4 + 4 + 8;  // 48
 constexpr uint32_t kSections = 3;
-constexpr size_t kEntryBytes = 4 + 4 + 8 + 8 + 8;               // 32
-constexpr size_t kTableBytes = kSections * kEntryBytes + 8;     // 104
+constexpr size_t kEntryBytes = 4 + 4 + 8 + 8 + 8;            // 32
+constexpr size_t kTableBytes = kSections * kEntryBytes + 8;  // 104
 constexpr size_t kPrefixBytes = kHeaderBytes + kTableBytes;
 enum : uint32_t { kTokens = 1, kContracts = 2, kState = 3 };
 
@@ -58,14 +58,17 @@ struct Prefix {
 // Parses and checks header + table; `file_bytes` is the real size of the file.
 Prefix parse_prefix(const uint8_t* p, size_t n, uint64_t file_bytes) {
   if (n < kPrefixBytes)
-    throw CheckpointError("truncated", fmt::format("truncated: {} bytes, the header and section table need {}", n, kPrefixBytes));
-  if (std::memcmp(p, kMagic, sizeof kMagic) != 0) throw CheckpointError("corrupt", "not a ds4d KV checkpoint (bad magic)");
+    throw CheckpointError("truncated",
+                          fmt::format("truncated: {} bytes, the header and section table need {}", n, kPrefixBytes));
+  if (std::memcmp(p, kMagic, sizeof kMagic) != 0)
+    throw CheckpointError("corrupt", "not a ds4d KV checkpoint (bad magic)");
   if (get<uint64_t>(p + kHeaderBytes - 8) != XXH64(p, kHeaderBytes - 8, 0))
     throw CheckpointError("corrupt", "header checksum mismatch (corrupted)");
   Prefix out;
   const uint32_t version = get<uint32_t>(p + 8);
   if (version != kCheckpointFormatVersion)
-    throw CheckpointError("old_version", fmt::format("format version {} (this build reads {})", version, kCheckpointFormatVersion));
+    throw CheckpointError("old_version",
+                          fmt::format("format version {} (this build reads {})", version, kCheckpointFormatVersion));
   out.header.reason = static_cast<CheckpointReason>(get<uint32_t>(p + 12));
   out.header.model_fingerprint = get<uint64_t>(p + 16);
   out.header.created_unix = get<uint64_t>(p + 24);
@@ -81,11 +84,13 @@ Prefix parse_prefix(const uint8_t* p, size_t n, uint64_t file_bytes) {
     s.offset = get<uint64_t>(t + i * kEntryBytes + 8);
     s.size = get<uint64_t>(t + i * kEntryBytes + 16);
     s.hash = get<uint64_t>(t + i * kEntryBytes + 24);
-    if (s.kind != i + 1 || s.offset != at || s.size > file_bytes) throw CheckpointError("corrupt", "malformed section table");
+    if (s.kind != i + 1 || s.offset != at || s.size > file_bytes)
+      throw CheckpointError("corrupt", "malformed section table");
     at += s.size;
   }
   if (at != file_bytes)
-    throw CheckpointError("truncated", fmt::format("file is {} bytes, its sections end at {} (truncated or padded)", file_bytes, at));
+    throw CheckpointError(
+        "truncated", fmt::format("file is {} bytes, its sections end at {} (truncated or padded)", file_bytes, at));
   if (out.sections[0].size != uint64_t(out.n_tokens) * sizeof(Token))
     throw CheckpointError("corrupt", "token section size does not match the token count");
   if (out.n_tokens == 0) throw CheckpointError("corrupt", "checkpoint holds no tokens");
@@ -94,7 +99,8 @@ Prefix parse_prefix(const uint8_t* p, size_t n, uint64_t file_bytes) {
 }
 
 void check_section(const Section& s, const uint8_t* data, const char* what) {
-  if (XXH64(data, s.size, 0) != s.hash) throw CheckpointError("corrupt", fmt::format("{} section checksum mismatch (corrupted)", what));
+  if (XXH64(data, s.size, 0) != s.hash)
+    throw CheckpointError("corrupt", fmt::format("{} section checksum mismatch (corrupted)", what));
 }
 
 std::vector<Token> tokens_of(const uint8_t* data, uint32_t n) {
@@ -186,7 +192,8 @@ Checkpoint decode_checkpoint(std::span<const uint8_t> bytes) {
 CheckpointHeader read_checkpoint_header(const std::filesystem::path& path) {
   const uint64_t size = file_size_of(path);
   if (size < kPrefixBytes)
-    throw CheckpointError("truncated", fmt::format("truncated: {} bytes, the header and section table need {}", size, kPrefixBytes));
+    throw CheckpointError("truncated",
+                          fmt::format("truncated: {} bytes, the header and section table need {}", size, kPrefixBytes));
   auto head = read_bytes(path, 0, kPrefixBytes);
   Prefix p = parse_prefix(head.data(), head.size(), size);
   auto tokens = read_bytes(path, p.sections[0].offset, p.sections[0].size);
@@ -198,7 +205,8 @@ CheckpointHeader read_checkpoint_header(const std::filesystem::path& path) {
 std::string read_checkpoint_contracts(const std::filesystem::path& path) {
   const uint64_t size = file_size_of(path);
   if (size < kPrefixBytes)
-    throw CheckpointError("truncated", fmt::format("truncated: {} bytes, the header and section table need {}", size, kPrefixBytes));
+    throw CheckpointError("truncated",
+                          fmt::format("truncated: {} bytes, the header and section table need {}", size, kPrefixBytes));
   auto head = read_bytes(path, 0, kPrefixBytes);
   Prefix p = parse_prefix(head.data(), head.size(), size);
   auto bytes = read_bytes(path, p.sections[1].offset, p.sections[1].size);

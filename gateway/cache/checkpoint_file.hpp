@@ -41,7 +41,8 @@ struct Checkpoint {
 
 // `kind` is a metric label: "corrupt", "truncated", "old_version" or "io".
 struct CheckpointError : std::runtime_error {
-  CheckpointError(std::string kind_, const std::string& message) : std::runtime_error(message), kind(std::move(kind_)) {}
+  CheckpointError(std::string kind_, const std::string& message)
+      : std::runtime_error(message), kind(std::move(kind_)) {}
   std::string kind;
 };
 

@@ -1,6 +1,8 @@
 // KV checkpoints on disk. See disk_store.hpp.
 #include "gateway/cache/disk_store.hpp"
 
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -8,8 +10,6 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
-#include <fmt/format.h>
-#include <spdlog/spdlog.h>
 #include <system_error>
 
 #include "gateway/cache/token_prefix.hpp"
@@ -18,9 +18,7 @@ namespace ds4::cache {
 namespace fs = std::filesystem;
 namespace {
 
-double unix_now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
+double unix_now() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
 
 bool is_checkpoint_name(const std::string& name) {
   // 32 lowercase hex digits + suffix: exactly what checkpoint_file_name() makes.
@@ -115,9 +113,9 @@ void DiskStore::rebuild_index_locked() {
       Entry e;
       e.tokens = std::move(h.tokens);
       e.bytes = h.file_bytes;
-      e.last_used_unix = double(std::chrono::duration_cast<std::chrono::seconds>(
-                                    fs::last_write_time(it->path(), ec).time_since_epoch())
-                                    .count());
+      e.last_used_unix = double(
+          std::chrono::duration_cast<std::chrono::seconds>(fs::last_write_time(it->path(), ec).time_since_epoch())
+              .count());
       bytes_ += e.bytes;
       index_.emplace(name, std::move(e));
     } catch (const CheckpointError& e) {
@@ -150,7 +148,8 @@ std::optional<Checkpoint> DiskStore::load(const std::string& name) {
   if (it == index_.end()) return std::nullopt;
   try {
     Checkpoint c = read_checkpoint(config_.dir / name);
-    if (c.model_fingerprint != config_.model_fingerprint) throw CheckpointError("foreign_model", "written for another model");
+    if (c.model_fingerprint != config_.model_fingerprint)
+      throw CheckpointError("foreign_model", "written for another model");
     if (c.tokens != it->second.tokens) throw CheckpointError("corrupt", "tokens changed since the index was built");
     it->second.hits += 1;
     it->second.last_used_unix = unix_now();
@@ -180,8 +179,9 @@ std::optional<std::string> DiskStore::store(const Checkpoint& checkpoint, std::s
     return std::nullopt;
   }
   if (bytes.size() > config_.budget_bytes) {
-    spdlog::warn("kv checkpoints: a checkpoint of {} tokens ({:.1f} MiB) exceeds the disk budget ({:.1f} MiB); not written",
-                 checkpoint.tokens.size(), double(bytes.size()) / (1 << 20), double(config_.budget_bytes) / (1 << 20));
+    spdlog::warn(
+        "kv checkpoints: a checkpoint of {} tokens ({:.1f} MiB) exceeds the disk budget ({:.1f} MiB); not written",
+        checkpoint.tokens.size(), double(bytes.size()) / (1 << 20), double(config_.budget_bytes) / (1 << 20));
     emit("reject", "too_large", bytes.size());
     return std::nullopt;
   }
@@ -230,8 +230,8 @@ void DiskStore::evict_locked(const std::string& written, std::span<const std::st
     double victim_value = 0, victim_used = 0;
     for (const auto& [name, e] : index_) {
       if (name == written || std::find(keep.begin(), keep.end(), name) != keep.end()) continue;
-      const double v = checkpoint_value(e.hits, now - e.last_used_unix, config_.hit_half_life_seconds, e.tokens.size(),
-                                        e.bytes);
+      const double v =
+          checkpoint_value(e.hits, now - e.last_used_unix, config_.hit_half_life_seconds, e.tokens.size(), e.bytes);
       if (!victim || v < victim_value || (v == victim_value && e.last_used_unix < victim_used)) {
         victim = &name;
         victim_value = v;

@@ -31,8 +31,8 @@
 namespace ds4::cache {
 
 struct DiskStoreConfig {
-  std::filesystem::path dir;   // empty: no disk checkpoints
-  uint64_t budget_bytes = 0;   // 0: no disk checkpoints
+  std::filesystem::path dir;  // empty: no disk checkpoints
+  uint64_t budget_bytes = 0;  // 0: no disk checkpoints
   uint64_t model_fingerprint = 0;
   double hit_half_life_seconds = 6 * 3600.0;
 };

@@ -9,7 +9,8 @@ namespace ds4::cache {
 
 std::optional<size_t> HotStore::index_of(std::span<const Token> tokens) const {
   for (size_t i = 0; i < entries_.size(); i++)
-    if (entries_[i].tokens.size() == tokens.size() && std::equal(tokens.begin(), tokens.end(), entries_[i].tokens.begin()))
+    if (entries_[i].tokens.size() == tokens.size() &&
+        std::equal(tokens.begin(), tokens.end(), entries_[i].tokens.begin()))
       return i;
   return std::nullopt;
 }

@@ -17,8 +17,9 @@
 // block, which cannot be retracted once streamed). Every response carries the `ds4d` extension
 // object: {"contract": {mode, ok, violations, replayed_blocks, ...}, "cache": {source,
 // cached_tokens}}.
-#include <boost/json.hpp>
 #include <spdlog/spdlog.h>
+
+#include <boost/json.hpp>
 
 #include "gateway/http/endpoint_support.hpp"
 #include "gateway/http/endpoints.hpp"
@@ -36,12 +37,18 @@ namespace {
 
 class ChatStream final : public serving::GenerationSink {
  public:
-  ChatStream(std::weak_ptr<ResponseChannel> channel, serving::Service& service, openai::ResponseMeta meta,
-             bool stream, bool include_usage, bool thinking_started, uint64_t turn_anchor,
-             openai::ContractReport contract, size_t protocol_tokens)
-      : channel_(std::move(channel)), service_(service), meta_(std::move(meta)), stream_(stream),
-        include_usage_(include_usage), parser_(thinking_started), turn_anchor_(turn_anchor),
-        contract_(std::move(contract)), protocol_tokens_(protocol_tokens) {}
+  ChatStream(std::weak_ptr<ResponseChannel> channel, serving::Service& service, openai::ResponseMeta meta, bool stream,
+             bool include_usage, bool thinking_started, uint64_t turn_anchor, openai::ContractReport contract,
+             size_t protocol_tokens)
+      : channel_(std::move(channel)),
+        service_(service),
+        meta_(std::move(meta)),
+        stream_(stream),
+        include_usage_(include_usage),
+        parser_(thinking_started),
+        turn_anchor_(turn_anchor),
+        contract_(std::move(contract)),
+        protocol_tokens_(protocol_tokens) {}
 
   // Long prefills: open the stream early and send an SSE comment at most every 5 s, so that
   // clients with idle timeouts do not give up (comments are not events; clients skip them).
@@ -185,7 +192,8 @@ void add_chat_endpoint(Router& router, EndpointEnv env) {
   serving::Metrics& metrics = env.metrics;
   const ServerConfig& config = env.config;
   auto mode = protocol::parse_contract_mode(config.contract_mode);
-  if (!mode) throw std::invalid_argument("contract mode must be off, warn or strict, not '" + config.contract_mode + "'");
+  if (!mode)
+    throw std::invalid_argument("contract mode must be off, warn or strict, not '" + config.contract_mode + "'");
   protocol::ContractMode contract_mode = *mode;
 
   router.add("POST", "/v1/chat/completions", [&service, &metrics, &config, contract_mode](RequestContext& ctx) {
@@ -203,7 +211,8 @@ void add_chat_endpoint(Router& router, EndpointEnv env) {
     options.context_length = backend.context_length();
     protocol::RenderResult rendered = protocol::render_chat(request, &service.contracts(), contract_mode, options);
     for (const auto& v : rendered.violations)
-      metrics.count_contract_violation(protocol::violation_kind_name(v.kind), protocol::contract_mode_name(contract_mode));
+      metrics.count_contract_violation(protocol::violation_kind_name(v.kind),
+                                       protocol::contract_mode_name(contract_mode));
     if (contract_mode == protocol::ContractMode::Strict && !rendered.violations.empty())
       return Reply::json(422, openai::contract_violation_body(rendered.violations));
 
@@ -220,9 +229,9 @@ void add_chat_endpoint(Router& router, EndpointEnv env) {
     job.stop = request.stop;
     job.deadline = ctx.received + config.request_timeout;
 
-    openai::ResponseMeta meta{new_response_id("chatcmpl-"), unix_now(),
-                              request.model.empty() ? (config.model_name.empty() ? backend.model_id() : config.model_name)
-                                                    : request.model};
+    openai::ResponseMeta meta{
+        new_response_id("chatcmpl-"), unix_now(),
+        request.model.empty() ? (config.model_name.empty() ? backend.model_id() : config.model_name) : request.model};
     openai::ContractReport contract{contract_mode, rendered.violations, rendered.replayed_blocks,
                                     rendered.canonical_blocks, rendered.repaired_reasoning};
     size_t protocol_tokens = protocol_token_count(backend, rendered.text, rendered.client_spans, job.prompt.size());
@@ -230,9 +239,9 @@ void add_chat_endpoint(Router& router, EndpointEnv env) {
 
     auto channel = std::make_shared<ResponseChannel>(ctx.executor);
     job.cancelled = channel->cancel_flag();
-    job.sink = std::make_shared<ChatStream>(channel, service, std::move(meta), request.stream, request.include_usage,
-                                            thinking_started, rendered.turn_anchor, std::move(contract),
-                                            protocol_tokens);
+    job.sink =
+        std::make_shared<ChatStream>(channel, service, std::move(meta), request.stream, request.include_usage,
+                                     thinking_started, rendered.turn_anchor, std::move(contract), protocol_tokens);
     if (auto refusal = service.submit(std::move(job))) return refusal_reply(*refusal);
     return Reply::deferred(std::move(channel));
   });

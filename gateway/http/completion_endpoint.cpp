@@ -26,7 +26,10 @@ class CompletionStream final : public serving::GenerationSink {
  public:
   CompletionStream(std::weak_ptr<ResponseChannel> channel, openai::ResponseMeta meta, bool stream, bool include_usage,
                    size_t protocol_tokens)
-      : channel_(std::move(channel)), meta_(std::move(meta)), stream_(stream), include_usage_(include_usage),
+      : channel_(std::move(channel)),
+        meta_(std::move(meta)),
+        stream_(stream),
+        include_usage_(include_usage),
         protocol_tokens_(protocol_tokens) {}
 
   // Waiting for the engine: open the stream now and tell the client where it stands; SSE
@@ -156,9 +159,9 @@ void add_completion_endpoint(Router& router, EndpointEnv env) {
     job.deadline = ctx.received + config.request_timeout;
     size_t protocol_tokens = client_tokens >= job.prompt.size() ? 0 : job.prompt.size() - client_tokens;
 
-    openai::ResponseMeta meta{new_response_id("cmpl-"), unix_now(),
-                              request.model.empty() ? (config.model_name.empty() ? backend.model_id() : config.model_name)
-                                                    : request.model};
+    openai::ResponseMeta meta{
+        new_response_id("cmpl-"), unix_now(),
+        request.model.empty() ? (config.model_name.empty() ? backend.model_id() : config.model_name) : request.model};
     auto channel = std::make_shared<ResponseChannel>(ctx.executor);
     job.cancelled = channel->cancel_flag();
     job.sink = std::make_shared<CompletionStream>(channel, std::move(meta), request.stream, request.include_usage,

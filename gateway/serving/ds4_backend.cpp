@@ -31,7 +31,9 @@ class Ds4Sequence final : public EngineSequence {
 
 Ds4Backend::Ds4Backend(std::shared_ptr<const Model> model, tokenizer::Tokenizer tokenizer, std::string model_id,
                        ContextOptions context_options)
-    : model_(std::move(model)), tokenizer_(std::move(tokenizer)), model_id_(std::move(model_id)),
+    : model_(std::move(model)),
+      tokenizer_(std::move(tokenizer)),
+      model_id_(std::move(model_id)),
       context_options_(context_options) {
   if (model_id_.empty()) model_id_ = model_->info().name.empty() ? "ds4" : model_->info().name;
   // The context decides its capacity (metadata context_length, capped). Build the live one now,

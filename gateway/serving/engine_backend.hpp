@@ -11,8 +11,8 @@
 // an EngineSequence is owned and used by the engine worker thread alone.
 #include <cstdint>
 #include <memory>
-#include <stdexcept>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>

@@ -84,7 +84,7 @@ inline CancelFlag make_cancel_flag() { return std::make_shared<std::atomic<bool>
 struct GenerationJob {
   std::vector<Token> prompt;
   sampler::SamplerConfig sampling;  // seed 0: a fresh random seed for this job
-  size_t max_tokens = 0;  // 0: until EOS or the context is full
+  size_t max_tokens = 0;            // 0: until EOS or the context is full
   std::vector<std::string> stop;
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
   CancelFlag cancelled = make_cancel_flag();  // checked before every token and prefill chunk

@@ -63,10 +63,9 @@ class Metrics {
  private:
   PrometheusRegistry registry_;
   MetricFamily *requests_, *request_duration_, *prompt_tokens_, *completion_tokens_, *cached_tokens_,
-      *prefill_throughput_, *decode_throughput_, *prefill_seconds_, *decode_seconds_, *ttft_,
-      *queue_depth_, *running_, *rejections_, *contract_violations_, *cache_outcomes_, *checkpoint_events_, *checkpoint_bytes_, *kv_entries_, *kv_bytes_,
-      *mem_available_,
-      *memory_floor_, *psi_some_, *psi_full_, *load_progress_, *model_loaded_;
+      *prefill_throughput_, *decode_throughput_, *prefill_seconds_, *decode_seconds_, *ttft_, *queue_depth_, *running_,
+      *rejections_, *contract_violations_, *cache_outcomes_, *checkpoint_events_, *checkpoint_bytes_, *kv_entries_,
+      *kv_bytes_, *mem_available_, *memory_floor_, *psi_some_, *psi_full_, *load_progress_, *model_loaded_;
 };
 
 }  // namespace ds4::serving

@@ -1,8 +1,9 @@
 // Prefix reuse: choosing and applying the restore point with the longest common token prefix,
 // keeping restore points (warm sessions in RAM, checkpoints on disk), and the shutdown writes.
 // See service.hpp for the policy.
-#include <chrono>
 #include <spdlog/spdlog.h>
+
+#include <chrono>
 
 #include "gateway/cache/token_prefix.hpp"
 #include "gateway/serving/service.hpp"
@@ -35,7 +36,8 @@ std::optional<std::vector<Token>> extend_by_text(const EngineBackend& backend, c
 }
 
 uint64_t unix_now() {
-  return uint64_t(std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count());
+  return uint64_t(
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count());
 }
 
 }  // namespace
@@ -160,8 +162,8 @@ void Service::save_live_before_switch(std::span<const Token> protect, const std:
   if (hot_.budget() == 0 && !to_disk) return;
   std::vector<uint8_t> state = seq.snapshot();
   if (state.empty()) return;
-  const std::vector<std::string> keep = protect_name.empty() ? std::vector<std::string>{}
-                                                             : std::vector<std::string>{protect_name};
+  const std::vector<std::string> keep =
+      protect_name.empty() ? std::vector<std::string>{} : std::vector<std::string>{protect_name};
   if (hot_.budget() > 0) {
     cache::HotEntry e;
     e.tokens = tokens;
@@ -177,7 +179,8 @@ void Service::save_live_before_switch(std::span<const Token> protect, const std:
 
 void Service::spill(std::vector<cache::HotEntry> evicted, std::span<const std::string> keep) {
   for (cache::HotEntry& e : evicted)
-    if (!e.on_disk && disk_ && disk_->enabled()) store_on_disk(cache::CheckpointReason::evict, std::move(e.tokens), std::move(e.state), keep);
+    if (!e.on_disk && disk_ && disk_->enabled())
+      store_on_disk(cache::CheckpointReason::evict, std::move(e.tokens), std::move(e.state), keep);
 }
 
 void Service::store_on_disk(cache::CheckpointReason reason, std::vector<Token> tokens, std::vector<uint8_t> state,

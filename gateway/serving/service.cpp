@@ -2,10 +2,11 @@
 // run is in service_turn.cpp, prefix reuse in prefix_reuse.cpp. See service.hpp.
 #include "gateway/serving/service.hpp"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <optional>
 #include <random>
-#include <spdlog/spdlog.h>
 
 #include "gateway/serving/stop_sequence_filter.hpp"
 
@@ -14,9 +15,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 }  // namespace
 
 const char* finish_reason_name(FinishReason reason) {
@@ -87,9 +86,10 @@ void Service::set_backend(std::shared_ptr<EngineBackend> backend) {
     dc.dir = config_.cache_dir;
     dc.budget_bytes = config_.disk_bytes;
     dc.model_fingerprint = backend_->fingerprint();
-    disk_ = std::make_unique<cache::DiskStore>(dc, [this](std::string_view event, std::string_view reason, uint64_t bytes) {
-      metrics_.count_checkpoint_event(event, reason, double(bytes));
-    });
+    disk_ =
+        std::make_unique<cache::DiskStore>(dc, [this](std::string_view event, std::string_view reason, uint64_t bytes) {
+          metrics_.count_checkpoint_event(event, reason, double(bytes));
+        });
     if (!config_.cache_dir.empty() && config_.disk_bytes > 0 && !dc.model_fingerprint)
       spdlog::warn("serving: the engine gives no model fingerprint; disk KV checkpoints are off");
     metrics_.set_kv_cache_usage("disk", double(disk_->files()), double(disk_->bytes()));
@@ -181,8 +181,7 @@ std::optional<Refusal> Service::submit(GenerationJob job) {
   if (gate) {
     if (auto reason = gate()) {
       metrics_.count_rejection("memory_floor");
-      return Refusal{503, "memory_floor", "not enough free memory to start new work: " + *reason,
-                     config_.retry_after};
+      return Refusal{503, "memory_floor", "not enough free memory to start new work: " + *reason, config_.retry_after};
     }
   }
   std::deque<Queued> gone;  // finished outside the lock
@@ -229,8 +228,7 @@ void Service::stop(std::chrono::milliseconds drain) {
   for (auto& q : dropped) finish_unrun(q, FinishReason::cancelled, "the server is shutting down");
   {
     std::unique_lock lock(mu_);
-    if (!idle_cv_.wait_for(lock, drain, [&] { return !running_; }) && running_cancel_)
-      running_cancel_->store(true);
+    if (!idle_cv_.wait_for(lock, drain, [&] { return !running_; }) && running_cancel_) running_cancel_->store(true);
     stop_worker_ = true;
     cv_.notify_all();
     ticker_cv_.notify_all();

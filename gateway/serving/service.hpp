@@ -51,22 +51,22 @@
 namespace ds4::serving {
 
 struct ServiceConfig {
-  size_t max_queued_jobs = 8;                   // waiting jobs, not counting the running one
-  std::chrono::seconds retry_after{2};          // Retry-After on 429
-  size_t prefill_chunk_tokens = 512;            // cancellation is checked between chunks
+  size_t max_queued_jobs = 8;           // waiting jobs, not counting the running one
+  std::chrono::seconds retry_after{2};  // Retry-After on 429
+  size_t prefill_chunk_tokens = 512;    // cancellation is checked between chunks
   size_t contract_store_bytes = protocol::ContractStore::kDefaultMaxBytes;
   std::chrono::milliseconds queue_keepalive{5000};  // how often waiting jobs hear their position
   // Prefix cache (see above). 0 bytes or an empty dir turn that level off.
-  uint64_t hot_bytes = 0;                       // warm sessions in RAM
-  std::filesystem::path cache_dir;              // disk KV checkpoints
-  uint64_t disk_bytes = 0;                      // disk budget for them
-  size_t checkpoint_min_tokens = 256;           // shorter prompts get no snapshot/checkpoint
-  size_t checkpoint_interval_tokens = 16384;    // long prefills write a checkpoint this often
+  uint64_t hot_bytes = 0;                     // warm sessions in RAM
+  std::filesystem::path cache_dir;            // disk KV checkpoints
+  uint64_t disk_bytes = 0;                    // disk budget for them
+  size_t checkpoint_min_tokens = 256;         // shorter prompts get no snapshot/checkpoint
+  size_t checkpoint_interval_tokens = 16384;  // long prefills write a checkpoint this often
 };
 
 struct Refusal {
   int http_status = 503;
-  std::string code;     // "loading", "queue_full", "memory_floor", "shutting_down", "load_failed"
+  std::string code;  // "loading", "queue_full", "memory_floor", "shutting_down", "load_failed"
   std::string message;
   std::chrono::seconds retry_after{0};  // 0: no Retry-After header
 };
@@ -137,13 +137,13 @@ class Service {
   void run(Queued& q);
   // The named steps of run().
   void check_prompt(const GenerationJob& job) const;
-  void reuse_prefix(GenerationJob& job, GenerationUsage& usage);                // prefix_reuse.cpp
-  bool prefill_rest(Turn& turn);        // false: interrupted
+  void reuse_prefix(GenerationJob& job, GenerationUsage& usage);  // prefix_reuse.cpp
+  bool prefill_rest(Turn& turn);                                  // false: interrupted
   void decode_turn(Turn& turn);
   // Snapshots the live context as a warm session (not for `interval`) and, with to_disk, as a
   // disk checkpoint.
-  void keep_restore_point(cache::CheckpointReason reason, bool to_disk);       // prefix_reuse.cpp
-  void forget_failed_restore();                                                 // prefix_reuse.cpp
+  void keep_restore_point(cache::CheckpointReason reason, bool to_disk);  // prefix_reuse.cpp
+  void forget_failed_restore();                                           // prefix_reuse.cpp
   void save_live_before_switch(std::span<const Token> protect, const std::string& protect_name);
   void store_on_disk(cache::CheckpointReason reason, std::vector<Token> tokens, std::vector<uint8_t> state,
                      std::span<const std::string> keep = {});
@@ -172,8 +172,8 @@ class Service {
   // Prefix cache; both worker-only except the disk store's thread-safe health and counts.
   cache::HotStore hot_;
   std::unique_ptr<cache::DiskStore> disk_;
-  std::vector<Token> live_saved_;             // live tokens already kept as a restore point
-  std::optional<Restored> restored_;          // what the live context was last restored from
+  std::vector<Token> live_saved_;     // live tokens already kept as a restore point
+  std::optional<Restored> restored_;  // what the live context was last restored from
   uint64_t hot_bytes_published_ = 0;
   size_t hot_sessions_published_ = 0;
   bool stop_worker_ = false;

@@ -1,10 +1,11 @@
 // One job on the engine worker, as named steps: check the prompt, reuse the longest cached
 // prefix (prefix_reuse.cpp), prefill the rest, keep a restore point, decode, keep another,
 // account. See service.hpp for what each restore point is for.
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <atomic>
 #include <random>
-#include <spdlog/spdlog.h>
 
 #include "gateway/serving/service.hpp"
 #include "gateway/serving/stop_sequence_filter.hpp"
@@ -175,10 +176,11 @@ void Service::account(Turn& turn) {
   metrics_.add_tokens(static_cast<long>(u.prompt_tokens), static_cast<long>(u.completion_tokens),
                       static_cast<long>(u.cached_tokens));
   // The one line per request: what was reused from where, what it cost, how it ended.
-  spdlog::info("request: prompt={} cached={} source={} completion={} queue={:.3f}s prefill={:.3f}s decode={:.3f}s "
-               "finish={}",
-               u.prompt_tokens, u.cached_tokens, cache_outcome_name(u.cache), u.completion_tokens, u.queue_seconds,
-               u.prefill_seconds, u.decode_seconds, finish_reason_name(turn.result.finish));
+  spdlog::info(
+      "request: prompt={} cached={} source={} completion={} queue={:.3f}s prefill={:.3f}s decode={:.3f}s "
+      "finish={}",
+      u.prompt_tokens, u.cached_tokens, cache_outcome_name(u.cache), u.completion_tokens, u.queue_seconds,
+      u.prefill_seconds, u.decode_seconds, finish_reason_name(turn.result.finish));
   publish_live_tokens();
   turn.job.sink->on_finished(turn.result);
 }

@@ -11,13 +11,13 @@
 // the prefill costs and the checkpoints are real) but its logits put all weight on the scripted
 // reply, so the greedy sampler emits it. scripts/echo-experiment.sh runs this test and prints
 // the table; the README shows a run.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <boost/json.hpp>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
-#include <fmt/format.h>
 #include <random>
 
 #include "gateway/http/server.hpp"
@@ -171,7 +171,8 @@ class EchoExperiment : public ::testing::Test {
 
   // Plays the conversation; `mode` is a, b, c. Returns the rows.
   static std::vector<Row> play(char mode, const std::string& contracts, bool restart) {
-    const fs::path dir = fs::temp_directory_path() / fmt::format("ds4d-echo-{}-{}{}{}", ::getpid(), mode, contracts, restart);
+    const fs::path dir =
+        fs::temp_directory_path() / fmt::format("ds4d-echo-{}-{}{}{}", ::getpid(), mode, contracts, restart);
     fs::remove_all(dir);
     std::vector<Row> rows;
     auto daemon = std::make_unique<Daemon>(contracts, dir);
@@ -180,7 +181,9 @@ class EchoExperiment : public ::testing::Test {
     for (size_t i = 0; i < kTurns.size(); i++) {
       const Turn& t = kTurns[i];
       if (!t.user.empty()) messages.push_back(json::object{{"role", "user"}, {"content", t.user}});
-      else messages.push_back(json::object{{"role", "tool"}, {"tool_call_id", pending_tool_id}, {"content", t.tool_result}});
+      else
+        messages.push_back(
+            json::object{{"role", "tool"}, {"tool_call_id", pending_tool_id}, {"content", t.tool_result}});
       if (restart && i > 0) {
         daemon.reset();  // SIGTERM: drain, write the shutdown checkpoints
         daemon = std::make_unique<Daemon>(contracts, dir);
@@ -239,8 +242,9 @@ class EchoExperiment : public ::testing::Test {
   }
 
   static void print_table() {
-    std::printf("\n| contracts | client echo | turn | status | cached / prompt tokens | source | prefill s |\n"
-                "|---|---|---|---|---|---|---|\n");
+    std::printf(
+        "\n| contracts | client echo | turn | status | cached / prompt tokens | source | prefill s |\n"
+        "|---|---|---|---|---|---|---|\n");
     for (const Row& r : all_rows_)
       std::printf("| %s | %s | %d | %d | %lld / %lld | %s | %.3f |\n", r.contracts.c_str(), r.mode.c_str(), r.turn,
                   r.status, (long long)r.cached, (long long)r.prompt, r.source.c_str(), r.prefill_s);
@@ -263,7 +267,8 @@ TEST_F(EchoExperiment, ContractedEchoReusesEverythingButTheNewMessageAlsoAcrossR
       }
       ASSERT_EQ(rows.size(), kTurns.size()) << mode << " " << contracts;
       if (mode != 'a') {  // everything but the new message (and the frame around it) is reused
-        for (size_t i = 1; i < rows.size(); i++) EXPECT_GE(rows[i].cached, rows[i - 1].prompt) << mode << " turn " << i + 1;
+        for (size_t i = 1; i < rows.size(); i++)
+          EXPECT_GE(rows[i].cached, rows[i - 1].prompt) << mode << " turn " << i + 1;
       }
     }
     if (std::string(contracts) == "warn") {  // re-serialized tool calls diverge inside the sampled block

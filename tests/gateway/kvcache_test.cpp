@@ -3,14 +3,12 @@
 // RAM store of warm sessions. Regression tests for the reference server's disk-cache defects are
 // named after the issue items (5b, 5c, 5d).
 #include <gtest/gtest.h>
-
 #include <sched.h>
 #include <signal.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
 #include <xxhash.h>
 
 #include <cstring>
@@ -52,8 +50,8 @@ Checkpoint make(std::vector<Token> tokens, size_t state_bytes = 1000, uint8_t fi
 struct TempDir {
   fs::path path;
   TempDir() {
-    path = fs::temp_directory_path() / ("ds4d-kvcache-" + std::to_string(::getpid()) + "-" +
-                                        std::to_string(std::random_device{}()));
+    path = fs::temp_directory_path() /
+           ("ds4d-kvcache-" + std::to_string(::getpid()) + "-" + std::to_string(std::random_device{}()));
     fs::create_directories(path);
   }
   ~TempDir() {
@@ -191,7 +189,7 @@ TEST(DiskStore, BadFilesAreRemovedWithOneWarningAndNeverLoaded) {
     std::memcpy(b.data() + 40, &h, 8);
   }
   write_bytes(t.path / old_version, b);
-  write_bytes(t.path / "README.txt", {'h', 'i'});                      // not ours: left alone
+  write_bytes(t.path / "README.txt", {'h', 'i'});                       // not ours: left alone
   write_bytes(t.path / (std::string(kTempPrefix) + good + "-1"), {1});  // an interrupted write
 
   std::vector<std::string> events;
@@ -392,7 +390,7 @@ TEST(HotStore, KeepsWithinBudgetEvictsLeastValuableAndSparesTheProtected) {
   auto prompt2 = seq(15, 2);
   auto i = h.find(prompt2, prompt2.size());
   ASSERT_TRUE(i);
-  h.use(*i);  // conversation 2 is in use: worth more
+  h.use(*i);                                           // conversation 2 is in use: worth more
   auto out = h.insert(entry(seq(10, 4)), seq(10, 1));  // 1 protected
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].tokens, seq(10, 3));

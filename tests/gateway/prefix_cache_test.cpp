@@ -156,7 +156,9 @@ TEST(PrefixReuse, LiveContextIsTakenBackToTheFirstDifferingTokenWithinTheRollbac
 TEST(PrefixReuse, InterleavedConversationsEachHitTheirOwnPrefix) {
   const std::string kMore = " user: more. assistant: ";
   Harness h(warm_only());
-  auto conv = [](char id) { return std::string("system: agent ") + id + " with its own long tool prompt. user: go. assistant: "; };
+  auto conv = [](char id) {
+    return std::string("system: agent ") + id + " with its own long tool prompt. user: go. assistant: ";
+  };
   std::map<char, std::string> history;
   for (char id : {'A', 'B', 'C'}) history[id] = conv(id);
   auto next_turn = [&](char id) {
@@ -172,7 +174,8 @@ TEST(PrefixReuse, InterleavedConversationsEachHitTheirOwnPrefix) {
     auto [r, prefilled] = next_turn(id);
     if (prompt == conv(id)) continue;  // C's first turn
     EXPECT_NE(r.usage.cache, CacheOutcome::miss) << id;
-    EXPECT_EQ(r.usage.cached_tokens, prompt.size() - kMore.size()) << id << " " << serving::cache_outcome_name(r.usage.cache);
+    EXPECT_EQ(r.usage.cached_tokens, prompt.size() - kMore.size())
+        << id << " " << serving::cache_outcome_name(r.usage.cache);
     EXPECT_EQ(prefilled, long(kMore.size())) << id;
   }
 }
@@ -278,7 +281,8 @@ TEST(QueueKeepalive, WaitingJobsHearTheirPositionAtOnceAndThenPeriodically) {
     EXPECT_FALSE(service.submit(std::move(job)).has_value());
     return sink->done.get_future();
   };
-  auto first = std::make_shared<QueueSink>(), second = std::make_shared<QueueSink>(), third = std::make_shared<QueueSink>();
+  auto first = std::make_shared<QueueSink>(), second = std::make_shared<QueueSink>(),
+       third = std::make_shared<QueueSink>();
   auto f1 = submit(first);
   ASSERT_TRUE(backend->wait_until_blocked(std::chrono::seconds(10)));
   auto f2 = submit(second);

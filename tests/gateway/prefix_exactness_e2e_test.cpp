@@ -87,8 +87,9 @@ class PrefixExactness : public ::testing::Test {
 };
 
 TEST_F(PrefixExactness, LiveWarmDiskAndRestartGiveTheColdCompletion) {
-  const auto first = text("<｜begin▁of▁sentence｜>You are a careful assistant.<｜User｜>Write about rivers, "
-                          "mountains and the long history of the sea.<｜Assistant｜></think>");
+  const auto first = text(
+      "<｜begin▁of▁sentence｜>You are a careful assistant.<｜User｜>Write about rivers, "
+      "mountains and the long history of the sea.<｜Assistant｜></think>");
   TempDir dir;
   auto s = service(dir.path);
   auto r1 = run(*s, first);
@@ -110,7 +111,8 @@ TEST_F(PrefixExactness, LiveWarmDiskAndRestartGiveTheColdCompletion) {
   EXPECT_GE(live.usage.cached_tokens, first.size() + r1.completion.size() - 1);
   EXPECT_EQ(live.completion, cold.completion);
 
-  const auto other = text("<｜begin▁of▁sentence｜>A different conversation.<｜User｜>Count to ten.<｜Assistant｜></think>");
+  const auto other =
+      text("<｜begin▁of▁sentence｜>A different conversation.<｜User｜>Count to ten.<｜Assistant｜></think>");
   run(*s, other);
   const auto warm = run(*s, second);
   EXPECT_EQ(warm.usage.cache, CacheOutcome::warm);

@@ -59,8 +59,8 @@ class ScriptedBackend : public serving::EngineBackend {
   // Test controls.
   std::atomic<bool> endless{false};
   std::atomic<int> decode_delay_ms{0};
-  std::atomic<long> appended_tokens{0};  // every token ever appended
-  std::atomic<long> prefilled_tokens{0}; // tokens appended in multi-token appends
+  std::atomic<long> appended_tokens{0};   // every token ever appended
+  std::atomic<long> prefilled_tokens{0};  // tokens appended in multi-token appends
   // While closed, append() blocks (the worker is "busy"); open() releases it.
   void close_gate() {
     std::lock_guard lock(mu_);
@@ -121,7 +121,9 @@ class ScriptedSequence : public serving::EngineSequence {
   std::vector<uint8_t> snapshot() const override {
     if (!b_.snapshots) return {};
     std::vector<uint8_t> out{'S', 'C', 'R', '1'};
-    auto put = [&](uint32_t v) { for (int i = 0; i < 4; i++) out.push_back(uint8_t(v >> (8 * i))); };
+    auto put = [&](uint32_t v) {
+      for (int i = 0; i < 4; i++) out.push_back(uint8_t(v >> (8 * i)));
+    };
     put(uint32_t(k_));
     put(uint32_t(tokens_.size()));
     for (auto t : tokens_) put(uint32_t(t));

@@ -263,8 +263,7 @@ TEST(Truncate, RandomAppendAndRollbackWalk) {
     const size_t add = 1 + rng() % 6;
     std::vector<int32_t> t(add);
     for (auto& x : t) x = int32_t(rng() % 1000);
-    if (rng() % 2)
-      a.verify(t);
+    if (rng() % 2) a.verify(t);
     else
       for (int32_t x : t) a.decode(x);
     high_water = std::max(high_water, a.size());
