@@ -97,7 +97,7 @@ TEST(AgentRoundTrip, Q2AndMxfp4ConversionsMatchTheDirectModel) {
   const fs::path d = scratch_dir("agent_roundtrip");
   // The direct model: the agent model with MXFP4 experts, exactly what the FP4 export holds
   // (its IQ2_XXS/Q2_K values are not on the FP4 grid, so exporting the original would measure
-  // that re-encoding too; printed below).
+  // that re-encoding too: Pearson 0.997, rms/std up to 0.16 against the original).
   write_with_mxfp4_experts(kAgent.string(), d / "direct.gguf");
   export_official((d / "direct.gguf").string(), (d / "official").string(), {.shards = 2});
   const ConvertResult q2 = convert(d / "official", d / "q2.gguf", "q2");
@@ -129,7 +129,8 @@ TEST(AgentRoundTrip, Q2AndMxfp4ConversionsMatchTheDirectModel) {
   const auto tok = tokenizer::Tokenizer::from_gguf(agent);
   std::string calib;
   for (const auto& ids : ev.calibration) calib += tok.decode(ids);
-  const auto col = imatrix::collect((d / "q2.gguf").string(), calib, {.chunk_tokens = 256, .threads = 2});
+  const auto col =
+      imatrix::collect((d / "q2.gguf").string(), calib, {.chunk_tokens = 256, .max_chunks = 8, .threads = 2});
   write_imatrix((d / "imatrix.dat").string(), col.imatrix);
   const ConvertResult q2i = convert(d / "official", d / "q2-imatrix.gguf", "q2", (d / "imatrix.dat").string());
   EXPECT_GT(q2i.imatrix_targets_covered, 0u);
@@ -137,8 +138,6 @@ TEST(AgentRoundTrip, Q2AndMxfp4ConversionsMatchTheDirectModel) {
       agreement(Model::load(d / "q2-imatrix.gguf", {.threads = 2}), direct, prompts, "q2+imatrix conversion vs direct");
   std::printf("[ agent    ] imatrix: q2 mean rms/std vs direct %.5f -> %.5f (%+.1f%%)\n", plain.mean_rms_ratio(),
               weighted.mean_rms_ratio(), 100.0 * (weighted.mean_rms_ratio() / plain.mean_rms_ratio() - 1.0));
-  // The export of the original (IQ2_XXS/Q2_K experts re-encoded to FP4) measured, not checked.
-  agreement(direct, Model::load(kAgent, {.threads = 2}), prompts, "direct (FP4 experts) vs original", false);
 }
 
 }  // namespace
