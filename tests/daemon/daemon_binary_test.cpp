@@ -324,5 +324,45 @@ TEST_F(DaemonBinary, AutoBudgetsAgreeWithDs4ctlPlanAndTheSupervisor) {
   EXPECT_EQ(wait_exit(d), 0) << log();
 }
 
+// The shipped daemon wraps its engine in the watchdog heartbeat decorator; the decorator used to
+// drop the optional engine operations (snapshot, restore, truncate, the model fingerprint), so the
+// real ds4d had no warm sessions and no disk checkpoints at all: an identical resend was a full
+// re-prefill ("source":"miss") and every restart cold. Through the binary: the resend is served
+// from RAM, and after a restart from the disk checkpoint.
+TEST_F(DaemonBinary, ServesRepeatedPromptsFromItsWarmSessionsAndAfterARestartFromDisk) {
+  std::string words;
+  for (int i = 0; i < 120; i++) words += "item " + std::to_string(i) + " is ready; ";
+  const std::string chat = R"({"messages":[{"role":"user","content":")" + words +
+                           R"("}],"max_tokens":4,"temperature":0})";
+  auto cache_of = [](const testing::HttpResponse& r) {
+    return match1(r.body(), R"re("source":"([a-z]+)")re") + " " + match1(r.body(), R"re("cached_tokens":(\d+))re");
+  };
+  pid_t d = start(DS4D_DAEMON_BIN, {"--config", config()}, systemd.address());
+  await("READY=1", d);
+  uint16_t port = port_from_status();
+  ASSERT_NE(port, 0) << seen << log();
+  const auto first = testing::http_request(port, "POST", "/v1/chat/completions", chat);
+  ASSERT_EQ(first.status, 200) << first.raw;
+  EXPECT_EQ(cache_of(first), "none 0") << first.body();
+  const std::string prompt_tokens = match1(first.body(), R"re("prompt_tokens":(\d+))re");
+  ASSERT_GT(std::stoi(prompt_tokens), 256) << first.body();  // above cache.checkpoint_min_tokens
+  const auto again = testing::http_request(port, "POST", "/v1/chat/completions", chat);
+  ASSERT_EQ(again.status, 200) << again.raw;
+  EXPECT_EQ(cache_of(again), "warm " + prompt_tokens) << again.body() << log();
+  kill(d, SIGTERM);
+  EXPECT_EQ(wait_exit(d), 0) << log();
+
+  seen.clear();
+  d = start(DS4D_DAEMON_BIN, {"--config", config()}, systemd.address());
+  await("READY=1", d);
+  port = port_from_status();
+  ASSERT_NE(port, 0) << seen << log();
+  const auto restarted = testing::http_request(port, "POST", "/v1/chat/completions", chat);
+  ASSERT_EQ(restarted.status, 200) << restarted.raw;
+  EXPECT_EQ(cache_of(restarted), "disk " + prompt_tokens) << restarted.body() << log();
+  kill(d, SIGTERM);
+  EXPECT_EQ(wait_exit(d), 0) << log();
+}
+
 }  // namespace
 }  // namespace ds4::daemon
