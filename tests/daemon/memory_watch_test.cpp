@@ -6,7 +6,7 @@
 
 #include <thread>
 
-#include "../supervisor/test_sysroot.hpp"
+#include "tests/support/test_sysroot.hpp"
 
 namespace ds4::daemon {
 namespace {
