@@ -21,38 +21,11 @@
 #include "engine/model/model.hpp"
 #include "engine/quant/quant.hpp"
 #include "tests/engine/convert/convert_fixture.hpp"
+#include "tests/engine/convert/logit_agreement.hpp"
 #include "tests/engine/model/tiny_cases.hpp"
 
 namespace ds4::convert::test {
 namespace {
-
-struct Agreement {
-  double pearson = 1, rms_ratio = 0, max_ratio = 0;
-};
-
-Agreement compare(std::span<const float> got, std::span<const float> ref, const std::string& what) {
-  const size_t n = ref.size();
-  double mr = 0, mg = 0;
-  for (size_t i = 0; i < n; i++) mr += ref[i], mg += got[i];
-  mr /= n, mg /= n;
-  double sxy = 0, sxx = 0, syy = 0, sdd = 0, maxd = 0, maxref = 0;
-  for (size_t i = 0; i < n; i++) {
-    const double a = ref[i] - mr, b = got[i] - mg, d = double(got[i]) - ref[i];
-    sxy += a * b, sxx += a * a, syy += b * b, sdd += d * d;
-    maxd = std::max(maxd, std::fabs(d));
-    maxref = std::max(maxref, double(std::fabs(ref[i])));
-  }
-  Agreement g{sxy / std::sqrt(sxx * syy), std::sqrt(sdd / n) / std::sqrt(sxx / n), maxd / maxref};
-  EXPECT_GE(g.pearson, 0.98) << what;
-  EXPECT_LE(g.rms_ratio, 0.2) << what;
-  EXPECT_LE(g.max_ratio, 0.25) << what;
-  std::vector<size_t> idx(n);
-  for (size_t i = 0; i < n; i++) idx[i] = i;
-  std::partial_sort(idx.begin(), idx.begin() + 2, idx.end(), [&](size_t a, size_t b) { return ref[a] > ref[b]; });
-  if (ref[idx[0]] - ref[idx[1]] > 1.0f)
-    EXPECT_EQ(size_t(std::max_element(got.begin(), got.end()) - got.begin()), idx[0]) << what;
-  return g;
-}
 
 ConvertResult convert_to(const fs::path& out, const std::string& recipe, unsigned threads = 2) {
   ConvertOptions o;
@@ -70,10 +43,7 @@ void expect_logits_match(const fs::path& got_path, const fs::path& ref_path, con
   auto ref = Model::load(ref_path, {.threads = 2});
   const auto tc = ds4::test::load_tiny_cases(fs::path(ds4_tiny_dir()) / "cases.bin");
   Agreement worst;
-  auto note = [&](const Agreement& a) {
-    worst.pearson = std::min(worst.pearson, a.pearson), worst.rms_ratio = std::max(worst.rms_ratio, a.rms_ratio);
-    worst.max_ratio = std::max(worst.max_ratio, a.max_ratio);
-  };
+  auto note = [&](const Agreement& a) { worst.note(a); };
   for (const auto& k : tc.cases) {
     if (k.name == "rand600") continue;  // the three others cover every layer type and the indexer
     Context cg2(got), cr2(ref);
