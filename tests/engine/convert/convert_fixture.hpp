@@ -50,28 +50,33 @@ inline fs::path scratch_dir(const std::string& what) {
   return p;
 }
 
-// The "direct GGUF": ds4-tiny with its routed experts re-quantized to MXFP4, so that every
-// expert value is exactly representable in the official FP4 format. Its weights are what the
-// official-format fixture holds; a conversion is compared against it with the engine.
+// A copy of a DS4 GGUF with its routed experts re-quantized to MXFP4, so that every expert
+// value is exactly representable in the official FP4 format (the "direct GGUF" of a model).
+inline void write_with_mxfp4_experts(const std::string& src_path, const fs::path& out) {
+  const gguf::GgufFile src = gguf::GgufFile::open(src_path);
+  gguf::GgufWriter w;
+  for (const gguf::KeyValue& kv : src.metadata()) w.set(kv.key, kv.value);
+  std::vector<std::vector<std::byte>> keep;
+  for (const gguf::TensorInfo& t : src.tensors()) {
+    if (t.dims.size() != 3) {
+      w.add_tensor(t.name, t.type, t.dims, src.bytes(t));
+      continue;
+    }
+    std::vector<float> f(t.n_elements);
+    for (uint64_t r = 0; r < t.rows(); ++r)
+      quant::traits(t.type).dequantize(src.data(t) + r * t.row_bytes(), f.data() + r * t.dims[0], int64_t(t.dims[0]));
+    keep.push_back(quantize_rows(quant::Type::MXFP4, f.data(), t.rows(), t.dims[0]));
+    w.add_tensor(t.name, quant::Type::MXFP4, t.dims, std::span<const std::byte>(keep.back()));
+  }
+  w.write(out.string());
+}
+
+// The direct GGUF of ds4-tiny: its weights are what the official-format fixture holds; a
+// conversion is compared against it with the engine.
 inline const fs::path& direct_tiny() {
   static const fs::path path = [] {
     const fs::path p = scratch_dir("direct_tiny") / "direct.gguf";
-    const gguf::GgufFile src = gguf::GgufFile::open(ds4_tiny_model());
-    gguf::GgufWriter w;
-    for (const gguf::KeyValue& kv : src.metadata()) w.set(kv.key, kv.value);
-    std::vector<std::vector<std::byte>> keep;
-    for (const gguf::TensorInfo& t : src.tensors()) {
-      if (t.dims.size() != 3) {
-        w.add_tensor(t.name, t.type, t.dims, src.bytes(t));
-        continue;
-      }
-      std::vector<float> f(t.n_elements);
-      for (uint64_t r = 0; r < t.rows(); ++r)
-        quant::traits(t.type).dequantize(src.data(t) + r * t.row_bytes(), f.data() + r * t.dims[0], int64_t(t.dims[0]));
-      keep.push_back(quantize_rows(quant::Type::MXFP4, f.data(), t.rows(), t.dims[0]));
-      w.add_tensor(t.name, quant::Type::MXFP4, t.dims, std::span<const std::byte>(keep.back()));
-    }
-    w.write(p.string());
+    write_with_mxfp4_experts(ds4_tiny_model(), p);
     return p;
   }();
   return path;

@@ -15,15 +15,20 @@ namespace ds4::convert::test {
 
 struct Agreement {
   double pearson = 1, rms_ratio = 0, max_ratio = 0;
-  // Keeps the worst of each statistic.
+  double rms_sum = 0;  // over the noted comparisons, for their mean rms/std
+  size_t n = 0;
+  // Keeps the worst of each statistic (and the sum for the mean).
   void note(const Agreement& a) {
     pearson = std::min(pearson, a.pearson), rms_ratio = std::max(rms_ratio, a.rms_ratio);
     max_ratio = std::max(max_ratio, a.max_ratio);
+    rms_sum += a.rms_ratio, ++n;
   }
+  double mean_rms_ratio() const { return n ? rms_sum / double(n) : rms_ratio; }
 };
 
-// Measures got against ref and checks the thresholds (gtest failures name `what`).
-inline Agreement compare(std::span<const float> got, std::span<const float> ref, const std::string& what) {
+// Measures got against ref; with `check`, also checks the thresholds (gtest failures name `what`).
+inline Agreement compare(std::span<const float> got, std::span<const float> ref, const std::string& what,
+                         bool check = true) {
   const size_t n = ref.size();
   double mr = 0, mg = 0;
   for (size_t i = 0; i < n; i++) mr += ref[i], mg += got[i];
@@ -36,6 +41,7 @@ inline Agreement compare(std::span<const float> got, std::span<const float> ref,
     maxref = std::max(maxref, double(std::fabs(ref[i])));
   }
   Agreement g{sxy / std::sqrt(sxx * syy), std::sqrt(sdd / n) / std::sqrt(sxx / n), maxd / maxref};
+  if (!check) return g;
   EXPECT_GE(g.pearson, 0.98) << what;
   EXPECT_LE(g.rms_ratio, 0.2) << what;
   EXPECT_LE(g.max_ratio, 0.25) << what;
