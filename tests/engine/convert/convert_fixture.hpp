@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <boost/json.hpp>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -43,7 +44,28 @@ class ScratchCleanup : public ::testing::Environment {
 };
 inline ::testing::Environment* const kScratchCleanup = ::testing::AddGlobalTestEnvironment(new ScratchCleanup);
 
+// Removes the scratch folders of test processes that no longer run (killed at a timeout, their
+// TearDown never ran; they had piled up to 1.6 GB in /tmp). A folder whose pid is alive -- maybe
+// another process that reused the number -- or written to in the last two hours (a test in
+// another pid namespace sharing /tmp) is left alone.
+inline void remove_stale_scratch() {
+  std::error_code ec;
+  const std::string stem = "ds4_convert_test_";
+  for (const auto& e : fs::directory_iterator(fs::temp_directory_path(), ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind(stem, 0) != 0) continue;
+    const size_t end = name.find('_', stem.size());
+    if (end == std::string::npos || end == stem.size()) continue;
+    const std::string pid = name.substr(stem.size(), end - stem.size());
+    if (pid.find_first_not_of("0123456789") != std::string::npos || pid == std::to_string(::getpid())) continue;
+    const auto age = fs::file_time_type::clock::now() - fs::last_write_time(e.path(), ec);
+    if (!ec && age > std::chrono::hours(2) && !fs::exists(fs::path("/proc") / pid, ec)) fs::remove_all(e.path(), ec);
+  }
+}
+
 inline fs::path scratch_dir(const std::string& what) {
+  static const bool cleaned = (remove_stale_scratch(), true);
+  (void)cleaned;
   const fs::path p = fs::temp_directory_path() / (scratch_prefix() + what);
   fs::remove_all(p);
   fs::create_directories(p);
