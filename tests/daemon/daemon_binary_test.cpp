@@ -15,7 +15,7 @@
 #include <regex>
 #include <thread>
 
-#include "../supervisor/test_sysroot.hpp"
+#include "tests/support/test_sysroot.hpp"
 #include "host/oom_adjust.hpp"
 #include "http_get.hpp"
 #include "supervisor/notify_relay.hpp"
