@@ -188,13 +188,18 @@ json::object request_error_body(const RequestError& error) {
                       error.param.empty() ? std::nullopt : std::optional<std::string_view>(error.param));
 }
 
-json::object contract_violation_body(const std::vector<ContractViolation>& violations) {
+json::object contract_violation_body(const std::vector<ContractViolation>& violations,
+                                     const std::vector<std::string>& message_paths) {
+    auto path_of = [&](size_t index) {
+        if (index < message_paths.size()) return message_paths[index];
+        return "messages[" + std::to_string(index) + "]";
+    };
     std::string message = "the conversation breaks the replay contract of turns this server generated";
     std::optional<std::string> param;
     for (const auto& v : violations) {
-        message += "; messages[" + std::to_string(v.message_index) + "]: " + violation_kind_name(v.kind) + " (" +
-                   v.detail + "). Fix: " + v.fix_hint;
-        if (!param) param = "messages[" + std::to_string(v.message_index) + "]";
+        message += "; " + path_of(v.message_index) + ": " + violation_kind_name(v.kind) + " (" + v.detail +
+                   "). Fix: " + v.fix_hint;
+        if (!param) param = path_of(v.message_index);
     }
     json::object body = error_body(message, "invalid_request_error",
                                    param ? std::optional<std::string_view>(*param) : std::nullopt, "contract_violation");

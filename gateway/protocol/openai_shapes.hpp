@@ -106,7 +106,10 @@ boost::json::object error_body(std::string_view message, std::string_view type,
                                std::optional<std::string_view> code = std::nullopt);
 boost::json::object request_error_body(const RequestError& error);  // 400
 // 422 for ContractMode::Strict: message names every broken contract, message index and fix.
-boost::json::object contract_violation_body(const std::vector<ContractViolation>& violations);
+// `message_paths[i]`: the client's path of ChatRequest message i (APIs whose wire messages do not
+// map one to one); missing entries are written "messages[i]".
+boost::json::object contract_violation_body(const std::vector<ContractViolation>& violations,
+                                            const std::vector<std::string>& message_paths = {});
 // 400, code "context_length_exceeded", plus n_prompt_tokens / n_ctx as ds4 sends them.
 boost::json::object context_length_body(uint64_t prompt_tokens, uint64_t context_tokens,
                                         std::string_view param);
