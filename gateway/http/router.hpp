@@ -3,7 +3,8 @@
 //
 // Order of decisions for one request: OPTIONS on any path is a CORS preflight (204, empty);
 // an unknown path is 404; a known path with another method is 405 with an Allow header; a route
-// that is not public needs `Authorization: Bearer <api_key>` when a key is configured (401 with
+// that is not public needs `Authorization: Bearer <api_key>` (or `x-api-key: <api_key>`, as
+// Anthropic clients send it) when a key is configured (401 with
 // WWW-Authenticate otherwise; compared in constant time); then the handler runs. A handler that
 // throws gets a logged 500. The endpoint label used in metrics is the route path, or "other".
 #include <functional>
