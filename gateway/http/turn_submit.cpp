@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "gateway/http/generation_support.hpp"
+#include "gateway/serving/dsml_token_policy.hpp"
 #include "gateway/serving/metrics.hpp"
 
 namespace ds4::http {
@@ -74,6 +75,25 @@ std::variant<ChatTurn, Reply> prepare_chat_turn(const EndpointEnv& env, protocol
   turn.protocol_tokens = protocol_token_count(backend, rendered.text, rendered.client_spans, turn.job.prompt.size());
   turn.model = response_model(env.config, backend, request.model);
   turn.thinking_started = rendered.text.ends_with("<think>");
+  // With tools: DSML structure greedy, payload with the request's sampling, and tool_choice
+  // required / forced functions enforced on the tokens (serving/dsml_token_policy.hpp).
+  if (rendered.tools_active) {
+    protocol::ForcedCall forced;
+    if (request.tool_choice == "required") forced.required = true;
+    if (request.tool_choice.starts_with("function:")) {
+      forced.function = request.tool_choice.substr(9);
+      bool known = false;
+      for (const auto& tool : request.tools)
+        if (const auto* name = tool.if_contains("name"); name && name->is_string() && name->get_string() == forced.function)
+          known = true;
+      if (!known)
+        return request_error_reply(
+            protocol::RequestError("tool_choice", "tool_choice names the function '" + forced.function +
+                                                      "', which is not among the request's tools"),
+            spec.style);
+    }
+    turn.job.policy = std::make_shared<serving::DsmlTokenPolicy>(turn.backend, turn.thinking_started, forced);
+  }
   return turn;
 }
 

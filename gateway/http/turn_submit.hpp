@@ -2,7 +2,8 @@
 // The submit path every chat-shaped endpoint shares (chat completions, Anthropic Messages,
 // Responses): a protocol::ChatRequest, however it was spelled on the wire, goes through the one
 // renderer with the contract store, the contract checks (metrics, 422 in strict mode), sampling,
-// tokenization and the context check, and becomes a GenerationJob; submit_turn() hands it to the
+// tokenization and the context check, and becomes a GenerationJob (with tools: the DSML-safe
+// sampling policy that also enforces tool_choice required / forced functions); submit_turn() hands it to the
 // engine with a TurnStream and answers with the deferred reply or the refusal. Errors come back
 // as Replies in the calling API's shape.
 #include <memory>

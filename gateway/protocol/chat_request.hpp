@@ -13,7 +13,8 @@
 //  * tools[i]: {"type":"function","function":{...}} is unwrapped to the inner object; a bare
 //    {"name":...} object is taken as is. tool_choice: "none" | "auto" | "required" kept as the
 //    string; a forced {"type":"function","function":{"name":N}} is kept as "function:N". Only
-//    "none" changes rendering (tools are then not rendered), exactly as in ds4.
+//    "none" changes rendering (tools are then not rendered), exactly as in ds4; "required" and
+//    "function:N" are enforced on the sampled tokens (serving/dsml_token_policy.hpp).
 //  * max_tokens / max_completion_tokens (the latter wins when both are present).
 //  * Thinking mapping (same as ds4-server):
 //      reasoning_effort: "none" -> Off; "minimal","low","medium","high","xhigh" -> High;

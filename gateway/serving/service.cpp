@@ -340,7 +340,8 @@ void Service::run(Queued& q) {
         ended(job.max_tokens && job.max_tokens <= room ? FinishReason::max_tokens : FinishReason::context_full);
         break;
       }
-      Token t = sampler.sample(seq.logits());
+      std::optional<Token> chosen = job.policy ? job.policy->choose(seq.logits()) : std::nullopt;
+      Token t = chosen ? *chosen : sampler.sample(seq.logits());
       if (usage.completion_tokens == 0) metrics_.observe_time_to_first_token(seconds_since(q.enqueued));
       if (backend.is_end_of_generation(t)) {
         ended(FinishReason::eos);
@@ -348,7 +349,9 @@ void Service::run(Queued& q) {
       }
       ++usage.completion_tokens;
       result.completion.push_back(t);
-      auto out = stops.push(backend.token_bytes(t));
+      std::string bytes = backend.token_bytes(t);
+      if (job.policy) job.policy->accepted(t, bytes);
+      auto out = stops.push(bytes);
       bool keep_going = out.release.empty() || job.sink->on_text(out.release);
       if (out.stopped) done = ended(FinishReason::stop_sequence);
       else if (!keep_going) done = ended(FinishReason::consumer_stop);
