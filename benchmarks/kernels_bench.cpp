@@ -104,11 +104,14 @@ int main(int argc, char** argv) {
   };
   for (Type t : {Type::IQ2_XXS, Type::Q2_K, Type::Q4_K, Type::Q8_0, Type::MXFP4, Type::F16, Type::BF16, Type::F32}) {
     const std::string name(ds4::quant::type_info(t).name);
-    if (best == Isa::Avx2) {
-      reg("matmul/" + name + "/cache/avx2", t, ds4::kernels::kBenchCacheBytes, Isa::Avx2);
-      reg("matmul/" + name + "/stream/avx2", t, ds4::kernels::kBenchStreamBytes, Isa::Avx2);
-      if (ds4::quant::traits(t).dot_avx2_exact != ds4::quant::traits(t).dot_avx2)  // exact-mode float kernels
-        reg("matmul/" + name + "/stream/avx2-exact", t, ds4::kernels::kBenchStreamBytes, Isa::Avx2Exact);
+    if (best.arch != ds4::quant::Arch::Generic) {
+      const Isa exact{best.arch, ds4::quant::Order::Exact};
+      const std::string fast_name = ds4::quant::isa_name(best);
+      reg("matmul/" + name + "/cache/" + fast_name, t, ds4::kernels::kBenchCacheBytes, best);
+      reg("matmul/" + name + "/stream/" + fast_name, t, ds4::kernels::kBenchStreamBytes, best);
+      const ds4::quant::CpuKernels& k = ds4::quant::cpu_kernels(t, best.arch);
+      if (k.dot_exact != k.dot)  // exact-mode float kernels
+        reg("matmul/" + name + "/stream/" + ds4::quant::isa_name(exact), t, ds4::kernels::kBenchStreamBytes, exact);
     }
     reg("matmul/" + name + "/stream/scalar", t, ds4::kernels::kBenchStreamBytes, Isa::Scalar);
   }

@@ -79,7 +79,7 @@ std::map<Type, double> weight_bytes_per_token(const ds4::gguf::GgufFile& file,
 // Types whose matmul the kernel library can measure (those with a weight dot product).
 bool has_dot(Type t) {
   try {
-    return ds4::quant::traits(t).dot_scalar != nullptr;
+    return ds4::quant::traits(t).has_dot;
   } catch (const std::invalid_argument&) {
     return false;
   }

@@ -131,7 +131,10 @@ std::vector<TensorRule> ds4_tensor_catalogue(const Ds4Dims& d) {
     rules.push_back({std::move(name), fam, std::move(types), std::move(dims), required, layer});
   };
   const std::vector<Type> f32{Type::F32}, f16{Type::F16}, q8{Type::Q8_0}, i32{Type::I32};
-  const std::vector<Type> f16_or_f32{Type::F16, Type::F32};
+  // The model loader binds these as F16 only (ds4 accepts F32 for some of them in the MTP file,
+  // which this catalogue does not describe); the catalogue says what the engine loads, so the
+  // converter's recipe check can reject a type before writing.
+  const std::vector<Type> f16_or_f32{Type::F16};
   const uint64_t E = d.n_embd, V = d.n_vocab;
 
   add("token_embd.weight", Family::Embedding, f16_or_f32, {E, V}, -1);
@@ -177,8 +180,9 @@ std::vector<TensorRule> ds4_tensor_catalogue(const Ds4Dims& d) {
     add(b + "ffn_gate_inp.weight", Family::Router, f16_or_f32, {E, d.n_expert}, L);
     add(b + "exp_probs_b.bias", Family::Router, f32, {d.n_expert}, L, /*required=*/false);
     if (il < d.n_hash_layer) add(b + "ffn_gate_tid2eid.weight", Family::Router, i32, {d.n_expert_used, V}, L);
-    const std::vector<Type> gate_up{Type::IQ2_XXS, Type::Q2_K, Type::Q4_K};
-    const std::vector<Type> down{Type::Q2_K, Type::IQ2_XXS, Type::Q4_K};
+    // MXFP4: the release's FP4 experts repacked losslessly (ds4ctl convert --recipe mxfp4).
+    const std::vector<Type> gate_up{Type::IQ2_XXS, Type::Q2_K, Type::Q4_K, Type::MXFP4};
+    const std::vector<Type> down{Type::Q2_K, Type::IQ2_XXS, Type::Q4_K, Type::MXFP4};
     add(b + "ffn_gate_exps.weight", Family::RoutedExperts, gate_up, {E, d.expert_ff, d.n_expert}, L);
     add(b + "ffn_up_exps.weight", Family::RoutedExperts, gate_up, {E, d.expert_ff, d.n_expert}, L);
     add(b + "ffn_down_exps.weight", Family::RoutedExperts, down, {d.expert_ff, E, d.n_expert}, L);

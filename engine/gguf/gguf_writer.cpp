@@ -128,6 +128,18 @@ std::vector<std::byte> GgufWriter::header() const {
   return std::move(b.out);
 }
 
+GgufWriter::Layout GgufWriter::layout() const {
+  Layout l;
+  l.header = header();
+  uint64_t off = l.header.size();
+  for (const Tensor& t : tensors_) {
+    l.tensor_offsets.push_back(off);
+    off += pad_to(t.n_bytes, alignment_);
+  }
+  l.file_size = off;
+  return l;
+}
+
 uint64_t GgufWriter::file_size() const {
   uint64_t n = header().size();
   for (const Tensor& t : tensors_) n += pad_to(t.n_bytes, alignment_);

@@ -39,6 +39,16 @@ class GgufWriter {
   // Total file size write() will produce.
   uint64_t file_size() const;
 
+  // The file's fixed parts, for writers that place tensor data themselves (the converter
+  // pwrites chunks in parallel and resumes): the header bytes (padded to the alignment) and
+  // each tensor's absolute file offset, in insertion order.
+  struct Layout {
+    std::vector<std::byte> header;
+    std::vector<uint64_t> tensor_offsets;
+    uint64_t file_size = 0;
+  };
+  Layout layout() const;
+
   void write(const std::string& path) const;   // throws GgufError on I/O failure
   std::vector<std::byte> write_to_memory() const;
 

@@ -47,7 +47,7 @@ double measure_read_bandwidth_gbs(ThreadPool& pool) {
 
 BenchMatrix make_bench_matrix(quant::Type type, size_t weight_bytes) {
   const quant::Traits& tr = quant::traits(type);
-  if (tr.dot_scalar == nullptr) throw std::invalid_argument("benchmark: type has no dot product");
+  if (!tr.has_dot) throw std::invalid_argument("benchmark: type has no dot product");
   const int64_t cols = 4096;
   const size_t rb = static_cast<size_t>(quant::row_bytes(type, cols));
   const int64_t rows = std::max<int64_t>(1, static_cast<int64_t>(weight_bytes / rb));

@@ -33,7 +33,7 @@ void quantize_activations(quant::Type vec_dot_type, const float* x, int n, int64
 void matmul(ThreadPool& pool, const WeightView& w, const void* act, size_t act_row_bytes, int n_rows_act, float* out,
             quant::Isa isa) {
   const quant::Traits& tr = quant::traits(w.type);
-  if (tr.dot_scalar == nullptr)
+  if (!tr.has_dot)
     throw std::invalid_argument("matmul: no dot product for weight type " + std::string(quant::type_info(w.type).name));
   const size_t need = quant::act_row_bytes(tr.vec_dot_type, w.cols);
   if (act_row_bytes < need)
@@ -43,8 +43,10 @@ void matmul(ThreadPool& pool, const WeightView& w, const void* act, size_t act_r
   const size_t rb = weight_row_bytes(w);
   const uint8_t* wbase = static_cast<const uint8_t*>(w.data);
   const uint8_t* abase = static_cast<const uint8_t*>(act);
-  const quant::DotMultiFn multi =
-      (isa != quant::Isa::Scalar && quant::best_isa() == quant::Isa::Avx2 && n_rows_act > 1) ? tr.dot_multi_avx2 : nullptr;
+  // dot_multi is bit-identical to the exact kernel, which every integer format's fast kernel is
+  // too; float formats have none, so this never changes an Order::Fast float result.
+  const quant::CpuKernels& ck = quant::cpu_kernels(w.type, isa.arch);
+  const quant::DotMultiFn multi = n_rows_act > 1 ? ck.dot_multi : nullptr;
   auto rows = [&](int64_t r0, int64_t r1) {
     if (multi != nullptr) {  // decode each weight row once for all activation rows
       std::vector<float> tmp(static_cast<size_t>(n_rows_act));

@@ -1,41 +1,33 @@
-// Dispatch for the order-preserving kernels (ordered_simd.hpp): AVX2+F16C when the CPU has
-// them, scalar reference loops otherwise (same results either way).
+// Dispatch for the order-preserving kernels (ordered_simd.hpp): the implementation of
+// quant::best_isa()'s architecture where it has one (arch/x86: AVX2+F16C, arch/arm: NEON), the
+// sequential references otherwise (arch/generic) -- the same bits either way.
 #include "engine/kernels/ordered_simd.hpp"
 
-#include "engine/quant/quant.hpp"
+#include "engine/kernels/arch/kernel_ops.hpp"
 
 namespace ds4::kernels::ordered {
+namespace {
 
-namespace avx2 {
-void f16_matvec_rows(const uint16_t* W, int64_t cols, int64_t r0, int64_t r1, const float* x, float* out);
-void dot_lanes(const float* qT, uint32_t lanes, const float* k, uint32_t d, float* out);
-void axpy(float* y, const float* x, float a, uint32_t n);
-}  // namespace avx2
-
-bool available() {
-  static const bool ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
-  return ok;
+const detail::OrderedOps& ops() {
+  static const detail::OrderedOps* const o = [] {
+    const detail::OrderedOps* a = detail::arch_ordered_ops(quant::best_isa().arch);
+    return a != nullptr ? a : &detail::kOrderedGeneric;
+  }();
+  return *o;
 }
 
+}  // namespace
+
+bool available() { return &ops() != &detail::kOrderedGeneric; }
+
 void f16_matvec_rows(const uint16_t* W, int64_t cols, int64_t r0, int64_t r1, const float* x, float* out) {
-  if (available()) return avx2::f16_matvec_rows(W, cols, r0, r1, x, out);
-  // The reference is ds4's dot_f16_row: the F16 format's scalar dot, one row at a time.
-  const quant::DotFn dot = quant::traits(quant::Type::F16).dot_scalar;
-  for (int64_t r = r0; r < r1; r++) out[r - r0] = dot(W + r * cols, x, cols);
+  ops().f16_matvec_rows(W, cols, r0, r1, x, out);
 }
 
 void dot_lanes(const float* qT, uint32_t lanes, const float* k, uint32_t d, float* out) {
-  if (available()) return avx2::dot_lanes(qT, lanes, k, d, out);
-  for (uint32_t l = 0; l < lanes; l++) {
-    float acc = 0.0f;
-    for (uint32_t i = 0; i < d; i++) acc += qT[size_t(i) * lanes + l] * k[i];
-    out[l] = acc;
-  }
+  ops().dot_lanes(qT, lanes, k, d, out);
 }
 
-void axpy(float* y, const float* x, float a, uint32_t n) {
-  if (available()) return avx2::axpy(y, x, a, n);
-  for (uint32_t i = 0; i < n; i++) y[i] += a * x[i];
-}
+void axpy(float* y, const float* x, float a, uint32_t n) { ops().axpy(y, x, a, n); }
 
 }  // namespace ds4::kernels::ordered

@@ -1,21 +1,14 @@
-// Scalar memory-read probe and ISA dispatch (see read_stream.hpp).
+// Memory-read probe dispatch (see read_stream.hpp): the architecture's probe where it has one.
 #include "engine/kernels/read_stream.hpp"
 
-#include <cstring>
+#include "engine/kernels/arch/kernel_ops.hpp"
 
 namespace ds4::kernels {
 
 uint64_t read_stream(const uint8_t* p, size_t bytes, quant::Isa isa) {
-  if (isa != quant::Isa::Scalar) return read_stream_avx2(p, bytes);
-  uint64_t acc[8] = {};
-  for (size_t i = 0; i + 64 <= bytes; i += 64) {
-    uint64_t v[8];
-    std::memcpy(v, p + i, 64);
-    for (int k = 0; k < 8; k++) acc[k] ^= v[k];
-  }
-  uint64_t r = 0;
-  for (uint64_t v : acc) r ^= v;
-  return r;
+  if (quant::arch_supported(isa.arch))
+    if (const detail::ReadStreamFn f = detail::arch_read_stream(isa.arch)) return f(p, bytes);
+  return detail::read_stream_generic(p, bytes);
 }
 
 }  // namespace ds4::kernels

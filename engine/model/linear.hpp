@@ -4,7 +4,7 @@
 // activations; routed experts: Q8_K; F16: plain f32) and which kernel may run it:
 // integer-dot kernels are bit-identical in scalar and AVX2, so both arithmetic modes use AVX2
 // for them. Float weights need the sequential reference sum: Exact mode runs the format's
-// exact-order kernel (Isa::Avx2Exact where the CPU has AVX2: SIMD conversions and products, the
+// exact-order kernel (Order::Exact of the best architecture, e.g. AVX2: SIMD conversions and products, the
 // sum serial in index order, the same bits as scalar and 2-4x faster), Fast mode runs F16 through
 // the order-preserving SIMD matvec (engine/kernels/ordered_simd.hpp), which gives the same bits.
 // (A reordered F16 sum is not an option: these are the decision-making projections -- HC mix,
@@ -29,7 +29,7 @@ struct Exec {
   // Float formats only in their exact-order variant; the integer kernels are exact as they are.
   quant::Isa isa_for(quant::Type w) const {
     const bool float_weights = w == quant::Type::F16 || w == quant::Type::F32 || w == quant::Type::BF16;
-    return float_weights && isa == quant::Isa::Avx2 ? quant::Isa::Avx2Exact : isa;
+    return float_weights ? quant::Isa{isa.arch, quant::Order::Exact} : isa;
   }
 };
 

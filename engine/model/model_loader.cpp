@@ -204,7 +204,7 @@ Weights bind_weights(const gguf::GgufFile& f, const ModelConfig& c) {
     l.exp_probs_b = b.get(p + "exp_probs_b.bias", {T::F32}, {c.n_expert}, false);
     if (il < c.n_hash_layer)
       l.ffn_gate_tid2eid = b.get(p + "ffn_gate_tid2eid.weight", {T::I32}, {c.n_expert_used, c.n_vocab});
-    const auto routed = {T::IQ2_XXS, T::Q2_K, T::Q4_K};
+    const auto routed = {T::IQ2_XXS, T::Q2_K, T::Q4_K, T::MXFP4};  // MXFP4: ds4ctl convert --recipe mxfp4
     l.ffn_gate_exps = b.get(p + "ffn_gate_exps.weight", routed, {D, c.n_ff, c.n_expert});
     l.ffn_up_exps = b.get(p + "ffn_up_exps.weight", routed, {D, c.n_ff, c.n_expert});
     l.ffn_down_exps = b.get(p + "ffn_down_exps.weight", routed, {c.n_ff, D, c.n_expert});

@@ -1,8 +1,8 @@
 #pragma once
 // Internal: GGUF block layouts, half/bfloat conversions and the activation block layouts shared
-// by the scalar and AVX2 kernels. Not part of the public interface (use quant.hpp).
+// by the formats and the kernels of every architecture (arch/). Not part of the public interface (use quant.hpp).
 // The helpers are `static inline` on purpose: this header is compiled both with and without
-// -mavx2, and internal linkage keeps the linker from picking an AVX2-compiled copy for the
+// ISA flags (-mavx2, +dotprod), and internal linkage keeps the linker from picking an ISA-flagged copy for the
 // portable code.
 #include <cstdint>
 #include <cstring>

@@ -5,7 +5,8 @@
 //   F16 (ds4.c dot_f16_row, x86 path): float acc = 0; acc += f16_to_f32(w[i]) * x[i] in index
 //       order (one f32 product, one f32 add, no FMA).
 //   BF16: not used by ds4; same order as F16.
-// The AVX2 versions (avx2/float_avx2.cpp) reorder the sum (fast mode).
+// The generic dots are in arch/generic/dots_generic.cpp; the SIMD versions (arch/x86, arch/arm)
+// reorder the sum in Order::Fast and keep this order in Order::Exact.
 #include <cstring>
 
 #include "engine/quant/blocks.hpp"
@@ -17,14 +18,6 @@ void dequantize_f32(const void* src, float* dst, int64_t n) { std::memcpy(dst, s
 void quantize_f32(const float* src, void* dst, int64_t n) { std::memcpy(dst, src, static_cast<size_t>(n) * 4); }
 void quantize_act_f32(const float* src, void* dst, int64_t n) { quantize_f32(src, dst, n); }
 
-float dot_f32_scalar(const void* w, const void* act, int64_t n) {
-  const float* a = static_cast<const float*>(w);
-  const float* x = static_cast<const float*>(act);
-  double acc = 0.0;
-  for (int64_t i = 0; i < n; i++) acc += static_cast<double>(a[i]) * static_cast<double>(x[i]);
-  return static_cast<float>(acc);
-}
-
 void dequantize_f16(const void* src, float* dst, int64_t n) {
   const uint16_t* h = static_cast<const uint16_t*>(src);
   for (int64_t i = 0; i < n; i++) dst[i] = f16_to_f32(h[i]);
@@ -32,13 +25,6 @@ void dequantize_f16(const void* src, float* dst, int64_t n) {
 void quantize_f16(const float* src, void* dst, int64_t n) {
   uint16_t* h = static_cast<uint16_t*>(dst);
   for (int64_t i = 0; i < n; i++) h[i] = f32_to_f16(src[i]);
-}
-float dot_f16_scalar(const void* w, const void* act, int64_t n) {
-  const uint16_t* h = static_cast<const uint16_t*>(w);
-  const float* x = static_cast<const float*>(act);
-  float acc = 0.0f;
-  for (int64_t i = 0; i < n; i++) acc += f16_to_f32(h[i]) * x[i];
-  return acc;
 }
 
 void dequantize_bf16(const void* src, float* dst, int64_t n) {
@@ -48,13 +34,6 @@ void dequantize_bf16(const void* src, float* dst, int64_t n) {
 void quantize_bf16(const float* src, void* dst, int64_t n) {
   uint16_t* h = static_cast<uint16_t*>(dst);
   for (int64_t i = 0; i < n; i++) h[i] = f32_to_bf16(src[i]);
-}
-float dot_bf16_scalar(const void* w, const void* act, int64_t n) {
-  const uint16_t* h = static_cast<const uint16_t*>(w);
-  const float* x = static_cast<const float*>(act);
-  float acc = 0.0f;
-  for (int64_t i = 0; i < n; i++) acc += bf16_to_f32(h[i]) * x[i];
-  return acc;
 }
 
 }  // namespace ds4::quant::detail

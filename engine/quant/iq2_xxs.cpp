@@ -8,7 +8,7 @@
 //   d = f16(x.d) * y.d
 //   bsum = Σ_ib (2*s_ib + 1) * Σ_{l<4} <signed grid[g_l], q8[32ib+8l ..]>     (int32, exact)
 //   sumf += d * (float)bsum
-// result 0.125f * sumf. The AVX2 kernel computes each group's integer sum with SIMD and then
+// result 0.125f * sumf. The SIMD kernels (arch/) compute each group's integer sum with SIMD and then
 // performs the identical float steps, so it is bit-identical.
 //
 // Quantizer (plain squared error, no importance weights): for each group of 32 a search over
@@ -47,34 +47,6 @@ void dequantize_iq2_xxs(const void* src, float* dst, int64_t n) {
       }
     }
   }
-}
-
-float dot_iq2_xxs_scalar(const void* w, const void* act, int64_t n) {
-  const BlockIQ2_XXS* x = static_cast<const BlockIQ2_XXS*>(w);
-  const BlockQ8_K* y = static_cast<const BlockQ8_K*>(act);
-  float sumf = 0.0f;
-  for (int64_t i = 0; i < n / QK_K; i++) {
-    const float d = f16_to_f32(x[i].d) * y[i].d;
-    const int8_t* q8 = y[i].qs;
-    int32_t bsum = 0;
-    for (int ib = 0; ib < 8; ib++) {
-      uint32_t aux[2];
-      std::memcpy(aux, x[i].qs + 4 * ib, 8);
-      int32_t sumi = 0;
-      for (int l = 0; l < 4; l++) {
-        const uint64_t grid = kIq2xxsGrid[(aux[0] >> (8 * l)) & 255];
-        const uint8_t signs = kIq2Signs.mask[(aux[1] >> (7 * l)) & 127];
-        for (int j = 0; j < 8; j++) {
-          const int g = static_cast<int>((grid >> (8 * j)) & 255);
-          sumi += ((signs >> j) & 1 ? -g : g) * q8[j];
-        }
-        q8 += 8;
-      }
-      bsum += sumi * static_cast<int32_t>(2 * (aux[1] >> 28) + 1);
-    }
-    sumf += d * static_cast<float>(bsum);
-  }
-  return 0.125f * sumf;
 }
 
 namespace {

@@ -72,19 +72,4 @@ void quantize_mxfp4(const float* src, void* dst, int64_t n) {
   }
 }
 
-float dot_mxfp4_scalar(const void* w, const void* act, int64_t n) {
-  const BlockMXFP4* a = static_cast<const BlockMXFP4*>(w);
-  const BlockQ8_0Act* x = static_cast<const BlockQ8_0Act*>(act);
-  float acc = 0.0f;
-  for (int64_t b = 0; b < n / 32; b++) {
-    int32_t isum = 0;
-    for (int j = 0; j < 16; j++) {
-      isum += kMxfp4Values[a[b].qs[j] & 15] * x[b].qs[j];
-      isum += kMxfp4Values[a[b].qs[j] >> 4] * x[b].qs[j + 16];
-    }
-    acc += e8m0_to_f32_half(a[b].e) * x[b].d * static_cast<float>(isum);
-  }
-  return acc;
-}
-
 }  // namespace ds4::quant::detail

@@ -9,7 +9,7 @@
 //   dall = y.d * f16(x.d);  dmin = y.d * f16(x.dmin)
 //   sumf += dall * (float)isum - dmin * (float)summs    -- i.e. t = dall*isum; u = dmin*summs;
 //                                                            sumf = sumf + (t - u)
-// result sumf. The AVX2 version computes isum/summs with SIMD (exact) and does the same float ops.
+// result sumf. The SIMD versions (arch/) compute isum/summs with SIMD (exact) and do the same float ops.
 //
 // Quantizer: per sub-block fit_scale_min (nmax 3), the 16 scales and mins quantized to 4 bits
 // against f16 super-scales d = max/15, then each sub-block's integer scale/min is refined among
@@ -53,36 +53,6 @@ void quantize_q2_k(const float* src, void* dst, int64_t n) {
       y.qs[half * 32 + l] |= static_cast<uint8_t>(L[e] << (2 * k));
     }
   }
-}
-
-float dot_q2_k_scalar(const void* w, const void* act, int64_t n) {
-  const BlockQ2_K* x = static_cast<const BlockQ2_K*>(w);
-  const BlockQ8_K* y = static_cast<const BlockQ8_K*>(act);
-  float sumf = 0.0f;
-  for (int64_t i = 0; i < n / QK_K; i++) {
-    const uint8_t* sc = x[i].scales;
-    int summs = 0;
-    for (int j = 0; j < 16; j++) summs += y[i].bsums[j] * (sc[j] >> 4);
-    const float dall = y[i].d * f16_to_f32(x[i].d);
-    const float dmin = y[i].d * f16_to_f32(x[i].dmin);
-    int isum = 0;
-    const uint8_t* q2 = x[i].qs;
-    const int8_t* q8 = y[i].qs;
-    int is = 0;
-    for (int half = 0; half < 2; half++) {
-      for (int shift = 0; shift < 8; shift += 2) {
-        for (int part = 0; part < 2; part++) {  // 16 elements each, two sub-blocks per shift
-          int s = 0;
-          for (int l = 0; l < 16; l++) s += q8[l] * ((q2[part * 16 + l] >> shift) & 3);
-          isum += (sc[is++] & 15) * s;
-          q8 += 16;
-        }
-      }
-      q2 += 32;
-    }
-    sumf += dall * static_cast<float>(isum) - dmin * static_cast<float>(summs);
-  }
-  return sumf;
 }
 
 }  // namespace ds4::quant::detail

@@ -75,31 +75,7 @@ void quantize_q4_k(const float* src, void* dst, int64_t n) {
   }
 }
 
-float dot_q4_k_scalar(const void* w, const void* act, int64_t n) {
-  const BlockQ4_K* x = static_cast<const BlockQ4_K*>(w);
-  const BlockQ8_K* y = static_cast<const BlockQ8_K*>(act);
-  float sumf = 0.0f;
-  for (int64_t i = 0; i < n / QK_K; i++) {
-    int summs = 0, isum = 0;
-    for (int j = 0; j < 8; j++) {
-      int sc, m;
-      scale_min_k4(j, x[i].scales, sc, m);
-      summs += m * (y[i].bsums[2 * j] + y[i].bsums[2 * j + 1]);
-      const uint8_t* q = x[i].qs + 32 * (j / 2);
-      const int shift = (j % 2) * 4;
-      const int8_t* q8 = y[i].qs + 32 * j;
-      int s = 0;
-      for (int l = 0; l < 32; l++) s += q8[l] * ((q[l] >> shift) & 15);
-      isum += sc * s;
-    }
-    const float dall = y[i].d * f16_to_f32(x[i].d);
-    const float dmin = y[i].d * f16_to_f32(x[i].dmin);
-    sumf += dall * static_cast<float>(isum) - dmin * static_cast<float>(summs);
-  }
-  return sumf;
-}
-
-// Exposed to the AVX2 file so both decode the packed 6-bit scales the same way.
+// Exposed to the dot kernels (arch/) so all decode the packed 6-bit scales the same way.
 void unpack_q4_k_scales(const uint8_t* s, uint8_t* sc, uint8_t* m) {
   for (int j = 0; j < 8; j++) {
     int a, b;

@@ -8,7 +8,8 @@
 // Dot (ds4.c dot_q8_0_row, x86 path): float acc = 0; for each block b in order:
 //   isum = Σ_i w.q[i] * x.q[i]  (int32, exact)
 //   acc += (f16_to_f32(w.d) * x.d) * (float)isum      -- two f32 multiplies left to right, then add
-// The AVX2 version (avx2/q8_0_avx2.cpp) computes isum with SIMD and accumulates identically.
+// The generic kernel is arch/generic/dots_generic.cpp; the SIMD ones (arch/x86, arch/arm) compute
+// isum with SIMD and accumulate identically.
 //
 // Weight quantizer: d = amax/127 stored as f16, q = round(x / d) with the f16-rounded d, which
 // is GGML's reference quantizer with the rounding done against the scale actually stored.
@@ -59,18 +60,6 @@ void quantize_act_q8_0(const float* src, void* dst, int64_t n) {
       y[i].qs[j] = static_cast<int8_t>(v > 127 ? 127 : (v < -128 ? -128 : v));
     }
   }
-}
-
-float dot_q8_0_scalar(const void* w, const void* act, int64_t n) {
-  const BlockQ8_0* a = static_cast<const BlockQ8_0*>(w);
-  const BlockQ8_0Act* x = static_cast<const BlockQ8_0Act*>(act);
-  float acc = 0.0f;
-  for (int64_t b = 0; b < n / 32; b++) {
-    int32_t isum = 0;
-    for (int j = 0; j < 32; j++) isum += static_cast<int32_t>(a[b].qs[j]) * x[b].qs[j];
-    acc += f16_to_f32(a[b].d) * x[b].d * static_cast<float>(isum);
-  }
-  return acc;
 }
 
 }  // namespace ds4::quant::detail

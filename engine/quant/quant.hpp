@@ -1,15 +1,16 @@
 #pragma once
-// The per-format arithmetic of every tensor type the engine reads: a traits table in the
-// style of GGML's type_traits, one entry per Type. Each entry knows how to dequantize a row,
-// quantize a row (weights; for Q8_K the activation quantizer), and take the dot product of a
-// quantized weight row with an activation row quantized to the entry's vec_dot_type.
+// The per-format arithmetic of every tensor type the engine reads, split the way GGML splits
+// it: format traits (Traits: geometry, to_float, from_float, activation format), one entry per
+// Type in a table indexed by type, and CPU kernels (CpuKernels: dot products, multi-row dots,
+// activation quantizers) per architecture, chosen at run time by CPU features.
 //
-// Exact vs fast. dot_scalar follows antirez/ds4's CPU operation order (ds4.c, x86 path), so an
-// engine built on it reproduces ds4 bit for bit ("exact mode"). For the integer-dot formats
-// (Q8_0, Q2_K, Q4_K, IQ2_XXS, MXFP4) dot_avx2 is bit-identical to dot_scalar: SIMD computes
-// the exact integer block sums and the float accumulation is done in the same scalar order.
-// For F32/F16/BF16 dot_avx2 reorders the float sum (fast mode) and dot_avx2_exact keeps the
-// scalar order (SIMD products, serial sum). Pick with best_isa() (fast) or exact_isa().
+// Exact vs fast. The generic dot kernels follow antirez/ds4's CPU operation order (ds4.c, x86
+// path), so an engine built on them reproduces ds4 bit for bit ("exact mode"). For the
+// integer-dot formats (Q8_0, Q2_K, Q4_K, IQ2_XXS, MXFP4) every SIMD kernel is bit-identical to
+// the generic one: SIMD computes the exact integer block sums and the float accumulation is done
+// in the same scalar order. For F32/F16/BF16 Order::Fast may reorder the float sum and
+// Order::Exact keeps the reference order (SIMD products, serial sum). Pick with best_isa()
+// (fast) or exact_isa().
 //
 // Activation layouts (what `act` points to in dot(); produce them with quantize_activation):
 //   vec_dot_type Q8_0: blocks of 32 as { f32 d; i8 q[32] } (36 bytes). NOTE: unlike GGML's
@@ -18,25 +19,53 @@
 //   vec_dot_type Q8_K: GGML's block_q8_K { f32 d; i8 q[256]; i16 bsums[16] } (292 bytes).
 //   vec_dot_type F32:  plain f32 (used for F32, F16 and BF16 weights).
 // The AVX2 integer kernels assume activation int8 values in [-127, 127] (sign_epi8 cannot negate
-// -128); quantize_activation never produces -128.
+// -128); quantize_activation never produces -128 (the NEON kernels are exact for any int8).
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "engine/quant/quant_type.hpp"
 
 namespace ds4::quant {
 
-// Scalar: the portable reference kernels, in ds4's operation order (exact mode).
-// Avx2: the fastest kernels (integer formats bit-identical to Scalar; F32/F16/BF16 reordered).
-// Avx2Exact: AVX2 kernels that are all bit-identical to Scalar (float formats compute the
-//   products with SIMD and keep the scalar's serial sum) -- exact mode on an AVX2 machine.
-enum class Isa { Scalar, Avx2, Avx2Exact };
+// Which CPU kernels run: an architecture's kernel set (arch/<folder>/, one file per family) and
+// an accumulation order. A kernel set lists only what it implements; every missing kernel
+// falls back to the set named by its fallback (NeonDotprod -> Neon -> Generic, Avx2 -> Generic),
+// so a new ISA is a new folder plus one row in its arch's kernel list, never a new column here.
+//   Generic: the portable scalar reference kernels (arch/generic/), in ds4's operation order.
+//   Avx2: x86-64 AVX2+FMA+F16C (arch/x86/). Neon: AArch64 Advanced SIMD (arch/arm/);
+//   NeonDotprod: Neon plus the SDOT instructions (ARMv8.2 dotprod; arch/arm/).
+// Order::Exact gives the generic kernels' bits for every format; Order::Fast may reorder the
+// float formats' sums (F32/F16/BF16). The integer formats are bit-identical in both orders and
+// on every architecture. A second accumulation order (say a fixed pairwise tree shared by all
+// architectures) would be a third Order value and one more kernel slot in CpuKernels.
+enum class Arch : uint8_t { Generic, Avx2, Neon, NeonDotprod };
+inline constexpr int kArchCount = 4;
+enum class Order : uint8_t { Fast, Exact };
 
-// Avx2 when the CPU has AVX2+FMA+F16C and env DS4D_ISA is not "scalar"; otherwise Scalar.
+struct Isa {
+  Arch arch = Arch::Generic;
+  Order order = Order::Exact;
+  friend constexpr bool operator==(Isa, Isa) = default;
+  static const Isa Scalar;  // generic kernels, reference order
+};
+inline constexpr Isa Isa::Scalar{Arch::Generic, Order::Exact};
+
+// The fastest supported architecture in Order::Fast. DS4D_ISA overrides the choice: "scalar"
+// (or "generic") forces the generic kernels (the switch tests and bisecting use); "avx2",
+// "neon", "dotprod" name an architecture, which must be supported (std::runtime_error if not).
+// Decided once per process.
 Isa best_isa();
-// The fastest bit-exact choice: Avx2Exact where best_isa() is Avx2, else Scalar.
+// best_isa() in Order::Exact: the fastest choice that gives the generic kernels' bits.
 Isa exact_isa();
+// "scalar", "avx2", "avx2-exact", "neon", "neon-exact", "neon-dotprod", "neon-dotprod-exact".
 const char* isa_name(Isa isa);
+const char* arch_name(Arch arch);
+// True when this build has the architecture's kernels and the CPU can run them (cpuid on x86,
+// getauxval(AT_HWCAP) on arm64). Always true for Generic.
+bool arch_supported(Arch arch);
+// Every Isa this machine can run: Isa::Scalar, then each supported architecture in both orders.
+std::vector<Isa> supported_isas();
 
 // Kernel signatures. n is the element count and must be a multiple of block_elems (the raw
 // function pointers do not check; dot(), quantize_activation() and matmul do).
@@ -44,27 +73,38 @@ using DequantizeFn = void (*)(const void* src, float* dst, int64_t n);
 using QuantizeFn = void (*)(const float* src, void* dst, int64_t n);
 using DotFn = float (*)(const void* w, const void* act, int64_t n);
 // One weight row against n_act activation rows (act + t*act_stride): out[t] is bit-identical to
-// the single-row kernel of the same ISA; the weight row is decoded once for all of them.
+// the single-row exact kernel; the weight row is decoded once for all of them. (Kernels that
+// take several weight rows at once would be a further slot of the same kind.)
 using DotMultiFn = void (*)(const void* w, const void* act, size_t act_stride, int n_act, int64_t n, float* out);
 
+// Format traits: what a type is, independent of any CPU. Indexed by Type.
 struct Traits {
   Type type;
-  uint32_t block_elems, block_bytes;      // weight-format geometry (same as quant_type.hpp)
+  uint32_t block_elems, block_bytes;      // weight-format geometry (block_bytes = sizeof the block)
   Type vec_dot_type;                      // what the activation is quantized to for dot()
-  DequantizeFn dequantize = nullptr;      // null for I32
-  QuantizeFn quantize = nullptr;          // weight quantizer (Q8_K: the activation quantizer); null for I32
-  DotFn dot_scalar = nullptr;             // exact mode; null for Q8_K and I32 (no weight dot)
-  DotFn dot_avx2 = nullptr;               // null if none (then dot() uses dot_scalar)
-  DotFn dot_avx2_exact = nullptr;         // bit-identical to dot_scalar; null if none
-  DotMultiFn dot_multi_avx2 = nullptr;    // several activation rows at once (== dot_avx2 each); null if none
+  DequantizeFn dequantize = nullptr;      // to_float; null for I32
+  QuantizeFn quantize = nullptr;          // from_float: weight quantizer (Q8_K: the activation quantizer); null for I32
+  bool has_dot = false;                   // a weight format with a dot product (all but Q8_K, I32)
   // Activation side: only meaningful on entries that are someone's vec_dot_type (F32, Q8_0,
   // Q8_K). act_block_bytes is the activation layout's block size (see above), 0 elsewhere.
   uint32_t act_block_bytes = 0;
-  QuantizeFn quantize_activation = nullptr;  // §5.2 activation quantizer; null where not a vec_dot_type
+  QuantizeFn quantize_activation = nullptr;  // reference §5.2 activation quantizer; null where not a vec_dot_type
+};
+
+// CPU kernels of one type on one architecture, with every kernel the architecture lacks taken
+// from its fallback. Null where the type has none (no dot for Q8_K/I32; dot_multi only where
+// some architecture implements it; quantize_activation only on activation types).
+struct CpuKernels {
+  DotFn dot = nullptr;                      // Order::Fast
+  DotFn dot_exact = nullptr;                // Order::Exact: bit-identical to the generic dot
+  DotMultiFn dot_multi = nullptr;           // several activation rows, each == dot_exact
+  QuantizeFn quantize_activation = nullptr;  // bit-identical to Traits::quantize_activation
 };
 
 // Throws std::invalid_argument for a type without an entry.
 const Traits& traits(Type t);
+// Throws std::invalid_argument for a type without an entry or an unsupported architecture.
+const CpuKernels& cpu_kernels(Type t, Arch arch);
 
 // Bytes of an activation row of n elements in the layout of vec_dot_type (F32, Q8_0, Q8_K).
 size_t act_row_bytes(Type vec_dot_type, int64_t n);
@@ -72,13 +112,16 @@ size_t act_row_bytes(Type vec_dot_type, int64_t n);
 // Quantize n floats (n a multiple of the block size) into the activation layout of
 // vec_dot_type, exactly as ds4 does (§5.2): Q8_0 `d = amax/127, q = lrintf(x*(1/d))`,
 // Q8_K `iscale = -127/max (signed max), q = lrintf(iscale*x), d = 1/iscale, bsums`.
+// Runs best_isa()'s kernel (the bytes are the same on every architecture) or isa's.
 void quantize_activation(Type vec_dot_type, const float* x, void* out, int64_t n);
+void quantize_activation(Type vec_dot_type, const float* x, void* out, int64_t n, Isa isa);
 
 // Dot product of one weight row of type `w_type` (n elements) with an activation row already in
-// traits(w_type).vec_dot_type layout. An AVX2 Isa falls back to scalar where no such kernel exists.
+// traits(w_type).vec_dot_type layout, with isa's kernel (std::invalid_argument for a type
+// without a dot, a bad length, or an architecture this machine cannot run).
 float dot(Type w_type, const void* w, const void* act, int64_t n, Isa isa);
 
-// The kernel dot() would call (for loops that dispatch once); t.dot_scalar if t has no dot.
+// The kernel dot() would call (for loops that dispatch once); null if t has no dot.
 DotFn dot_fn(const Traits& t, Isa isa);
 
 }  // namespace ds4::quant

@@ -1,6 +1,7 @@
-// The traits table: one entry per tensor type, pointing at the per-format functions, plus the
-// run-time ISA choice and the small conversions every format shares (half rounding,
-// round-half-even). Dispatch is a table lookup; the kernels themselves live one family per file.
+// The format traits table: one entry per tensor type, indexed by type, pointing at the
+// per-format functions, plus the small conversions every format shares (half rounding,
+// round-half-even). The CPU kernels and their run-time choice are in dispatch.cpp.
+#include <array>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -45,129 +46,51 @@ int nearest_int(float x) { return static_cast<int>(std::lrintf(x)); }
 namespace {
 using namespace detail;
 
-// Integer-dot formats use the same kernel for Avx2 and Avx2Exact (it is bit-identical to scalar).
-constexpr Traits kTable[] = {
-    {.type = Type::F32,
-     .block_elems = 1,
-     .block_bytes = 4,
-     .vec_dot_type = Type::F32,
-     .dequantize = dequantize_f32,
-     .quantize = quantize_f32,
-     .dot_scalar = dot_f32_scalar,
-     .dot_avx2 = dot_f32_avx2,
-     .dot_avx2_exact = dot_f32_avx2_exact,
-     .act_block_bytes = 4,
-     .quantize_activation = quantize_act_f32},
-    {.type = Type::F16,
-     .block_elems = 1,
-     .block_bytes = 2,
-     .vec_dot_type = Type::F32,
-     .dequantize = dequantize_f16,
-     .quantize = quantize_f16,
-     .dot_scalar = dot_f16_scalar,
-     .dot_avx2 = dot_f16_avx2,
-     .dot_avx2_exact = dot_f16_avx2_exact},
-    {.type = Type::BF16,
-     .block_elems = 1,
-     .block_bytes = 2,
-     .vec_dot_type = Type::F32,
-     .dequantize = dequantize_bf16,
-     .quantize = quantize_bf16,
-     .dot_scalar = dot_bf16_scalar,
-     .dot_avx2 = dot_bf16_avx2,
-     .dot_avx2_exact = dot_bf16_avx2_exact},
-    {.type = Type::Q8_0,
-     .block_elems = 32,
-     .block_bytes = 34,
-     .vec_dot_type = Type::Q8_0,
-     .dequantize = dequantize_q8_0,
-     .quantize = quantize_q8_0,
-     .dot_scalar = dot_q8_0_scalar,
-     .dot_avx2 = dot_q8_0_avx2,
-     .dot_avx2_exact = dot_q8_0_avx2,
-     .dot_multi_avx2 = dot_q8_0_multi_avx2,
-     .act_block_bytes = sizeof(BlockQ8_0Act),
-     .quantize_activation = quantize_act_q8_0},
-    {.type = Type::Q2_K,
-     .block_elems = 256,
-     .block_bytes = 84,
-     .vec_dot_type = Type::Q8_K,
-     .dequantize = dequantize_q2_k,
-     .quantize = quantize_q2_k,
-     .dot_scalar = dot_q2_k_scalar,
-     .dot_avx2 = dot_q2_k_avx2,
-     .dot_avx2_exact = dot_q2_k_avx2,
-     .dot_multi_avx2 = dot_q2_k_multi_avx2},
-    {.type = Type::Q4_K,
-     .block_elems = 256,
-     .block_bytes = 144,
-     .vec_dot_type = Type::Q8_K,
-     .dequantize = dequantize_q4_k,
-     .quantize = quantize_q4_k,
-     .dot_scalar = dot_q4_k_scalar,
-     .dot_avx2 = dot_q4_k_avx2,
-     .dot_avx2_exact = dot_q4_k_avx2,
-     .dot_multi_avx2 = dot_q4_k_multi_avx2},
-    {.type = Type::IQ2_XXS,
-     .block_elems = 256,
-     .block_bytes = 66,
-     .vec_dot_type = Type::Q8_K,
-     .dequantize = dequantize_iq2_xxs,
-     .quantize = quantize_iq2_xxs,
-     .dot_scalar = dot_iq2_xxs_scalar,
-     .dot_avx2 = dot_iq2_xxs_avx2,
-     .dot_avx2_exact = dot_iq2_xxs_avx2,
-     .dot_multi_avx2 = dot_iq2_xxs_multi_avx2},
-    {.type = Type::MXFP4,
-     .block_elems = 32,
-     .block_bytes = 17,
-     .vec_dot_type = Type::Q8_0,
-     .dequantize = dequantize_mxfp4,
-     .quantize = quantize_mxfp4,
-     .dot_scalar = dot_mxfp4_scalar,
-     .dot_avx2 = dot_mxfp4_avx2,
-     .dot_avx2_exact = dot_mxfp4_avx2,
-     .dot_multi_avx2 = dot_mxfp4_multi_avx2},
-    // Q8_K is only an activation format: no weight dot.
-    {.type = Type::Q8_K,
-     .block_elems = 256,
-     .block_bytes = 292,
-     .vec_dot_type = Type::Q8_K,
-     .dequantize = dequantize_q8_k,
-     .quantize = quantize_act_q8_k,
-     .act_block_bytes = sizeof(BlockQ8_K),
-     .quantize_activation = quantize_act_q8_k},
-    {.type = Type::I32, .block_elems = 1, .block_bytes = 4, .vec_dot_type = Type::I32},  // tid2eid tables: plain ints
-};
+// The table is indexed by the GGML type id (MXFP4 = 39 is the largest); unlisted ids stay
+// empty (block_elems 0). Block sizes come from the block structs, so the table cannot disagree
+// with the layouts the kernels read.
+constexpr size_t kSlots = 40;
 
-Isa detect_isa() {
-  if (const char* env = std::getenv("DS4D_ISA"); env && std::strcmp(env, "scalar") == 0) return Isa::Scalar;
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c"))
-    return Isa::Avx2;
-  return Isa::Scalar;
+template <class Block>
+constexpr Traits format(Type t, uint32_t elems, Type vdt, DequantizeFn deq, QuantizeFn q) {
+  return {.type = t, .block_elems = elems, .block_bytes = sizeof(Block), .vec_dot_type = vdt, .dequantize = deq,
+          .quantize = q, .has_dot = true};
 }
+
+constexpr std::array<Traits, kSlots> make_table() {
+  std::array<Traits, kSlots> tab{};
+  auto put = [&](const Traits& tr) { tab[static_cast<size_t>(tr.type)] = tr; };
+  Traits f32 = format<float>(Type::F32, 1, Type::F32, dequantize_f32, quantize_f32);
+  f32.act_block_bytes = sizeof(float);
+  f32.quantize_activation = quantize_act_f32;
+  put(f32);
+  put(format<uint16_t>(Type::F16, 1, Type::F32, dequantize_f16, quantize_f16));
+  put(format<uint16_t>(Type::BF16, 1, Type::F32, dequantize_bf16, quantize_bf16));
+  Traits q8_0 = format<BlockQ8_0>(Type::Q8_0, 32, Type::Q8_0, dequantize_q8_0, quantize_q8_0);
+  q8_0.act_block_bytes = sizeof(BlockQ8_0Act);
+  q8_0.quantize_activation = quantize_act_q8_0;
+  put(q8_0);
+  put(format<BlockQ2_K>(Type::Q2_K, QK_K, Type::Q8_K, dequantize_q2_k, quantize_q2_k));
+  put(format<BlockQ4_K>(Type::Q4_K, QK_K, Type::Q8_K, dequantize_q4_k, quantize_q4_k));
+  put(format<BlockIQ2_XXS>(Type::IQ2_XXS, QK_K, Type::Q8_K, dequantize_iq2_xxs, quantize_iq2_xxs));
+  put(format<BlockMXFP4>(Type::MXFP4, 32, Type::Q8_0, dequantize_mxfp4, quantize_mxfp4));
+  // Q8_K is only an activation format: no weight dot.
+  Traits q8_k = format<BlockQ8_K>(Type::Q8_K, QK_K, Type::Q8_K, dequantize_q8_k, quantize_act_q8_k);
+  q8_k.has_dot = false;
+  q8_k.act_block_bytes = sizeof(BlockQ8_K);
+  q8_k.quantize_activation = quantize_act_q8_k;
+  put(q8_k);
+  put({.type = Type::I32, .block_elems = 1, .block_bytes = sizeof(int32_t), .vec_dot_type = Type::I32});  // tid2eid tables: plain ints
+  return tab;
+}
+
+constexpr std::array<Traits, kSlots> kTable = make_table();
 
 }  // namespace
 
-Isa best_isa() {
-  static const Isa isa = detect_isa();
-  return isa;
-}
-
-Isa exact_isa() { return best_isa() == Isa::Avx2 ? Isa::Avx2Exact : Isa::Scalar; }
-
-const char* isa_name(Isa isa) {
-  switch (isa) {
-    case Isa::Avx2: return "avx2";
-    case Isa::Avx2Exact: return "avx2-exact";
-    default: return "scalar";
-  }
-}
-
 const Traits& traits(Type t) {
-  for (const Traits& e : kTable)
-    if (e.type == t) return e;
+  const auto id = static_cast<size_t>(t);
+  if (id < kSlots && kTable[id].block_elems != 0) return kTable[id];
   throw std::invalid_argument("no quant traits for tensor type id " + std::to_string(static_cast<uint32_t>(t)));
 }
 
@@ -179,27 +102,6 @@ size_t act_row_bytes(Type vec_dot_type, int64_t n) {
     throw std::invalid_argument("activation row of " + std::to_string(n) + " elements is not a multiple of the " +
                                 std::string(type_info(vec_dot_type).name) + " block size");
   return static_cast<size_t>(n / t.block_elems) * t.act_block_bytes;
-}
-
-void quantize_activation(Type vec_dot_type, const float* x, void* out, int64_t n) {
-  act_row_bytes(vec_dot_type, n);  // validates type and length
-  traits(vec_dot_type).quantize_activation(x, out, n);
-}
-
-DotFn dot_fn(const Traits& t, Isa isa) {
-  if (isa == Isa::Avx2 && t.dot_avx2 != nullptr) return t.dot_avx2;
-  if (isa == Isa::Avx2Exact && t.dot_avx2_exact != nullptr) return t.dot_avx2_exact;
-  return t.dot_scalar;
-}
-
-float dot(Type w_type, const void* w, const void* act, int64_t n, Isa isa) {
-  const Traits& t = traits(w_type);
-  if (t.dot_scalar == nullptr)
-    throw std::invalid_argument(std::string(type_info(w_type).name) + " has no weight dot product");
-  if (n % t.block_elems != 0)
-    throw std::invalid_argument("dot of " + std::to_string(n) + " elements: not a multiple of the " +
-                                std::string(type_info(w_type).name) + " block size");
-  return dot_fn(t, isa)(w, act, n);
 }
 
 }  // namespace ds4::quant

@@ -48,11 +48,7 @@ TEST_P(MatmulInvarianceTest, RowResultIndependentOfBatchAndThreads) {
   const size_t arb = quant::act_row_bytes(vdt, kCols);
   ASSERT_EQ(act.size(), 9 * arb);
 
-  std::vector<quant::Isa> isas{quant::Isa::Scalar};
-  if (quant::best_isa() == quant::Isa::Avx2) {
-    isas.push_back(quant::Isa::Avx2);
-    isas.push_back(quant::Isa::Avx2Exact);
-  }
+  const std::vector<quant::Isa> isas = quant::supported_isas();
   ThreadPool one(1), two(2);
   for (quant::Isa isa : isas) {
     // Reference: a direct dot per element.

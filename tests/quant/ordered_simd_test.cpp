@@ -37,7 +37,7 @@ TEST(OrderedSimd, F16MatvecRowsMatchesTheScalarF16Dot) {
       std::vector<float> out(size_t(rows - r0));
       ordered::f16_matvec_rows(W.data(), cols, r0, rows, x.data(), out.data());
       for (int64_t r = r0; r < rows; r++) {
-        const float ref = f16.dot_scalar(W.data() + r * cols, x.data(), cols);
+        const float ref = quant::cpu_kernels(quant::Type::F16, quant::Arch::Generic).dot(W.data() + r * cols, x.data(), cols);
         ASSERT_TRUE(same_bits(out[size_t(r - r0)], ref))
             << "cols " << cols << " row " << r << ": " << out[size_t(r - r0)] << " vs " << ref;
       }

@@ -72,8 +72,7 @@ TEST_P(WeightVectorsTest, DotMatchesWithinTolerance) {
   const std::vector<uint8_t> act = activation_for_dot(v, type);
   std::vector<float> wf(v.n_per_row), xf(v.n_per_row);
   traits(static_cast<Type>(v.vec_dot_type)).dequantize(v.act_quant.data(), xf.data(), v.n_per_row);
-  for (Isa isa : {Isa::Scalar, Isa::Avx2}) {
-    if (isa == Isa::Avx2 && best_isa() != Isa::Avx2) continue;
+  for (Isa isa : supported_isas()) {
     for (uint32_t r = 0; r < v.n_rows; r++) {
       const uint8_t* row = v.quant.data() + size_t{r} * v.row_bytes;
       traits(type).dequantize(row, wf.data(), v.n_per_row);

@@ -1,8 +1,12 @@
-// Scalar vs AVX2 dots on random data. For the integer-dot formats the two must be bit-identical
-// (exact mode does not depend on the ISA); for F32/F16/BF16 AVX2 reorders the float sum, so
-// they agree to a tolerance relative to Σ|w·x|.
+// Every architecture kernel set this machine runs (AVX2 on x86; NEON and NEON+dotprod on arm64,
+// where the test command runs this suite under qemu with and without dotprod) against the
+// generic kernels on random data. Integer-dot formats and every Order::Exact kernel must be
+// bit-identical (exact mode does not depend on the ISA); Order::Fast float dots may reorder the
+// sum, so they agree to a tolerance relative to Σ|w·x|. Activation quantizers must give the
+// generic bytes. Without an architecture set (or with DS4D_ISA=scalar) the tests skip.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -72,21 +76,29 @@ std::vector<uint8_t> random_activation(Type w_type, int64_t n, std::mt19937& rng
   for (float& v : x) v = dist(rng);
   const Type vdt = traits(w_type).vec_dot_type;
   std::vector<uint8_t> act(act_row_bytes(vdt, n));
-  quantize_activation(vdt, x.data(), act.data(), n);
+  quantize_activation(vdt, x.data(), act.data(), n, Isa::Scalar);
   return act;
 }
+
+// The architecture under test: best_isa()'s, so DS4D_ISA selects it (the test command runs
+// this binary with DS4D_ISA=neon on a dotprod CPU too).
+Arch arch_under_test() { return best_isa().arch; }
+
+const CpuKernels& generic(Type t) { return cpu_kernels(t, Arch::Generic); }
 
 class SimdIdentityTest : public ::testing::TestWithParam<Type> {
  protected:
   void SetUp() override {
-    if (best_isa() != Isa::Avx2) GTEST_SKIP() << "CPU without AVX2 (or DS4D_ISA=scalar)";
+    if (arch_under_test() == Arch::Generic) GTEST_SKIP() << "no SIMD kernel set on this machine (or DS4D_ISA=scalar)";
   }
+  const CpuKernels& simd(Type t) const { return cpu_kernels(t, arch_under_test()); }
 };
 
 TEST_P(SimdIdentityTest, IntegerDotsAreBitIdentical) {
   const Type type = GetParam();
   const Traits& t = traits(type);
-  ASSERT_NE(t.dot_avx2, nullptr);
+  const CpuKernels& k = simd(type);
+  ASSERT_NE(k.dot, generic(type).dot) << "no " << arch_name(arch_under_test()) << " kernel for this format";
   std::mt19937 rng(1234 + static_cast<int>(type));
   // Block counts 1..19 cover the 8-block SIMD batches and every tail length.
   for (int blocks = 1; blocks <= 19; blocks++) {
@@ -94,12 +106,12 @@ TEST_P(SimdIdentityTest, IntegerDotsAreBitIdentical) {
     for (int trial = 0; trial < 20; trial++) {
       const std::vector<uint8_t> w = random_weights(type, n, rng);
       const std::vector<uint8_t> a = random_activation(type, n, rng);
-      const float s = t.dot_scalar(w.data(), a.data(), n);
-      const float v = t.dot_avx2(w.data(), a.data(), n);
+      const float s = generic(type).dot(w.data(), a.data(), n);
+      const float v = k.dot(w.data(), a.data(), n);
       ASSERT_EQ(std::memcmp(&s, &v, 4), 0) << "blocks " << blocks << " trial " << trial << ": " << s << " vs " << v;
-      ASSERT_EQ(dot(type, w.data(), a.data(), n, Isa::Avx2), v);
-      const float e = dot(type, w.data(), a.data(), n, Isa::Avx2Exact);
-      ASSERT_EQ(std::memcmp(&s, &e, 4), 0) << "avx2-exact, blocks " << blocks << " trial " << trial;
+      ASSERT_EQ(dot(type, w.data(), a.data(), n, best_isa()), v);
+      const float e = dot(type, w.data(), a.data(), n, exact_isa());
+      ASSERT_EQ(std::memcmp(&s, &e, 4), 0) << "exact order, blocks " << blocks << " trial " << trial;
     }
   }
 }
@@ -107,7 +119,8 @@ TEST_P(SimdIdentityTest, IntegerDotsAreBitIdentical) {
 TEST_P(SimdIdentityTest, MultiRowKernelMatchesSingleRow) {
   const Type type = GetParam();
   const Traits& t = traits(type);
-  ASSERT_NE(t.dot_multi_avx2, nullptr);
+  const DotMultiFn multi = simd(type).dot_multi;
+  if (multi == nullptr) GTEST_SKIP() << "no multi-row kernel for this format on " << arch_name(arch_under_test());
   std::mt19937 rng(77 + static_cast<int>(type));
   const int64_t n = 3 * 256;
   const size_t arb = act_row_bytes(t.vec_dot_type, n), stride = arb + 40;  // padded rows
@@ -119,9 +132,9 @@ TEST_P(SimdIdentityTest, MultiRowKernelMatchesSingleRow) {
       std::memcpy(acts.data() + r * stride, a.data(), arb);
     }
     std::vector<float> out(static_cast<size_t>(n_act));
-    t.dot_multi_avx2(w.data(), acts.data(), stride, n_act, n, out.data());
+    multi(w.data(), acts.data(), stride, n_act, n, out.data());
     for (int r = 0; r < n_act; r++) {
-      const float s = t.dot_scalar(w.data(), acts.data() + r * stride, n);
+      const float s = generic(type).dot(w.data(), acts.data() + r * stride, n);
       ASSERT_EQ(std::memcmp(&s, &out[static_cast<size_t>(r)], 4), 0) << "n_act " << n_act << " row " << r;
     }
   }
@@ -145,30 +158,66 @@ TEST_P(FloatSimdTest, ReorderedSumIsClose) {
     const float* x = reinterpret_cast<const float*>(a.data());
     double mag = 0;
     for (int64_t i = 0; i < n; i++) mag += std::fabs(static_cast<double>(wf[i]) * x[i]);
-    const float s = t.dot_scalar(w.data(), a.data(), n), v = t.dot_avx2(w.data(), a.data(), n);
+    const float s = generic(type).dot(w.data(), a.data(), n), v = simd(type).dot(w.data(), a.data(), n);
     EXPECT_NEAR(s, v, 1e-5 * mag + 1e-30) << "n " << n;
   }
 }
 
 TEST_P(FloatSimdTest, ExactVariantIsBitIdenticalToScalar) {
   const Type type = GetParam();
-  const Traits& t = traits(type);
-  ASSERT_NE(t.dot_avx2_exact, nullptr);
+  const DotFn exact = simd(type).dot_exact;
+  ASSERT_NE(exact, generic(type).dot_exact) << "no exact-order " << arch_name(arch_under_test()) << " kernel";
   std::mt19937 rng(5);
   for (int64_t n = 1; n <= 70; n++) {  // every tail length for 4- and 8-wide steps
     for (int trial = 0; trial < 5; trial++) {
       const std::vector<uint8_t> w = random_weights(type, n, rng);
       const std::vector<uint8_t> a = random_activation(type, n, rng);
-      const float s = t.dot_scalar(w.data(), a.data(), n), e = t.dot_avx2_exact(w.data(), a.data(), n);
+      const float s = generic(type).dot(w.data(), a.data(), n), e = exact(w.data(), a.data(), n);
       ASSERT_EQ(std::memcmp(&s, &e, 4), 0) << "n " << n << ": " << s << " vs " << e;
     }
   }
   const std::vector<uint8_t> w = random_weights(type, 4096, rng), a = random_activation(type, 4096, rng);
-  const float s = t.dot_scalar(w.data(), a.data(), 4096), e = dot(type, w.data(), a.data(), 4096, exact_isa());
+  const float s = generic(type).dot(w.data(), a.data(), 4096), e = dot(type, w.data(), a.data(), 4096, exact_isa());
   EXPECT_EQ(std::memcmp(&s, &e, 4), 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(FloatFormats, FloatSimdTest, ::testing::Values(Type::F32, Type::F16, Type::BF16),
+                         [](const auto& info) { return std::string(type_info(info.param).name); });
+
+// Activation quantizers: the architecture's bytes against the generic ones, on heavy-tailed
+// data and on the edge cases of the scale search (all zero, ties at .5 steps, the signed max
+// appearing twice with opposite signs, -0, one huge value, NaN-free denormals).
+class ActivationSimdTest : public SimdIdentityTest {};
+
+TEST_P(ActivationSimdTest, QuantizerGivesTheGenericBytes) {
+  const Type vdt = GetParam();
+  const QuantizeFn q = simd(vdt).quantize_activation, ref = generic(vdt).quantize_activation;
+  if (q == ref) GTEST_SKIP() << arch_name(arch_under_test()) << " uses the generic quantizer for this format";
+  const int64_t blk = traits(vdt).block_elems == 1 ? 32 : traits(vdt).block_elems;
+  std::mt19937 rng(31 + static_cast<int>(vdt));
+  std::student_t_distribution<float> dist(3.0f);
+  for (int trial = 0; trial < 40; trial++) {
+    const int64_t n = blk * (1 + trial % 9);
+    std::vector<float> x(static_cast<size_t>(n));
+    for (float& v : x) v = dist(rng);
+    switch (trial % 8) {
+      case 1: std::fill(x.begin(), x.begin() + blk, 0.0f); break;
+      case 2: for (int64_t i = 0; i < n; i++) x[size_t(i)] = 0.5f * static_cast<float>(i % 7 - 3); break;
+      case 3: x[3] = 9.0f, x[5] = -9.0f; break;
+      case 4: x[0] = -0.0f, x[size_t(n - 1)] = 1e30f; break;
+      case 5: for (float& v : x) v *= 1e-40f; break;
+      case 6: x[size_t(n / 2)] = -7.0f, x[size_t(n / 2 + 1)] = 7.0f; break;
+      default: break;
+    }
+    const size_t bytes = act_row_bytes(vdt, n);
+    std::vector<uint8_t> a(bytes, 0xAB), b(bytes, 0xCD);
+    ref(x.data(), a.data(), n);
+    q(x.data(), b.data(), n);
+    ASSERT_EQ(std::memcmp(a.data(), b.data(), bytes), 0) << "trial " << trial << " n " << n;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(ActivationFormats, ActivationSimdTest, ::testing::Values(Type::Q8_0, Type::Q8_K, Type::F32),
                          [](const auto& info) { return std::string(type_info(info.param).name); });
 
 }  // namespace

@@ -1,13 +1,13 @@
 // AVX2 + F16C implementations of the order-preserving kernels (ordered_simd.hpp). Compiled
 // with -mavx2 -mf16c only (no -mfma: every multiply-add here must stay two roundings), and
-// called only after ordered::available() checked the CPU.
+// called only when quant::best_isa() chose the Avx2 kernels (arch/x86/ops_x86.cpp).
 #include <immintrin.h>
 
 #include <cstring>
 
-#include "engine/kernels/ordered_simd.hpp"
+#include <cstdint>
 
-namespace ds4::kernels::ordered::avx2 {
+namespace ds4::kernels::detail::avx2 {
 
 namespace {
 
@@ -101,4 +101,4 @@ void axpy(float* y, const float* x, float a, uint32_t n) {
   for (; i < n; i++) y[i] += a * x[i];
 }
 
-}  // namespace ds4::kernels::ordered::avx2
+}  // namespace ds4::kernels::detail::avx2

@@ -1,14 +1,15 @@
-// Memory-read probe kernels: XOR-fold a buffer with four independent streams of 256-bit loads
-// (AVX2) or eight 64-bit streams (scalar), enough to keep the load units busy.
+// Memory-read probe, AVX2 (compiled with -mavx2): XOR-fold a buffer with four independent streams of 256-bit loads
+// (AVX2), enough to keep the load units busy.
 #include <immintrin.h>
 
 #include <cstring>
 
-#include "engine/kernels/read_stream.hpp"
+#include <cstddef>
+#include <cstdint>
 
-namespace ds4::kernels {
+namespace ds4::kernels::detail::avx2 {
 
-uint64_t read_stream_avx2(const uint8_t* p, size_t bytes) {
+uint64_t read_stream(const uint8_t* p, size_t bytes) {
   __m256i a = _mm256_setzero_si256(), b = a, c = a, d = a;
   for (size_t i = 0; i + 128 <= bytes; i += 128) {
     a = _mm256_xor_si256(a, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i)));
@@ -22,4 +23,4 @@ uint64_t read_stream_avx2(const uint8_t* p, size_t bytes) {
   return l[0] ^ l[1] ^ l[2] ^ l[3];
 }
 
-}  // namespace ds4::kernels
+}  // namespace ds4::kernels::detail::avx2

@@ -4,8 +4,9 @@
 // the scalar one (q2_k.cpp, q4_k.cpp), so results are bit-identical to the scalar kernels.
 #include <immintrin.h>
 
-#include "engine/quant/avx2/avx2_util.hpp"
+#include "engine/quant/arch/x86/avx2_util.hpp"
 #include "engine/quant/blocks.hpp"
+#include "engine/quant/arch/x86/kernels_avx2.hpp"
 #include "engine/quant/formats.hpp"
 
 namespace ds4::quant::detail {

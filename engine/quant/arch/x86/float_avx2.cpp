@@ -10,8 +10,9 @@
 // the two loops are written once for F32, F16 and BF16.
 #include <immintrin.h>
 
-#include "engine/quant/avx2/avx2_util.hpp"
+#include "engine/quant/arch/x86/avx2_util.hpp"
 #include "engine/quant/blocks.hpp"
+#include "engine/quant/arch/x86/kernels_avx2.hpp"
 #include "engine/quant/formats.hpp"
 
 namespace ds4::quant::detail {

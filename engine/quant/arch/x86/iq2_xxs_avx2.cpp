@@ -9,8 +9,9 @@
 
 #include <cstring>
 
-#include "engine/quant/avx2/avx2_util.hpp"
+#include "engine/quant/arch/x86/avx2_util.hpp"
 #include "engine/quant/blocks.hpp"
+#include "engine/quant/arch/x86/kernels_avx2.hpp"
 #include "engine/quant/formats.hpp"
 #include "engine/quant/iq2_tables.hpp"
 

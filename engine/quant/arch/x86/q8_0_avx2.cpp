@@ -4,8 +4,9 @@
 // results are bit-identical to them.
 #include <immintrin.h>
 
-#include "engine/quant/avx2/avx2_util.hpp"
+#include "engine/quant/arch/x86/avx2_util.hpp"
 #include "engine/quant/blocks.hpp"
+#include "engine/quant/arch/x86/kernels_avx2.hpp"
 #include "engine/quant/formats.hpp"
 
 namespace ds4::quant::detail {

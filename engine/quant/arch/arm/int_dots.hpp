@@ -1,0 +1,188 @@
+#pragma once
+// Internal: the AArch64 integer-format dots, written once and instantiated twice -- with a plain
+// NEON int8 dot (dots_neon.cpp) and with SDOT (dots_dotprod.cpp, compiled with +dotprod). The
+// policy D supplies `int32x4_t dot16(int32x4_t acc, int8x16_t a, int8x16_t b)`: acc plus the 16
+// products a[i]*b[i], spread over the four lanes in any way (only their total is used).
+// Every integer sum is exact (int32), so the order in which lanes add up does not matter; each
+// block's float step is the generic kernel's (arch/generic/dots_generic.cpp), operation for
+// operation, so the results are bit-identical to it. Everything here has internal linkage: the
+// two including files are compiled with different ISA flags.
+#include <arm_neon.h>
+
+#include <cstring>
+
+#include "engine/quant/blocks.hpp"
+#include "engine/quant/formats.hpp"
+#include "engine/quant/iq2_tables.hpp"
+
+namespace ds4::quant::detail::arm {
+namespace {
+
+// [Σ a, Σ b, Σ c, Σ d] of four int32x4 vectors.
+inline int32x4_t sums4(int32x4_t a, int32x4_t b, int32x4_t c, int32x4_t d) {
+  return vpaddq_s32(vpaddq_s32(a, b), vpaddq_s32(c, d));
+}
+
+template <class D>
+float dot_q8_0(const BlockQ8_0* w, const BlockQ8_0Act* x, int64_t nb) {
+  float acc = 0.0f;
+  for (int64_t b = 0; b < nb; b++) {
+    int32x4_t s = D::dot16(vdupq_n_s32(0), vld1q_s8(w[b].qs), vld1q_s8(x[b].qs));
+    s = D::dot16(s, vld1q_s8(w[b].qs + 16), vld1q_s8(x[b].qs + 16));
+    acc += f16_to_f32(w[b].d) * x[b].d * static_cast<float>(vaddvq_s32(s));
+  }
+  return acc;
+}
+
+template <class D>
+float dot_mxfp4(const BlockMXFP4* w, const BlockQ8_0Act* x, int64_t nb) {
+  const int8x16_t table = vld1q_s8(kMxfp4Values);
+  const uint8x16_t m4 = vdupq_n_u8(0x0f);
+  float acc = 0.0f;
+  for (int64_t b = 0; b < nb; b++) {
+    const uint8x16_t q = vld1q_u8(w[b].qs);
+    const int8x16_t lo = vqtbl1q_s8(table, vandq_u8(q, m4)), hi = vqtbl1q_s8(table, vshrq_n_u8(q, 4));
+    int32x4_t s = D::dot16(vdupq_n_s32(0), lo, vld1q_s8(x[b].qs));
+    s = D::dot16(s, hi, vld1q_s8(x[b].qs + 16));
+    acc += e8m0_to_f32_half(w[b].e) * x[b].d * static_cast<float>(vaddvq_s32(s));
+  }
+  return acc;
+}
+
+// Q2_K levels of one 16-byte group at bit offset `shift` (0, 2, 4, 6) as int8.
+inline int8x16_t q2_levels(uint8x16_t bits, int shift) {
+  return vreinterpretq_s8_u8(vandq_u8(vshlq_u8(bits, vdupq_n_s8(static_cast<int8_t>(-shift))), vdupq_n_u8(3)));
+}
+
+template <class D>
+float dot_q2_k(const BlockQ2_K* x, const BlockQ8_K* y, int64_t nb) {
+  float sumf = 0.0f;
+  for (int64_t i = 0; i < nb; i++) {
+    const uint8x16_t sc = vld1q_u8(x[i].scales);
+    // summs = Σ bsums[j] * (scales[j] >> 4)
+    const uint8x16_t mins = vshrq_n_u8(sc, 4);
+    const int16x8_t m_lo = vreinterpretq_s16_u16(vmovl_u8(vget_low_u8(mins)));
+    const int16x8_t m_hi = vreinterpretq_s16_u16(vmovl_u8(vget_high_u8(mins)));
+    const int16x8_t b_lo = vld1q_s16(y[i].bsums), b_hi = vld1q_s16(y[i].bsums + 8);
+    int32x4_t sm = vmull_s16(vget_low_s16(b_lo), vget_low_s16(m_lo));
+    sm = vmlal_s16(sm, vget_high_s16(b_lo), vget_high_s16(m_lo));
+    sm = vmlal_s16(sm, vget_low_s16(b_hi), vget_low_s16(m_hi));
+    sm = vmlal_s16(sm, vget_high_s16(b_hi), vget_high_s16(m_hi));
+    const int summs = vaddvq_s32(sm);
+    const float dall = y[i].d * f16_to_f32(x[i].d);
+    const float dmin = y[i].d * f16_to_f32(x[i].dmin);
+    // isum = Σ over the 16 sub-blocks (scales[s] & 15) * <q2, q8>_16, four sub-blocks at a time
+    // (one shift: parts 0 and 1 of both halves' ... in storage order s = 8*half + 2*k + part).
+    const uint8x16_t scl = vandq_u8(sc, vdupq_n_u8(15));
+    uint8_t scb[16];
+    vst1q_u8(scb, scl);
+    int32x4_t isum_v = vdupq_n_s32(0);
+    const int8_t* q8 = y[i].qs;
+    for (int half = 0; half < 2; half++) {
+      const uint8x16_t bits0 = vld1q_u8(x[i].qs + 32 * half), bits1 = vld1q_u8(x[i].qs + 32 * half + 16);
+      for (int k = 0; k < 4; k += 2) {  // sub-blocks s..s+3: (k, part 0), (k, part 1), (k+1, 0), (k+1, 1)
+        const int32x4_t z = vdupq_n_s32(0);
+        const int32x4_t p0 = D::dot16(z, q2_levels(bits0, 2 * k), vld1q_s8(q8));
+        const int32x4_t p1 = D::dot16(z, q2_levels(bits1, 2 * k), vld1q_s8(q8 + 16));
+        const int32x4_t p2 = D::dot16(z, q2_levels(bits0, 2 * k + 2), vld1q_s8(q8 + 32));
+        const int32x4_t p3 = D::dot16(z, q2_levels(bits1, 2 * k + 2), vld1q_s8(q8 + 48));
+        const int s = 8 * half + 2 * k;
+        const int32_t scv[4] = {scb[s], scb[s + 1], scb[s + 2], scb[s + 3]};
+        isum_v = vmlaq_s32(isum_v, sums4(p0, p1, p2, p3), vld1q_s32(scv));
+        q8 += 64;
+      }
+    }
+    const int isum = vaddvq_s32(isum_v);
+    sumf += dall * static_cast<float>(isum) - dmin * static_cast<float>(summs);
+  }
+  return sumf;
+}
+
+template <class D>
+float dot_q4_k(const BlockQ4_K* x, const BlockQ8_K* y, int64_t nb) {
+  const uint8x16_t m4 = vdupq_n_u8(0x0f);
+  float sumf = 0.0f;
+  for (int64_t i = 0; i < nb; i++) {
+    uint8_t sc8[8], m8[8];
+    unpack_q4_k_scales(x[i].scales, sc8, m8);
+    // summs = Σ m_j * (bsums[2j] + bsums[2j+1])
+    const int16x8_t pairs = vpaddq_s16(vld1q_s16(y[i].bsums), vld1q_s16(y[i].bsums + 8));
+    const int16x8_t mv = vreinterpretq_s16_u16(vmovl_u8(vld1_u8(m8)));
+    int32x4_t sm = vmull_s16(vget_low_s16(pairs), vget_low_s16(mv));
+    sm = vmlal_s16(sm, vget_high_s16(pairs), vget_high_s16(mv));
+    const int summs = vaddvq_s32(sm);
+    // isum = Σ sc_j * <q4_j, q8_j>_32; chunk c holds sub-block 2c (low nibbles), 2c+1 (high).
+    int32x4_t p[8];
+    const int8_t* q8 = y[i].qs;
+    for (int c = 0; c < 4; c++) {
+      const uint8x16_t b0 = vld1q_u8(x[i].qs + 32 * c), b1 = vld1q_u8(x[i].qs + 32 * c + 16);
+      const int32x4_t z = vdupq_n_s32(0);
+      p[2 * c] = D::dot16(D::dot16(z, vreinterpretq_s8_u8(vandq_u8(b0, m4)), vld1q_s8(q8)),
+                          vreinterpretq_s8_u8(vandq_u8(b1, m4)), vld1q_s8(q8 + 16));
+      p[2 * c + 1] = D::dot16(D::dot16(z, vreinterpretq_s8_u8(vshrq_n_u8(b0, 4)), vld1q_s8(q8 + 32)),
+                              vreinterpretq_s8_u8(vshrq_n_u8(b1, 4)), vld1q_s8(q8 + 48));
+      q8 += 64;
+    }
+    const int32x4_t sc_lo = vreinterpretq_s32_u32(vmovl_u16(vget_low_u16(vmovl_u8(vld1_u8(sc8)))));
+    const int32x4_t sc_hi = vreinterpretq_s32_u32(vmovl_u16(vget_high_u16(vmovl_u8(vld1_u8(sc8)))));
+    const int32x4_t iv = vmlaq_s32(vmulq_s32(sums4(p[0], p[1], p[2], p[3]), sc_lo), sums4(p[4], p[5], p[6], p[7]), sc_hi);
+    const int isum = vaddvq_s32(iv);
+    const float dall = y[i].d * f16_to_f32(x[i].d);
+    const float dmin = y[i].d * f16_to_f32(x[i].dmin);
+    sumf += dall * static_cast<float>(isum) - dmin * static_cast<float>(summs);
+  }
+  return sumf;
+}
+
+// Eight signed IQ2_XXS grid values for grid point g and sign index s, twice (two points).
+inline int8x16_t iq2_pair(uint32_t g0, uint32_t s0, uint32_t g1, uint32_t s1) {
+  const uint8x16_t grid = vcombine_u8(vcreate_u8(kIq2xxsGrid[g0]), vcreate_u8(kIq2xxsGrid[g1]));
+  const int8x16_t sign = vcombine_s8(vcreate_s8(kIq2Signs.plus_minus_one[s0]), vcreate_s8(kIq2Signs.plus_minus_one[s1]));
+  return vmulq_s8(vreinterpretq_s8_u8(grid), sign);  // |grid| <= 43: exact in int8
+}
+
+template <class D>
+float dot_iq2_xxs(const BlockIQ2_XXS* x, const BlockQ8_K* y, int64_t nb) {
+  float sumf = 0.0f;
+  for (int64_t i = 0; i < nb; i++) {
+    const float d = f16_to_f32(x[i].d) * y[i].d;
+    const int8_t* q8 = y[i].qs;
+    int32_t bsum = 0;
+    for (int ib = 0; ib < 8; ib++) {
+      uint32_t aux[2];
+      std::memcpy(aux, x[i].qs + 4 * ib, 8);
+      int32x4_t s = D::dot16(vdupq_n_s32(0),
+                             iq2_pair(aux[0] & 255, aux[1] & 127, (aux[0] >> 8) & 255, (aux[1] >> 7) & 127),
+                             vld1q_s8(q8));
+      s = D::dot16(s, iq2_pair((aux[0] >> 16) & 255, (aux[1] >> 14) & 127, aux[0] >> 24, (aux[1] >> 21) & 127),
+                   vld1q_s8(q8 + 16));
+      q8 += 32;
+      bsum += vaddvq_s32(s) * static_cast<int32_t>(2 * (aux[1] >> 28) + 1);
+    }
+    sumf += d * static_cast<float>(bsum);
+  }
+  return 0.125f * sumf;
+}
+
+}  // namespace
+}  // namespace ds4::quant::detail::arm
+
+// Defines dot_<format>_<suffix> for the five integer formats with policy D.
+#define DS4_ARM_DEFINE_INT_DOTS(suffix, D)                                                                       \
+  namespace ds4::quant::detail {                                                                                 \
+  float dot_q8_0_##suffix(const void* w, const void* act, int64_t n) {                                           \
+    return arm::dot_q8_0<D>(static_cast<const BlockQ8_0*>(w), static_cast<const BlockQ8_0Act*>(act), n / 32);    \
+  }                                                                                                              \
+  float dot_mxfp4_##suffix(const void* w, const void* act, int64_t n) {                                          \
+    return arm::dot_mxfp4<D>(static_cast<const BlockMXFP4*>(w), static_cast<const BlockQ8_0Act*>(act), n / 32);  \
+  }                                                                                                              \
+  float dot_q2_k_##suffix(const void* w, const void* act, int64_t n) {                                           \
+    return arm::dot_q2_k<D>(static_cast<const BlockQ2_K*>(w), static_cast<const BlockQ8_K*>(act), n / QK_K);     \
+  }                                                                                                              \
+  float dot_q4_k_##suffix(const void* w, const void* act, int64_t n) {                                           \
+    return arm::dot_q4_k<D>(static_cast<const BlockQ4_K*>(w), static_cast<const BlockQ8_K*>(act), n / QK_K);     \
+  }                                                                                                              \
+  float dot_iq2_xxs_##suffix(const void* w, const void* act, int64_t n) {                                        \
+    return arm::dot_iq2_xxs<D>(static_cast<const BlockIQ2_XXS*>(w), static_cast<const BlockQ8_K*>(act), n / QK_K); \
+  }                                                                                                              \
+  }

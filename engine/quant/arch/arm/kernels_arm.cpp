@@ -1,0 +1,58 @@
+// The AArch64 kernel sets and their run-time CPU check (getauxval(AT_HWCAP)). Neon: every
+// format, on plain Advanced SIMD (part of the AArch64 base ISA). NeonDotprod: the integer dots
+// through SDOT; everything else falls back to Neon. This file has no ISA flags.
+#include <sys/auxv.h>
+
+#include "engine/quant/arch/arm/kernels_arm.hpp"
+#include "engine/quant/arch/kernel_set.hpp"
+
+#ifndef HWCAP_ASIMD
+#define HWCAP_ASIMD (1 << 1)
+#endif
+#ifndef HWCAP_ASIMDDP
+#define HWCAP_ASIMDDP (1 << 20)
+#endif
+
+namespace ds4::quant::detail {
+namespace {
+
+// Integer formats: one kernel for both orders (it is bit-identical to the generic one).
+constexpr CpuKernels integer(DotFn f) { return {.dot = f, .dot_exact = f}; }
+
+constexpr KernelRow kNeonRows[] = {
+    {Type::F32, {.dot = dot_f32_neon, .dot_exact = dot_f32_neon_exact}},
+    {Type::F16, {.dot = dot_f16_neon, .dot_exact = dot_f16_neon_exact}},
+    {Type::BF16, {.dot = dot_bf16_neon, .dot_exact = dot_bf16_neon_exact}},
+    {Type::Q8_0, {.dot = dot_q8_0_neon, .dot_exact = dot_q8_0_neon, .quantize_activation = quantize_act_q8_0_neon}},
+    {Type::Q2_K, integer(dot_q2_k_neon)},
+    {Type::Q4_K, integer(dot_q4_k_neon)},
+    {Type::IQ2_XXS, integer(dot_iq2_xxs_neon)},
+    {Type::MXFP4, integer(dot_mxfp4_neon)},
+    {Type::Q8_K, {.quantize_activation = quantize_act_q8_k_neon}},
+};
+
+constexpr KernelRow kDotprodRows[] = {
+    {Type::Q8_0, integer(dot_q8_0_dotprod)},   {Type::Q2_K, integer(dot_q2_k_dotprod)},
+    {Type::Q4_K, integer(dot_q4_k_dotprod)},   {Type::IQ2_XXS, integer(dot_iq2_xxs_dotprod)},
+    {Type::MXFP4, integer(dot_mxfp4_dotprod)},
+};
+
+// Parents first: the dispatcher resolves a set's fallback before the set.
+constexpr KernelSet kSets[] = {
+    {Arch::Neon, Arch::Generic, kNeonRows},
+    {Arch::NeonDotprod, Arch::Neon, kDotprodRows},
+};
+
+}  // namespace
+
+std::span<const KernelSet> arch_kernel_sets() { return kSets; }
+
+bool arch_cpu_supports(Arch arch) {
+  const unsigned long hw = getauxval(AT_HWCAP);
+  const bool asimd = (hw & HWCAP_ASIMD) != 0;
+  if (arch == Arch::Neon) return asimd;
+  if (arch == Arch::NeonDotprod) return asimd && (hw & HWCAP_ASIMDDP) != 0;
+  return false;
+}
+
+}  // namespace ds4::quant::detail

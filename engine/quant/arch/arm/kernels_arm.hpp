@@ -1,0 +1,31 @@
+#pragma once
+// Internal: the AArch64 kernels. *_neon: plain Advanced SIMD (every AArch64 CPU); *_dotprod:
+// the same integer dots through SDOT (ARMv8.2 dotprod, dots_dotprod.cpp is compiled with
+// +dotprod and only called where HWCAP_ASIMDDP is set).
+#include <cstdint>
+
+namespace ds4::quant::detail {
+
+#define DS4_ARM_INT_DOTS(suffix)                                          \
+  float dot_q8_0_##suffix(const void* w, const void* act, int64_t n);    \
+  float dot_q2_k_##suffix(const void* w, const void* act, int64_t n);    \
+  float dot_q4_k_##suffix(const void* w, const void* act, int64_t n);    \
+  float dot_iq2_xxs_##suffix(const void* w, const void* act, int64_t n); \
+  float dot_mxfp4_##suffix(const void* w, const void* act, int64_t n);
+DS4_ARM_INT_DOTS(neon)
+DS4_ARM_INT_DOTS(dotprod)
+#undef DS4_ARM_INT_DOTS
+
+// Float dots: fast order (FMA, four accumulators) and exact order (SIMD products, serial sum).
+float dot_f32_neon(const void* w, const void* act, int64_t n);
+float dot_f16_neon(const void* w, const void* act, int64_t n);
+float dot_bf16_neon(const void* w, const void* act, int64_t n);
+float dot_f32_neon_exact(const void* w, const void* act, int64_t n);
+float dot_f16_neon_exact(const void* w, const void* act, int64_t n);
+float dot_bf16_neon_exact(const void* w, const void* act, int64_t n);
+
+// Activation quantizers, byte-identical to quantize_act_q8_0 / quantize_act_q8_k.
+void quantize_act_q8_0_neon(const float* src, void* dst, int64_t n);
+void quantize_act_q8_k_neon(const float* src, void* dst, int64_t n);
+
+}  // namespace ds4::quant::detail

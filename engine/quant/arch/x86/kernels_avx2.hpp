@@ -1,0 +1,29 @@
+#pragma once
+// Internal: the x86 AVX2 kernels (arch/x86/*_avx2.cpp, compiled with -mavx2 -mfma -mf16c and
+// only called when the CPU has all three).
+#include <cstddef>
+#include <cstdint>
+
+namespace ds4::quant::detail {
+
+// Fast-order float dots (FMA, reordered sum) and exact-order ones (SIMD products, serial sum).
+float dot_f32_avx2(const void* w, const void* act, int64_t n);
+float dot_f16_avx2(const void* w, const void* act, int64_t n);
+float dot_bf16_avx2(const void* w, const void* act, int64_t n);
+float dot_f32_avx2_exact(const void* w, const void* act, int64_t n);
+float dot_f16_avx2_exact(const void* w, const void* act, int64_t n);
+float dot_bf16_avx2_exact(const void* w, const void* act, int64_t n);
+// Integer formats: bit-identical to the generic kernels.
+float dot_q8_0_avx2(const void* w, const void* act, int64_t n);
+float dot_q2_k_avx2(const void* w, const void* act, int64_t n);
+float dot_q4_k_avx2(const void* w, const void* act, int64_t n);
+float dot_iq2_xxs_avx2(const void* w, const void* act, int64_t n);
+float dot_mxfp4_avx2(const void* w, const void* act, int64_t n);
+// Multi-activation kernels (see quant.hpp DotMultiFn).
+void dot_q8_0_multi_avx2(const void* w, const void* act, size_t act_stride, int n_act, int64_t n, float* out);
+void dot_mxfp4_multi_avx2(const void* w, const void* act, size_t act_stride, int n_act, int64_t n, float* out);
+void dot_q4_k_multi_avx2(const void* w, const void* act, size_t act_stride, int n_act, int64_t n, float* out);
+void dot_q2_k_multi_avx2(const void* w, const void* act, size_t act_stride, int n_act, int64_t n, float* out);
+void dot_iq2_xxs_multi_avx2(const void* w, const void* act, size_t act_stride, int n_act, int64_t n, float* out);
+
+}  // namespace ds4::quant::detail
