@@ -7,9 +7,9 @@
 #include <cstdlib>
 #include <iostream>
 
-#include "daemon/config_loader.hpp"
+#include "config/config_loader.hpp"
 #include "daemon/daemon_run.hpp"
-#include "daemon/log_setup.hpp"
+#include "config/log_setup.hpp"
 
 namespace {
 
@@ -50,30 +50,30 @@ constexpr const char* kFooter =
 }  // namespace
 
 int main(int argc, char** argv) {
-  using namespace ds4::daemon;
+  using namespace ds4;
   CLI::App app{kDescription, "ds4d"};
   app.footer(kFooter);
   bool print_config = false;
   app.add_flag("--print-config", print_config, "print the effective configuration with each value's origin and exit");
-  ConfigLoader loader(app, KeyScope::daemon);
+  config::ConfigLoader loader(app, config::KeyScope::daemon);
   CLI11_PARSE(app, argc, argv);
-  Config cfg;
+  config::Config cfg;
   try {
     cfg = loader.load();
-    setup_logging(cfg.log, std::getenv("JOURNAL_STREAM"));
+    config::setup_logging(cfg.log, std::getenv("JOURNAL_STREAM"));
   } catch (const std::exception& e) {
     std::cerr << "ds4d: " << e.what() << "\n";
-    return kExitConfigError;
+    return config::kExitConfigError;
   }
   if (print_config) {
-    std::cout << render_config(cfg, loader.origins());
+    std::cout << config::render_config(cfg, loader.origins());
     return 0;
   }
   if (!loader.config_file().empty()) spdlog::info("configuration from {}", loader.config_file());
   try {
-    return run_daemon(cfg);
+    return daemon::run_daemon(cfg);
   } catch (const std::exception& e) {
     spdlog::critical("ds4d failed: {}", e.what());
-    return kExitRuntime;
+    return config::kExitRuntime;
   }
 }

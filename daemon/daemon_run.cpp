@@ -56,7 +56,7 @@ struct LoadOutcome {
   WeightPin pin;       // lives as long as the daemon
 };
 
-void load_model(const Config& cfg, serving::Service& service, std::shared_ptr<WorkerHeartbeat> heartbeat,
+void load_model(const config::Config& cfg, serving::Service& service, std::shared_ptr<WorkerHeartbeat> heartbeat,
                 std::atomic<double>& progress, LoadOutcome& out) {
   int code = 0;
   std::string error, id;
@@ -64,22 +64,22 @@ void load_model(const Config& cfg, serving::Service& service, std::shared_ptr<Wo
   try {
     LoadOptions lo;
     lo.threads = cfg.model.threads;
-    lo.populate = cfg.model.pin == PinMode::lock;  // MAP_POPULATE before mlock
+    lo.populate = cfg.model.pin == config::PinMode::lock;  // MAP_POPULATE before mlock
     auto model = Model::load(cfg.model.path, lo, [&](double f, std::string_view) {
       progress.store(f);
       service.set_load_progress(f);
     });
     auto tokenizer = tokenizer::Tokenizer::from_gguf(model->gguf());
     pin = WeightPin::pin(cfg.model.pin, model->gguf().base(), model->gguf().size());
-    if (cfg.model.pin != PinMode::none)
-      spdlog::info("weights pinned ({}): {}", pin_mode_name(cfg.model.pin), planner::format_gib(pin.bytes()));
+    if (cfg.model.pin != config::PinMode::none)
+      spdlog::info("weights pinned ({}): {}", config::pin_mode_name(cfg.model.pin), planner::format_gib(pin.bytes()));
     ContextOptions co;
     co.context_length = static_cast<uint32_t>(cfg.model.context);
     auto backend = std::make_shared<serving::Ds4Backend>(model, std::move(tokenizer), std::string(), co);
     id = backend->model_id();
     service.set_backend(with_heartbeat(backend, heartbeat));
   } catch (const std::exception& e) {
-    code = kExitConfigError;
+    code = config::kExitConfigError;
     error = e.what();
     service.set_load_failed(error);
   }
@@ -93,7 +93,7 @@ void load_model(const Config& cfg, serving::Service& service, std::shared_ptr<Wo
 
 }  // namespace
 
-int run_daemon(const Config& cfg) {
+int run_daemon(const config::Config& cfg) {
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
   sigaddset(&stop_signals, SIGTERM);
@@ -129,7 +129,7 @@ int run_daemon(const Config& cfg) {
     spdlog::error("{}", e.what());
     notifier.status(std::string("Failed: ") + e.what());
     watch.stop();
-    return kExitRuntime;
+    return config::kExitRuntime;
   }
   const std::string where = fmt::format("{}:{}", cfg.server.host, server->port());
   spdlog::info("listening on {} (answering 503 until the model is loaded)", where);
@@ -137,7 +137,7 @@ int run_daemon(const Config& cfg) {
   auto heartbeat = std::make_shared<WorkerHeartbeat>();
   std::atomic<double> progress{0};
   LoadOutcome outcome;
-  spdlog::info("loading {} (pin {})", cfg.model.path, pin_mode_name(cfg.model.pin));
+  spdlog::info("loading {} (pin {})", cfg.model.path, config::pin_mode_name(cfg.model.pin));
   std::thread loader([&] { load_model(cfg, service, heartbeat, progress, outcome); });
 
   const auto watchdog = notifier.watchdog_interval();

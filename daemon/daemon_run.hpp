@@ -7,13 +7,11 @@
 //
 // Exit status: 0 stopped on request; 1 runtime failure (e.g. the port is taken); 78 (EX_CONFIG)
 // the model cannot be loaded or pinned with this configuration (restarting would not help).
-#include "daemon/daemon_config.hpp"
+#include "config/config.hpp"
+#include "config/exit_status.hpp"
 
 namespace ds4::daemon {
 
-inline constexpr int kExitRuntime = 1;
-inline constexpr int kExitConfigError = 78;
-
-int run_daemon(const Config& cfg);
+int run_daemon(const config::Config& cfg);
 
 }  // namespace ds4::daemon

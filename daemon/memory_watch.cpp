@@ -5,18 +5,18 @@
 #include <spdlog/spdlog.h>
 
 #include "engine/planner/byte_size.hpp"
-#include "supervisor/host_memory.hpp"
+#include "host/host_memory.hpp"
 
 namespace ds4::daemon {
 
-MemorySample sample_memory(const Config::Memory& cfg) {
-  const sysconf::MemInfo m = sysconf::read_meminfo(cfg.meminfo_path);
+MemorySample sample_memory(const config::Config::Memory& cfg) {
+  const host::MemInfo m = host::read_meminfo(cfg.meminfo_path);
   MemorySample s;
   s.mem_total = m.mem_total;
   s.mem_available = m.mem_available;
   if (!cfg.psi_path.empty()) {
     try {
-      const sysconf::Psi p = sysconf::read_psi(cfg.psi_path);
+      const host::Psi p = host::read_psi(cfg.psi_path);
       s.psi_some_avg10 = p.some.avg10;
       if (p.has_full) s.psi_full_avg10 = p.full.avg10;
     } catch (const std::exception& e) {
@@ -26,7 +26,7 @@ MemorySample sample_memory(const Config::Memory& cfg) {
   return s;
 }
 
-std::optional<std::string> refusal_reason(const MemorySample& s, const Config::Memory& cfg) {
+std::optional<std::string> refusal_reason(const MemorySample& s, const config::Config::Memory& cfg) {
   if (s.mem_available < cfg.floor)
     return fmt::format("memory is low: MemAvailable {} is below the {} floor (memory.floor); retry later",
                        planner::format_gib(s.mem_available), planner::format_gib(cfg.floor));
@@ -37,7 +37,7 @@ std::optional<std::string> refusal_reason(const MemorySample& s, const Config::M
   return std::nullopt;
 }
 
-MemoryWatch::MemoryWatch(Config::Memory cfg, SampleSink sink) : cfg_(std::move(cfg)), sink_(std::move(sink)) {}
+MemoryWatch::MemoryWatch(config::Config::Memory cfg, SampleSink sink) : cfg_(std::move(cfg)), sink_(std::move(sink)) {}
 
 MemoryWatch::~MemoryWatch() { stop(); }
 

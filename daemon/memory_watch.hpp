@@ -17,7 +17,7 @@
 #include <string>
 #include <thread>
 
-#include "daemon/daemon_config.hpp"
+#include "config/config.hpp"
 
 namespace ds4::daemon {
 
@@ -30,16 +30,16 @@ struct MemorySample {
 
 // Reads one sample. PSI is optional (an empty path or a kernel without PSI leaves it unset);
 // meminfo errors throw std::runtime_error naming the file.
-MemorySample sample_memory(const Config::Memory& cfg);
+MemorySample sample_memory(const config::Config::Memory& cfg);
 
 // nullopt: admit; otherwise the reason new work is refused.
-std::optional<std::string> refusal_reason(const MemorySample& s, const Config::Memory& cfg);
+std::optional<std::string> refusal_reason(const MemorySample& s, const config::Config::Memory& cfg);
 
 class MemoryWatch {
  public:
   using SampleSink = std::function<void(const MemorySample&)>;  // e.g. metrics gauges
 
-  MemoryWatch(Config::Memory cfg, SampleSink sink);
+  MemoryWatch(config::Config::Memory cfg, SampleSink sink);
   ~MemoryWatch();  // stop()
 
   void start();  // takes the first sample synchronously (so the gate is valid at once), then polls
@@ -53,7 +53,7 @@ class MemoryWatch {
   void poll_once();
   void loop();
 
-  Config::Memory cfg_;
+  config::Config::Memory cfg_;
   SampleSink sink_;
   mutable std::mutex mu_;
   std::condition_variable cv_;

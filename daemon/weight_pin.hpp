@@ -15,7 +15,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "daemon/daemon_config.hpp"
+#include "config/config.hpp"
 
 namespace ds4::daemon {
 
@@ -28,19 +28,19 @@ class WeightPin {
  public:
   WeightPin() = default;
   // Pins [base, base+bytes) per mode (none: does nothing).
-  static WeightPin pin(PinMode mode, const void* base, size_t bytes);
+  static WeightPin pin(config::PinMode mode, const void* base, size_t bytes);
   ~WeightPin();
   WeightPin(WeightPin&& o) noexcept;
   WeightPin& operator=(WeightPin&& o) noexcept;
   WeightPin(const WeightPin&) = delete;
   WeightPin& operator=(const WeightPin&) = delete;
 
-  PinMode mode() const { return mode_; }
+  config::PinMode mode() const { return mode_; }
   size_t bytes() const { return bytes_; }
 
  private:
   void release() noexcept;
-  PinMode mode_ = PinMode::none;
+  config::PinMode mode_ = config::PinMode::none;
   const void* base_ = nullptr;
   size_t bytes_ = 0;
   void* cudart_ = nullptr;  // dlopen handle (cuda mode)

@@ -1,4 +1,4 @@
-// `ds4ctl convert SRC_DIR -o OUT.gguf --recipe q2|q4|mxfp4|FILE.toml [--threads N]`: the
+// `ds4ctl convert SRC_DIR -o OUT.gguf --recipe q2|q4|mxfp4|FILE.toml [--imatrix F] [--threads N]`: the
 // official DS4 Flash checkpoint to the GGUF this engine loads (engine/convert). Writes the audit
 // next to the output (OUT.audit.json, OUT.audit.txt). Interrupted runs resume when rerun with
 // the same arguments. Progress: a bar with ETA on a terminal, one plain line per ~5% otherwise.
@@ -19,7 +19,7 @@
 namespace {
 
 struct ConvertArgs {
-  std::string src, out, recipe = "q2";
+  std::string src, out, recipe = "q2", imatrix;
   unsigned threads = 1;
 };
 
@@ -35,6 +35,7 @@ int run_convert(const ConvertArgs& a) {
   o.output = a.out;
   o.recipe = a.recipe;
   o.threads = a.threads;
+  o.imatrix = a.imatrix;
   const bool tty = ::isatty(STDERR_FILENO);
   const auto t0 = std::chrono::steady_clock::now();
   int last_step = -1;
@@ -80,6 +81,8 @@ ds4ctl::Register reg{"convert", "Convert the official DS4 Flash checkpoint (safe
                        sub.add_option("-o,--output", a->out, "output GGUF path")->required();
                        sub.add_option("--recipe", a->recipe, "q2, q4, mxfp4 or a recipe .toml file");
                        sub.add_option("--threads", a->threads, "worker threads")->check(CLI::Range(1, 256));
+                       sub.add_option("--imatrix", a->imatrix, "GGML imatrix file (ds4ctl imatrix); hashed into the artifact id")
+                           ->check(CLI::ExistingFile);
                        return [a] { return run_convert(*a); };
                      }};
 

@@ -11,7 +11,7 @@
 #include "engine/planner/byte_size.hpp"
 #include "engine/planner/memory_plan.hpp"
 #include "engine/planner/plan_from_gguf.hpp"
-#include "supervisor/host_memory.hpp"
+#include "host/host_memory.hpp"
 
 namespace {
 
@@ -32,7 +32,7 @@ std::optional<uint64_t> size_or_none(const std::string& s) {
 int run_plan(const PlanOptions& o) {
   using namespace ds4::planner;
   const uint64_t mem_total =
-      o.mem_total.empty() ? ds4::sysconf::read_meminfo(o.meminfo).mem_total : parse_byte_size(o.mem_total);
+      o.mem_total.empty() ? ds4::host::read_meminfo(o.meminfo).mem_total : parse_byte_size(o.mem_total);
   PlanInput in;
   if (!o.model.empty()) {
     GgufPlanRequest r;

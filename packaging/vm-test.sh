@@ -61,6 +61,11 @@ run_dir="$cache_dir/run"
 rm -rf "$run_dir"
 mkdir -p "$run_dir/payload"
 cp "$deb" "$here/vm/guest-checks.sh" "$here/vm/vm-test.conf" "$run_dir/payload/"
+# The memory hog of the memory-pressure checks, static because the guest has no compiler.
+if ! "${CC:-cc}" -O2 -static -o "$run_dir/payload/ds4d-memhog" "$here/vm/memhog.c"; then
+  echo "vm-test: cannot build the static memory hog (packaging/vm/memhog.c)"
+  exit 1
+fi
 payload_mib=$(( $(du -sm "$run_dir/payload" | cut -f1) + 16 ))
 mkfs.ext4 -q -F -L ds4d-payload -E root_owner=0:0 -d "$run_dir/payload" "$run_dir/payload.img" "${payload_mib}M" >/dev/null
 # A copy-on-write overlay keeps the cached image pristine for the next run.

@@ -14,11 +14,11 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "supervisor/oom_adjust.hpp"
+#include "host/oom_adjust.hpp"
 
 extern char** environ;
 
-namespace ds4::sysconf {
+namespace ds4::supervisor {
 namespace {
 
 [[noreturn]] void child_fail(int fd, const char* step, int err) {
@@ -63,10 +63,10 @@ pid_t spawn_daemon(const LaunchSpec& spec) {
       if (setrlimit(RLIMIT_MEMLOCK, &unlimited) != 0) child_fail(pipefd[1], "raise RLIMIT_MEMLOCK", errno);
     }
     if (spec.oom_score_adj) {
-      if (const int err = write_own_oom_score_adj(*spec.oom_score_adj)) child_fail(pipefd[1], oom_step, err);
+      if (const int err = host::write_own_oom_score_adj(*spec.oom_score_adj)) child_fail(pipefd[1], oom_step, err);
     }
     if (spec.identity) {
-      if (const int err = drop_privileges(*spec.identity)) child_fail(pipefd[1], drop_step.c_str(), err);
+      if (const int err = host::drop_privileges(*spec.identity)) child_fail(pipefd[1], drop_step.c_str(), err);
       setenv("USER", spec.identity->user.c_str(), 1);
       setenv("LOGNAME", spec.identity->user.c_str(), 1);
       if (!spec.identity->home.empty()) setenv("HOME", spec.identity->home.c_str(), 1);
@@ -103,4 +103,4 @@ pid_t spawn_daemon(const LaunchSpec& spec) {
   return pid;
 }
 
-}  // namespace ds4::sysconf
+}  // namespace ds4::supervisor

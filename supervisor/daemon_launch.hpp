@@ -15,14 +15,14 @@
 #include <string>
 #include <vector>
 
-#include "supervisor/privileges.hpp"
+#include "host/privileges.hpp"
 
-namespace ds4::sysconf {
+namespace ds4::supervisor {
 
 struct LaunchSpec {
   std::vector<std::string> argv;              // argv[0] is the executable path
   std::optional<int> oom_score_adj;
-  std::optional<ServiceIdentity> identity;    // drop to this user (requires root)
+  std::optional<host::ServiceIdentity> identity;    // drop to this user (requires root)
   bool unlimited_memlock = false;
   std::string notify_socket;                  // "" : unset NOTIFY_SOCKET in the child
   std::optional<unsigned long long> watchdog_usec;
@@ -31,4 +31,4 @@ struct LaunchSpec {
 // Returns the child's pid once it has exec'd. Throws std::runtime_error with the failing step.
 pid_t spawn_daemon(const LaunchSpec& spec);
 
-}  // namespace ds4::sysconf
+}  // namespace ds4::supervisor

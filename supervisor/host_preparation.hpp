@@ -6,16 +6,16 @@
 //   3. the earlyoom drop-in with thresholds below the planned headroom (earlyoom_dropin.hpp).
 #include <iosfwd>
 
-#include "daemon/daemon_config.hpp"
+#include "config/config.hpp"
 #include "engine/planner/memory_plan.hpp"
-#include "supervisor/system_changes.hpp"
+#include "host/system_changes.hpp"
 
 namespace ds4::supervisor {
 
-planner::Plan plan_for_config(const daemon::Config& cfg, const sysconf::Sysroot& root);
+planner::Plan plan_for_config(const config::Config& cfg, const host::Sysroot& root);
 
 // Swap and earlyoom; throws std::runtime_error (or std::invalid_argument for thresholds that
 // would fire at steady state) naming the failing step.
-void prepare_host(const daemon::Config& cfg, const planner::Plan& plan, sysconf::SystemChanges& changes);
+void prepare_host(const config::Config& cfg, const planner::Plan& plan, host::SystemChanges& changes);
 
 }  // namespace ds4::supervisor

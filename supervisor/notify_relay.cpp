@@ -13,7 +13,7 @@
 #include <sstream>
 #include <stdexcept>
 
-namespace ds4::sysconf {
+namespace ds4::supervisor {
 
 std::string relay_child_message(const std::string& datagram, RelayState& st) {
   std::string out;
@@ -109,4 +109,4 @@ void notify_upstream(const std::string& message) {
   if (r < 0) spdlog::warn("sd_notify to systemd failed: {}", std::strerror(-r));
 }
 
-}  // namespace ds4::sysconf
+}  // namespace ds4::supervisor

@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-namespace ds4::sysconf {
+namespace ds4::supervisor {
 
 struct RelayState {
   bool upstream_ready = false;  // READY=1 already sent to systemd
@@ -61,4 +61,4 @@ class NotifyRelaySocket {
 // Sends to the supervisor's own $NOTIFY_SOCKET (systemd); no-op when unset.
 void notify_upstream(const std::string& message);
 
-}  // namespace ds4::sysconf
+}  // namespace ds4::supervisor

@@ -4,7 +4,7 @@
 #include <csignal>
 #include <cstring>
 
-namespace ds4::sysconf {
+namespace ds4::supervisor {
 namespace {
 
 bool is_crash_signal(int sig) {
@@ -34,8 +34,8 @@ ExitDecision RestartPolicy::on_exit(const ChildExit& e, bool stop_requested,
     d.reason = what + "; stopping";
     return d;
   }
-  if (!e.signaled && e.code == kExitConfig) {
-    d.exit_code = kExitConfig;
+  if (!e.signaled && e.code == config::kExitConfigError) {
+    d.exit_code = config::kExitConfigError;
     d.reason = what + " (configuration error); not restarting";
     return d;
   }
@@ -63,4 +63,4 @@ ExitDecision RestartPolicy::on_exit(const ChildExit& e, bool stop_requested,
   return d;
 }
 
-}  // namespace ds4::sysconf
+}  // namespace ds4::supervisor

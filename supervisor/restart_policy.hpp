@@ -20,7 +20,9 @@
 #include <deque>
 #include <string>
 
-namespace ds4::sysconf {
+#include "config/exit_status.hpp"
+
+namespace ds4::supervisor {
 
 struct ChildExit {
   bool signaled = false;
@@ -41,8 +43,6 @@ struct ExitDecision {
   std::string reason;             // one line for the log and STATUS=
 };
 
-inline constexpr int kExitConfig = 78;  // EX_CONFIG
-
 class RestartPolicy {
  public:
   explicit RestartPolicy(RestartSettings s) : s_(s) {}
@@ -55,4 +55,4 @@ class RestartPolicy {
 
 std::string describe_exit(const ChildExit& e);  // "exited with status 3" / "killed by SIGKILL"
 
-}  // namespace ds4::sysconf
+}  // namespace ds4::supervisor

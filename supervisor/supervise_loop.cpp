@@ -42,9 +42,9 @@ int run_supervise_loop(LoopSettings s) {
   const int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
   if (sfd < 0) throw std::runtime_error(std::string("signalfd: ") + std::strerror(errno));
 
-  sysconf::NotifyRelaySocket relay;
-  sysconf::RelayState relay_state;
-  sysconf::RestartPolicy policy(s.restart);
+  NotifyRelaySocket relay;
+  RelayState relay_state;
+  RestartPolicy policy(s.restart);
   const auto watchdog = own_watchdog();
   if (watchdog) s.launch.watchdog_usec = static_cast<unsigned long long>(watchdog->count());
   s.launch.notify_socket = relay.address();
@@ -62,12 +62,12 @@ int run_supervise_loop(LoopSettings s) {
     if (child == 0 && !stop_requested && start_at <= now) {
       start_at = kNever;
       try {
-        child = sysconf::spawn_daemon(s.launch);
+        child = spawn_daemon(s.launch);
         spdlog::info("started {} (pid {})", s.launch.argv[0], child);
-        sysconf::notify_upstream("STATUS=Starting ds4d (pid " + std::to_string(child) + ")");
+        notify_upstream("STATUS=Starting ds4d (pid " + std::to_string(child) + ")");
       } catch (const std::exception& e) {
         spdlog::error("{}", e.what());
-        sysconf::notify_upstream("STATUS=" + std::string(e.what()));
+        notify_upstream("STATUS=" + std::string(e.what()));
         result = 1;
         break;
       }
@@ -82,7 +82,7 @@ int run_supervise_loop(LoopSettings s) {
       kill_at = kNever;
     }
     if (watchdog && relay_state.upstream_ready && child == 0 && next_ping <= now) {
-      sysconf::notify_upstream("WATCHDOG=1");  // the supervisor is in control between restarts
+      notify_upstream("WATCHDOG=1");  // the supervisor is in control between restarts
       next_ping = now + *watchdog / 2;
     }
 
@@ -100,7 +100,7 @@ int run_supervise_loop(LoopSettings s) {
           spdlog::debug("notify relay: ignoring a datagram from pid {}", d.sender);
           continue;
         }
-        sysconf::notify_upstream(sysconf::relay_child_message(d.text, relay_state));
+        notify_upstream(relay_child_message(d.text, relay_state));
       }
     }
     if (fds[0].revents & POLLIN) {
@@ -112,7 +112,7 @@ int run_supervise_loop(LoopSettings s) {
             stop_requested = true;
             relay_state.stopping = true;
             spdlog::info("received {}; stopping ds4d", sig == SIGTERM ? "SIGTERM" : "SIGINT");
-            sysconf::notify_upstream("STOPPING=1\nSTATUS=Stopping");
+            notify_upstream("STOPPING=1\nSTATUS=Stopping");
             if (child != 0) {
               kill(child, SIGTERM);
               kill_at = Clock::now() + s.stop_timeout;
@@ -127,10 +127,10 @@ int run_supervise_loop(LoopSettings s) {
             if (p != child) continue;
             child = 0;
             kill_at = kNever;
-            sysconf::ChildExit e;
+            ChildExit e;
             e.signaled = WIFSIGNALED(status);
             e.code = e.signaled ? WTERMSIG(status) : WEXITSTATUS(status);
-            const sysconf::ExitDecision d = policy.on_exit(e, stop_requested, Clock::now());
+            const ExitDecision d = policy.on_exit(e, stop_requested, Clock::now());
             if (d.restart) {
               spdlog::error("{}", d.reason);
               start_at = Clock::now() + d.delay;
@@ -139,7 +139,7 @@ int run_supervise_loop(LoopSettings s) {
               (d.exit_code == 0 ? spdlog::info("{}", d.reason) : spdlog::error("{}", d.reason));
               result = d.exit_code;
             }
-            sysconf::notify_upstream("STATUS=" + d.reason);
+            notify_upstream("STATUS=" + d.reason);
           }
         }
       }

@@ -16,8 +16,8 @@
 namespace ds4::supervisor {
 
 struct LoopSettings {
-  sysconf::LaunchSpec launch;
-  sysconf::RestartSettings restart;
+  supervisor::LaunchSpec launch;
+  supervisor::RestartSettings restart;
   std::chrono::seconds stop_timeout{90};
 };
 

@@ -9,10 +9,11 @@
 #include <cstdlib>
 #include <iostream>
 
-#include "daemon/config_loader.hpp"
-#include "daemon/log_setup.hpp"
+#include "config/config_loader.hpp"
+#include "config/exit_status.hpp"
+#include "config/log_setup.hpp"
 #include "engine/planner/byte_size.hpp"
-#include "supervisor/command_runner.hpp"
+#include "host/command_runner.hpp"
 #include "supervisor/host_preparation.hpp"
 #include "supervisor/notify_relay.hpp"
 #include "supervisor/restart_policy.hpp"
@@ -75,55 +76,55 @@ int main(int argc, char** argv) {
       ->group("Supervisor");
   app.add_flag("--print-config", print_config, "print the effective configuration with each value's origin and exit")
       ->group("Supervisor");
-  daemon::ConfigLoader loader(app, daemon::KeyScope::both);  // every key; daemon ones are forwarded
+  config::ConfigLoader loader(app, config::KeyScope::both);  // every key; daemon ones are forwarded
   CLI11_PARSE(app, argc, argv);
 
-  daemon::Config cfg;
+  config::Config cfg;
   try {
     cfg = loader.load();
-    daemon::setup_logging(cfg.log, std::getenv("JOURNAL_STREAM"));
+    config::setup_logging(cfg.log, std::getenv("JOURNAL_STREAM"));
   } catch (const std::exception& e) {
     std::cerr << "ds4d-supervisor: " << e.what() << "\n";
-    return sysconf::kExitConfig;
+    return config::kExitConfigError;
   }
   if (print_config) {
-    std::cout << daemon::render_config(cfg, loader.origins());
+    std::cout << config::render_config(cfg, loader.origins());
     return 0;
   }
-  const sysconf::Sysroot root(sysroot);
+  const host::Sysroot root(sysroot);
 
   planner::Plan plan;
   try {
-    sysconf::notify_upstream("STATUS=Planning memory for " + cfg.model.path);
+    supervisor::notify_upstream("STATUS=Planning memory for " + cfg.model.path);
     plan = supervisor::plan_for_config(cfg, root);
   } catch (const std::exception& e) {
     spdlog::error("memory plan failed: {}", e.what());
-    sysconf::notify_upstream("STATUS=Memory plan failed: " + std::string(e.what()));
-    return sysconf::kExitConfig;
+    supervisor::notify_upstream("STATUS=Memory plan failed: " + std::string(e.what()));
+    return config::kExitConfigError;
   }
   const std::string report = planner::render_report(plan);
   if (plan.verdict != planner::Verdict::fits) {
     std::cerr << report;
     spdlog::error("refusing to start ds4d: the memory plan says '{}'", planner::verdict_name(plan.verdict));
-    sysconf::notify_upstream(std::string("STATUS=Refusing to start: memory plan ") + planner::verdict_name(plan.verdict));
-    return sysconf::kExitConfig;
+    supervisor::notify_upstream(std::string("STATUS=Refusing to start: memory plan ") + planner::verdict_name(plan.verdict));
+    return config::kExitConfigError;
   }
   if (dry_run) std::cout << report;
   else spdlog::info("memory plan: total {} of MemTotal {}, headroom {} (floor {})", planner::format_gib(plan.total_bytes),
                     planner::format_gib(plan.input.mem_total_bytes),
                     planner::format_gib(static_cast<uint64_t>(plan.headroom_bytes)), planner::format_gib(cfg.memory.floor));
 
-  sysconf::ProcessRunner runner;
-  sysconf::SystemChanges changes(root, runner, dry_run, std::cout);
+  host::ProcessRunner runner;
+  host::SystemChanges changes(root, runner, dry_run, std::cout);
   try {
-    sysconf::notify_upstream("STATUS=Preparing host (swap, earlyoom)\nEXTEND_TIMEOUT_USEC=300000000");
+    supervisor::notify_upstream("STATUS=Preparing host (swap, earlyoom)\nEXTEND_TIMEOUT_USEC=300000000");
     supervisor::prepare_host(cfg, plan, changes);
   } catch (const std::invalid_argument& e) {
     spdlog::error("{}", e.what());
-    return sysconf::kExitConfig;
+    return config::kExitConfigError;
   } catch (const std::exception& e) {
     spdlog::error("preparing the host failed: {}", e.what());
-    sysconf::notify_upstream("STATUS=Preparing the host failed: " + std::string(e.what()));
+    supervisor::notify_upstream("STATUS=Preparing the host failed: " + std::string(e.what()));
     return 1;
   }
 
@@ -133,18 +134,18 @@ int main(int argc, char** argv) {
     loop.launch.argv.push_back("--config");
     loop.launch.argv.push_back(loader.config_file());
   }
-  for (const std::string& f : loader.given_flags(daemon::KeyScope::daemon)) loop.launch.argv.push_back(f);
+  for (const std::string& f : loader.given_flags(config::KeyScope::daemon)) loop.launch.argv.push_back(f);
   loop.launch.oom_score_adj = cfg.memory.oom_score_adj;
   const bool root_user = geteuid() == 0;
-  loop.launch.unlimited_memlock = root_user && cfg.model.pin == daemon::PinMode::lock;
+  loop.launch.unlimited_memlock = root_user && cfg.model.pin == config::PinMode::lock;
   std::string as_user = "the current user";
   if (root_user && !cfg.supervisor.user.empty() && cfg.supervisor.user != "root") {
     try {
-      loop.launch.identity = sysconf::lookup_service_identity(cfg.supervisor.user);
+      loop.launch.identity = host::lookup_service_identity(cfg.supervisor.user);
       as_user = "user " + cfg.supervisor.user;
     } catch (const std::exception& e) {
       spdlog::error("{}", e.what());
-      return sysconf::kExitConfig;
+      return config::kExitConfigError;
     }
   } else if (!root_user) {
     changes.note("not running as root: ds4d runs as the current user, supervisor.user '" + cfg.supervisor.user +
@@ -156,7 +157,7 @@ int main(int argc, char** argv) {
   loop.restart.window = std::chrono::seconds(cfg.supervisor.restart_window_s);
   loop.stop_timeout = std::chrono::seconds(cfg.supervisor.stop_timeout_s);
 
-  std::string cmd = sysconf::describe_command(loop.launch.argv);
+  std::string cmd = host::describe_command(loop.launch.argv);
   const std::string launch_line = "launch " + cmd + " as " + as_user + " with oom_score_adj " +
                                   std::to_string(cfg.memory.oom_score_adj) +
                                   (loop.launch.unlimited_memlock ? ", RLIMIT_MEMLOCK unlimited" : "") +

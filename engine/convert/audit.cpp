@@ -65,7 +65,9 @@ std::string write_audit(const ConvertResult& r) {
                     {"artifact_id", r.artifact_id}, {"recipe", r.recipe_name}, {"recipe_table", r.recipe_canonical},
                     {"threads", r.threads}, {"seconds", r.seconds}, {"peak_rss_bytes", r.peak_rss_bytes},
                     {"source_bytes", r.source_bytes}, {"output_bytes", r.output_bytes},
-                    {"resumed_tensors", r.resumed_tensors}, {"invariants_ok", all_ok}, {"invariants", invariants},
+                    {"resumed_tensors", r.resumed_tensors},
+                    {"imatrix", json::object{{"file", r.imatrix_path}, {"hash", r.imatrix_hash.empty() ? "none" : r.imatrix_hash},
+                                             {"dataset", r.imatrix_dataset}, {"entries", r.imatrix_entries}}}, {"invariants_ok", all_ok}, {"invariants", invariants},
                     {"types", types}, {"tensors", tensors}, {"skipped_sources", skipped}};
   const std::string jpath = base + ".audit.json", tpath = base + ".audit.txt";
   std::ofstream(jpath) << json::serialize(root) << "\n";
@@ -73,6 +75,8 @@ std::string write_audit(const ConvertResult& r) {
   std::string txt = fmt::format("ds4ctl convert audit\noutput {}  artifact {}  source fingerprint {}\nrecipe {}  threads {}  {:.1f} s  peak RSS {:.1f} MiB\n\n",
                                 r.output, r.artifact_id, r.source_fingerprint, r.recipe_name, r.threads, r.seconds,
                                 r.peak_rss_bytes / 1048576.0);
+  txt += fmt::format("imatrix {} (hash {}, {} entries)\n\n", r.imatrix_path.empty() ? "none" : r.imatrix_path,
+                     r.imatrix_hash.empty() ? "none" : r.imatrix_hash, r.imatrix_entries);
   txt += "invariants\n";
   for (const Invariant& i : r.invariants) txt += fmt::format("  [{}] {:<17} {}\n", i.ok ? "ok" : "FAIL", i.name, i.detail);
   txt += "\nper type                 tensors  rel RMSE   worst rel  max |err|\n";

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "engine/convert/convert_error.hpp"
+#include "engine/convert/mtp_sidecar.hpp"
 #include "engine/convert/official_layout.hpp"
 
 namespace ds4::convert {
@@ -126,7 +127,12 @@ ConvertPlan make_plan(const Checkpoint& ck, const OfficialConfig& cfg, const Rec
   ConvertPlan plan;
   plan.config = cfg;
   const std::vector<gguf::TensorRule> catalogue = gguf::ds4_tensor_catalogue(cfg.dims);
-  const std::vector<std::string> bad = check_recipe(recipe, catalogue);
+  bool has_mtp = false;
+  for (const SourceTensor* t : ck.tensors()) has_mtp |= t->name.rfind("mtp.", 0) == 0;
+  const std::vector<gguf::TensorRule> mcat = has_mtp ? mtp_catalogue(cfg.dims) : std::vector<gguf::TensorRule>();
+  std::vector<gguf::TensorRule> all = catalogue;
+  all.insert(all.end(), mcat.begin(), mcat.end());
+  const std::vector<std::string> bad = check_recipe(recipe, all);
   if (!bad.empty()) {
     std::string msg = "recipe '" + recipe.name + "' produces a file the engine cannot load (nothing was written):";
     for (const std::string& m : bad) msg += "\n  " + m;
@@ -144,13 +150,25 @@ ConvertPlan make_plan(const Checkpoint& ck, const OfficialConfig& cfg, const Rec
     if (!rule.required && !ck.find(*hf)) continue;
     plan.targets.push_back(bind_regular(b, rule, type, *hf));
   }
-  // Expert tensors beyond n_routed_experts would be silently dropped: name them.
+  // MTP / drafter block: when the checkpoint has any mtp.* tensor, all of them are bound to the
+  // sidecar catalogue (a partial MTP block is a missing-tensor error like any other).
+  if (has_mtp) {
+    for (const gguf::TensorRule& rule : mcat) {
+      const Type type = recipe.type_for(rule);
+      gguf::TensorRule as_layer = rule;
+      as_layer.name = "blk.0." + rule.name.substr(6);
+      as_layer.layer = 0;
+      if (auto en = official_expert_name(as_layer)) {
+        ExpertName m{"mtp.0.ffn.experts.", en->part};
+        plan.mtp_targets.push_back(bind_experts(b, rule, type, m, cfg.dims.n_expert));
+      } else {
+        plan.mtp_targets.push_back(bind_regular(b, rule, type, mtp_official_name(rule)));
+      }
+    }
+  }
+  // Anything left lands nowhere: name it (e.g. expert tensors beyond n_routed_experts).
   for (const SourceTensor* t : ck.tensors()) {
     if (b.consumed.count(t->name)) continue;
-    if (t->name.rfind("mtp.", 0) == 0) {
-      plan.skipped.push_back({t->name, "MTP/drafter tensor: belongs in the sidecar GGUF, not the main model"});
-      continue;
-    }
     throw ConvertError(ck.shard_path(*t), t->name,
                        "not part of the DS4 Flash layout for this config.json: it lands in no target tensor and has no "
                        "reason to be skipped");

@@ -17,7 +17,9 @@
 #include <thread>
 
 #include "engine/convert/convert_error.hpp"
+#include "engine/convert/imatrix_file.hpp"
 #include "engine/convert/invariants.hpp"
+#include "engine/convert/mtp_sidecar.hpp"
 #include "engine/convert/official_formats.hpp"
 #include "engine/gguf/gguf_reader.hpp"
 #include "engine/quant/quant.hpp"
@@ -355,7 +357,28 @@ ConvertResult convert_checkpoint(const ConvertOptions& opt) {
   res.source_fingerprint = plan.source_fingerprint;
   res.recipe_name = recipe.name;
   res.recipe_canonical = recipe.canonical();
-  res.artifact_id = hex64(XXH3_64bits_withSeed(res.recipe_canonical.data(), res.recipe_canonical.size(),
+  if (!opt.imatrix.empty()) {
+    const Imatrix im = read_imatrix(opt.imatrix);
+    std::map<std::string, const TargetPlan*> by_name;
+    for (const auto* v : {&plan.targets, &plan.mtp_targets})
+      for (const TargetPlan& t : *v) by_name[t.rule.name] = &t;
+    for (const ImatrixEntry& e : im.entries) {
+      auto it = by_name.find(e.name);
+      if (it == by_name.end()) throw ConvertError(opt.imatrix, e.name, "imatrix entry names no tensor of this model");
+      const TargetPlan& t = *it->second;
+      const uint64_t want = t.ne0() * (t.kind == SourceKind::Fp4Experts ? t.weights.size() : 1);
+      if (e.values.size() != want)
+        throw ConvertError(opt.imatrix, e.name, "imatrix entry has " + std::to_string(e.values.size()) + " values, the tensor needs " +
+                                                    std::to_string(want) + " (ne0 x experts)");
+    }
+    res.imatrix_path = opt.imatrix;
+    res.imatrix_hash = file_hash(opt.imatrix);
+    res.imatrix_dataset = im.dataset;
+    res.imatrix_entries = im.entries.size();
+    res.imatrix_targets_covered = im.entries.size();
+  }
+  const std::string id_src = res.recipe_canonical + "imatrix=" + (res.imatrix_hash.empty() ? "none" : res.imatrix_hash);
+  res.artifact_id = hex64(XXH3_64bits_withSeed(id_src.data(), id_src.size(),
                                                XXH3_64bits(plan.source_fingerprint.data(), plan.source_fingerprint.size())));
   res.skipped = plan.skipped;
   res.threads = std::max(1u, opt.threads);
@@ -365,6 +388,12 @@ ConvertResult convert_checkpoint(const ConvertOptions& opt) {
   job.writer.set("ds4d.convert.source_fingerprint", res.source_fingerprint);
   job.writer.set("ds4d.convert.artifact_id", res.artifact_id);
   job.writer.set("ds4d.convert.recipe", res.recipe_canonical);
+  job.writer.set("ds4d.convert.imatrix_hash", res.imatrix_hash.empty() ? std::string("none") : res.imatrix_hash);
+  if (!res.imatrix_hash.empty()) {  // the keys ds4's quantizer writes
+    job.writer.set("quantize.imatrix.file", res.imatrix_path);
+    job.writer.set("quantize.imatrix.dataset", res.imatrix_dataset);
+    job.writer.set("quantize.imatrix.entries_count", static_cast<uint32_t>(res.imatrix_entries));
+  }
   for (const TargetPlan& t : plan.targets)
     job.writer.add_tensor(t.rule.name, t.type, t.rule.dims, [](std::span<std::byte>) {});
 
@@ -372,16 +401,44 @@ ConvertResult convert_checkpoint(const ConvertOptions& opt) {
   prog.tensors_total = plan.targets.size();
   for (const TargetPlan& t : plan.targets) prog.source_bytes_total += t.source_bytes();
   std::mutex prog_mu;
+  for (const TargetPlan& t : plan.mtp_targets) prog.source_bytes_total += t.source_bytes();
+  prog.tensors_total += plan.mtp_targets.size();
   res.tensors = write_gguf(job, "main", opt, cfg.dims.n_expert, prog, prog_mu, res.resumed_tensors);
+  if (!plan.mtp_targets.empty()) {
+    res.sidecar = sidecar_path_for(opt.output);
+    WriteJob side{res.sidecar, &plan.mtp_targets, &ck, {}};
+    set_ds4_metadata(side.writer, cfg, "DeepSeek-V4-Flash MTP " + recipe.name + " (ds4ctl convert)", false);
+    side.writer.set("ds4d.convert.role", "mtp");
+    side.writer.set("ds4d.convert.source_fingerprint", res.source_fingerprint);
+    side.writer.set("ds4d.convert.artifact_id", res.artifact_id);
+    for (const TargetPlan& t : plan.mtp_targets)
+      side.writer.add_tensor(t.rule.name, t.type, t.rule.dims, [](std::span<std::byte>) {});
+    std::vector<TensorResult> mt = write_gguf(side, "mtp", opt, cfg.dims.n_expert, prog, prog_mu, res.resumed_tensors);
+    res.tensors.insert(res.tensors.end(), mt.begin(), mt.end());
+  }
   for (const TensorResult& t : res.tensors) res.source_bytes += t.source_bytes;
-  res.output_bytes = fs::file_size(opt.output);
+  res.output_bytes = fs::file_size(opt.output) + (res.sidecar.empty() ? 0 : fs::file_size(res.sidecar));
 
   res.invariants = check_invariants(opt.output, cfg, plan);
+  if (!res.sidecar.empty()) {
+    Invariant inv{"mtp_sidecar", "", true};
+    try {
+      verify_sidecar(opt.output, res.sidecar);
+      const gguf::GgufFile s = gguf::GgufFile::open(res.sidecar);
+      inv.detail = std::to_string(s.tensors().size()) + " MTP tensors in " + fs::path(res.sidecar).filename().string() +
+                   ", bound to fingerprint " + res.source_fingerprint;
+    } catch (const std::exception& e) {
+      inv.ok = false;
+      inv.detail = e.what();
+    }
+    res.invariants.push_back(inv);
+  }
   res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   res.peak_rss_bytes = peak_rss_bytes();
   for (const Invariant& inv : res.invariants)
     if (!inv.ok) {
       fs::remove(opt.output);
+      if (!res.sidecar.empty()) fs::remove(res.sidecar);
       throw ConvertError(opt.output, "", "invariant '" + inv.name + "' violated: " + inv.detail + " (output removed)");
     }
   return res;

@@ -43,6 +43,12 @@ struct ConvertOptions {
   std::string output;         // OUT.gguf; the MTP sidecar (if any) is OUT minus .gguf + ".mtp.gguf"
   std::string recipe = "q2";  // q2 | q4 | mxfp4 | FILE.toml
   unsigned threads = 1;
+  // GGML imatrix file (ds4ctl imatrix). Checked against the model (every entry names a target
+  // tensor, sizes match), hashed into the artifact id and recorded in the metadata. Note: the
+  // engine's quantizers (engine/quant) have no importance-weighted mode yet, so the file does
+  // not change the quantized bytes today; the binding lets a later importance-aware quantizer
+  // be audited against the exact calibration it used.
+  std::string imatrix;
   ProgressFn progress;
 };
 
@@ -72,6 +78,8 @@ struct Invariant {
 struct ConvertResult {
   std::string output, sidecar;       // sidecar empty when the checkpoint has no MTP tensors
   std::string source_fingerprint, artifact_id, recipe_name, recipe_canonical;
+  std::string imatrix_path, imatrix_hash, imatrix_dataset;  // empty without --imatrix
+  size_t imatrix_entries = 0, imatrix_targets_covered = 0;
   std::vector<TensorResult> tensors;
   std::vector<SkippedSource> skipped;
   std::vector<Invariant> invariants;

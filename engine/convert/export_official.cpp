@@ -2,11 +2,14 @@
 #include "engine/convert/export_official.hpp"
 
 #include <boost/json.hpp>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <random>
 
 #include "engine/convert/convert_error.hpp"
+#include "engine/convert/mtp_sidecar.hpp"
 #include "engine/convert/official_config.hpp"
 #include "engine/convert/official_formats.hpp"
 #include "engine/convert/official_layout.hpp"
@@ -92,6 +95,41 @@ ExportOfficialSummary export_official(const std::string& gguf_path, const std::s
       std::vector<uint16_t> b(w.size());
       quant::traits(Type::BF16).quantize(w.data(), b.data(), int64_t(w.size()));
       all.push_back({hf, Dtype::BF16, shape, as_bytes(b)});
+    }
+  }
+
+  if (opt.mtp) {
+    for (const gguf::TensorRule& rule : mtp_catalogue(cfg.dims)) {
+      uint64_t n = 1;
+      for (uint64_t x : rule.dims) n *= x;
+      std::mt19937_64 rng(opt.mtp_seed ^ std::hash<std::string>{}(rule.name));
+      std::normal_distribution<float> nd(rule.dims.size() == 1 ? 1.0f : 0.0f,
+                                         rule.dims.size() == 1 ? 0.1f : 1.0f / std::sqrt(float(rule.dims[0])));
+      std::vector<float> w(n);
+      for (float& x : w) x = nd(rng);
+      gguf::TensorRule as_layer = rule;
+      as_layer.name = "blk.0." + rule.name.substr(6);
+      as_layer.layer = 0;
+      std::vector<uint64_t> shape(rule.dims.rbegin(), rule.dims.rend());
+      if (auto en = official_expert_name(as_layer)) {
+        const uint64_t in = rule.dims[0], out = rule.dims[1];
+        for (uint32_t e = 0; e < rule.dims[2]; ++e) {
+          std::vector<uint8_t> q(out * in / 2), s(out * in / 32);
+          encode_fp4(w.data() + uint64_t(e) * out * in, out, in, q.data(), s.data());
+          all.push_back({"mtp.0.ffn.experts." + std::to_string(e) + en->part + ".weight", Dtype::I8, {out, in / 2}, as_bytes(q)});
+          all.push_back({"mtp.0.ffn.experts." + std::to_string(e) + en->part + ".scale", Dtype::F8_E8M0, {out, in / 32}, as_bytes(s)});
+        }
+      } else if (rule.dims.size() == 2 && rule.family == gguf::Family::Attention) {
+        add_fp8(all, mtp_official_name(rule), w, rule.dims[1], rule.dims[0]);
+      } else if (rule.dims.size() == 2 && rule.family == gguf::Family::SharedExpert) {
+        add_fp8(all, mtp_official_name(rule), w, rule.dims[1], rule.dims[0]);
+      } else if (rule.dims.size() == 1) {
+        all.push_back({mtp_official_name(rule), Dtype::F32, shape, as_bytes(w)});
+      } else {
+        std::vector<uint16_t> b(w.size());
+        quant::traits(Type::BF16).quantize(w.data(), b.data(), int64_t(w.size()));
+        all.push_back({mtp_official_name(rule), Dtype::BF16, shape, as_bytes(b)});
+      }
     }
   }
 

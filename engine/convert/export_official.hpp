@@ -17,6 +17,10 @@ namespace ds4::convert {
 
 struct ExportOfficialOptions {
   unsigned shards = 3;
+  // Also write an MTP / drafter block ("mtp.0.*", mtp_sidecar.hpp) with random weights drawn
+  // from `mtp_seed` (a GGUF carries no MTP block to export).
+  bool mtp = false;
+  uint64_t mtp_seed = 1;
 };
 
 struct ExportOfficialSummary {

@@ -155,7 +155,7 @@ OfficialConfig read_official_config(const std::string& dir) {
   return c;
 }
 
-void set_ds4_metadata(gguf::GgufWriter& w, const OfficialConfig& c, const std::string& model_name) {
+void set_ds4_metadata(gguf::GgufWriter& w, const OfficialConfig& c, const std::string& model_name, bool tokenizer) {
   const gguf::Ds4Dims& d = c.dims;
   const std::string k = "deepseek4.";
   w.set("general.architecture", "deepseek4");
@@ -199,6 +199,7 @@ void set_ds4_metadata(gguf::GgufWriter& w, const OfficialConfig& c, const std::s
   w.set(k + "expert_weights_norm", true);
   w.set(k + "swiglu_clamp_exp", gguf::make_array<float>(std::vector<float>(d.n_layer, c.swiglu_limit)));
   w.set(k + "attention.compress_ratios", gguf::make_array<uint32_t>(d.compress_ratios));
+  if (!tokenizer) return;
   w.set("tokenizer.ggml.model", "gpt2");
   w.set("tokenizer.ggml.pre", "joyai-llm");
   w.set("tokenizer.ggml.tokens", gguf::make_string_array(c.tokens));

@@ -37,7 +37,8 @@ struct OfficialConfig {
 // Reads <dir>/config.json and <dir>/tokenizer.json; throws ConvertError naming file and key.
 OfficialConfig read_official_config(const std::string& dir);
 // Sets every deepseek4.* and tokenizer.ggml.* key the engine reads.
-void set_ds4_metadata(gguf::GgufWriter& w, const OfficialConfig& c, const std::string& model_name);
+// `tokenizer` false leaves out the tokenizer.ggml.* keys (the MTP sidecar uses the main file's).
+void set_ds4_metadata(gguf::GgufWriter& w, const OfficialConfig& c, const std::string& model_name, bool tokenizer = true);
 // The inverse (fixture generator): config and tokenizer from a DS4 GGUF's metadata.
 OfficialConfig config_from_gguf(const gguf::GgufFile& f);
 void write_official_config(const std::string& dir, const OfficialConfig& c);

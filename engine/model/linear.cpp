@@ -57,6 +57,8 @@ void matmul(const Exec& ex, const kernels::WeightView& w, const QuantAct& act, f
 }
 
 void project(const Exec& ex, const Tensor& w, const float* x, int n, float* out, QuantAct& scratch) {
+  if (ex.observer)
+    for (int t = 0; t < n; t++) ex.observer->observe(w.name, -1, x + size_t(t) * w.ne[0], int64_t(w.ne[0]));
   quantize_rows(w.type, x, n, int64_t(w.ne[0]), scratch);
   matmul(ex, w.view(), scratch, out);
 }

@@ -16,6 +16,7 @@
 
 #include "engine/kernels/matmul.hpp"
 #include "engine/kernels/thread_pool.hpp"
+#include "engine/model/activation_observer.hpp"
 #include "engine/model/weights.hpp"
 #include "engine/quant/quant.hpp"
 
@@ -25,6 +26,7 @@ struct Exec {
   kernels::ThreadPool* pool = nullptr;
   bool exact = false;
   quant::Isa isa = quant::Isa::Scalar;  // best ISA available
+  ActivationObserver* observer = nullptr;  // LoadOptions::activation_observer (null: off)
 
   // Float formats only in their exact-order variant; the integer kernels are exact as they are.
   quant::Isa isa_for(quant::Type w) const {

@@ -25,6 +25,7 @@
 namespace ds4 {
 
 namespace gguf { class GgufFile; }
+class ActivationObserver;  // activation_observer.hpp
 
 enum class Arithmetic { Exact, Fast };
 
@@ -32,6 +33,8 @@ struct LoadOptions {
   unsigned threads = 0;                    // 0: std::thread::hardware_concurrency()
   Arithmetic arithmetic = Arithmetic::Fast;
   bool populate = false;                   // prefault the whole mapping at load (MAP_POPULATE)
+  // Sees every projection input (activation_observer.hpp); not owned, must outlive the model.
+  ActivationObserver* activation_observer = nullptr;
 };
 
 // fraction in [0, 1]; stage names what is happening ("mapping", "metadata", "tensors",

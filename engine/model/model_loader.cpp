@@ -264,6 +264,7 @@ std::shared_ptr<Model> Model::load(const std::filesystem::path& path, const Load
   impl->ex.pool = impl->pool.get();
   impl->ex.exact = options.arithmetic == Arithmetic::Exact;
   impl->ex.isa = quant::best_isa();
+  impl->ex.observer = options.activation_observer;
   for (uint32_t il = 0; il < c.n_layer; il++) impl->rope.push_back(model::rope_params_for_layer(c, il));
 
   ModelInfo& info = impl->info;

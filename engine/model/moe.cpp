@@ -111,6 +111,11 @@ void moe_forward(const Exec& ex, const ModelConfig& cfg, const LayerWeights& lw,
     if (pairs.empty()) continue;
     const int n = int(pairs.size());
     gather_rows(s.xq, pairs, K, s.gather);  // one token row per pair
+    if (ex.observer)
+      for (uint32_t pair : pairs) {
+        ex.observer->observe(lw.ffn_gate_exps.name, int(e), xn + size_t(pair / K) * D, D);
+        ex.observer->observe(lw.ffn_up_exps.name, int(e), xn + size_t(pair / K) * D, D);
+      }
     s.gate.resize(size_t(n) * F);
     s.up.resize(size_t(n) * F);
     matmul(ex, lw.ffn_gate_exps.expert(e), s.gather, s.gate.data());
@@ -134,6 +139,8 @@ void moe_forward(const Exec& ex, const ModelConfig& cfg, const LayerWeights& lw,
     if (pairs.empty()) continue;
     const int n = int(pairs.size());
     gather_rows(s.midq, pairs, 1, s.gather);  // one hidden row per pair
+    if (ex.observer)
+      for (uint32_t pair : pairs) ex.observer->observe(lw.ffn_down_exps.name, int(e), s.mid.data() + size_t(pair) * F, F);
     tmp.resize(size_t(n) * D);
     matmul(ex, lw.ffn_down_exps.expert(e), s.gather, tmp.data());
     for (int i = 0; i < n; i++)
@@ -147,6 +154,11 @@ void moe_forward(const Exec& ex, const ModelConfig& cfg, const LayerWeights& lw,
   s.sh_mid.resize(size_t(T) * Fs);
   s.sh_out.resize(size_t(T) * D);
   quantize_rows(lw.ffn_gate_shexp.type, xn, T, D, s.shq);
+  if (ex.observer)
+    for (int t = 0; t < T; t++) {
+      ex.observer->observe(lw.ffn_gate_shexp.name, -1, xn + size_t(t) * D, D);
+      ex.observer->observe(lw.ffn_up_shexp.name, -1, xn + size_t(t) * D, D);
+    }
   matmul(ex, lw.ffn_gate_shexp.view(), s.shq, s.sh_gate.data());
   matmul(ex, lw.ffn_up_shexp.view(), s.shq, s.sh_up.data());
   for (size_t i = 0; i < size_t(T) * Fs; i++) s.sh_mid[i] = swiglu_clamped(s.sh_gate[i], s.sh_up[i], clamp);

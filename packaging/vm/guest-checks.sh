@@ -222,6 +222,66 @@ else
   fail daemon_kill_unit_restart "no daemon process to kill"
 fi
 
+# --- memory pressure: the floor refuses new work; earlyoom kills a hog, never the daemon ------
+# The floor comes from the test's drop-in (DS4D_MEMORY_FLOOR in MiB); earlyoom's SIGTERM level
+# is half of it (the supervisor's drop-in). A hog first holds MemAvailable at 3/4 of the floor,
+# between the two: the daemon must answer new work with 503 naming memory.floor, and 200 again
+# once the hog is gone. Then a hog that grows without bound must be killed by earlyoom (its
+# journal names the hog's pid) while the daemon keeps its pid, its supervisor and its health.
+floor_mib=$(systemctl show -p Environment --value ds4d.service | tr ' ' '\n' \
+            | sed -n 's/^DS4D_MEMORY_FLOOR=\([0-9]*\)MiB$/\1/p')
+hog=$payload/ds4d-memhog
+pid=$(daemon_pid)
+sup=$(main_pid)
+avail_mib() { awk '/^MemAvailable:/ { print int($2 / 1024) }' /proc/meminfo; }
+# gone PID: the process has exited (a zombie counts: the shell reaps it only in `wait`).
+gone() { st=$(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null); [ -z "$st" ] || [ "$st" = Z ]; }
+if [ -n "$floor_mib" ] && [ -n "$pid" ] && is_active && wait_for 60 healthy; then
+  "$hog" $(( floor_mib * 1024 * 3 / 4 )) > /tmp/hog.out 2>&1 &
+  hog_pid=$!
+  refused_503() { [ "$(chat 4 false /tmp/pressure.json)" = 503 ] && grep -q 'memory.floor' /tmp/pressure.json; }
+  refused=no
+  wait_for 240 grep -q holding /tmp/hog.out && wait_for 60 refused_503 && refused=yes
+  held_avail=$(avail_mib)
+  kill -KILL "$hog_pid" 2>/dev/null
+  wait "$hog_pid" 2>/dev/null
+  if [ "$refused" = yes ]; then
+    pass memory_floor_503 "MemAvailable ${held_avail} MiB below the ${floor_mib} MiB floor: $(head -c 150 /tmp/pressure.json | tr -cd '[:print:]')"
+  else
+    fail memory_floor_503 "hog '$(cat /tmp/hog.out)', MemAvailable ${held_avail} MiB, last answer: $(head -c 200 /tmp/pressure.json 2>/dev/null | tr -cd '[:print:]')"
+  fi
+  chat_200() { [ "$(chat 4 false /tmp/recovered.json)" = 200 ]; }
+  if wait_for 60 chat_200 && healthy; then
+    pass memory_floor_recovers "200 again at MemAvailable $(avail_mib) MiB"
+  else
+    fail memory_floor_recovers "after the hog was gone: $(head -c 200 /tmp/recovered.json 2>/dev/null | tr -cd '[:print:]')"
+  fi
+
+  since=$(date '+%Y-%m-%d %H:%M:%S')
+  "$hog" 0 > /tmp/hog.out 2>&1 &
+  hog_pid=$!
+  wait_for 300 gone "$hog_pid"
+  wait "$hog_pid" 2>/dev/null
+  hog_status=$?
+  eo_log=$(journalctl -u earlyoom.service --since "$since" -o cat --no-pager 2>/dev/null)
+  kernel_oom=$(journalctl -k --since "$since" -o cat --no-pager 2>/dev/null | grep -i 'killed process' | head -n 3)
+  if printf '%s\n' "$eo_log" | grep -Eq "SIG(TERM|KILL)[^0-9]*$hog_pid([^0-9]|\$)"; then
+    pass earlyoom_kills_hog "exit status $hog_status: $(printf '%s\n' "$eo_log" | grep -E -m1 "SIG(TERM|KILL)[^0-9]*$hog_pid([^0-9]|\$)" | tr -cd '[:print:]')"
+  else
+    fail earlyoom_kills_hog "hog $hog_pid ended with status $hog_status; earlyoom said: $(printf '%s\n' "$eo_log" | tail -n 3 | tr '\n' ' '); kernel: $kernel_oom"
+  fi
+  if [ "$(daemon_pid)" = "$pid" ] && [ "$(main_pid)" = "$sup" ] && wait_for 60 healthy \
+     && ! printf '%s\n' "$eo_log" | grep -Eq "SIG(TERM|KILL)[^0-9]*$pid([^0-9]|\$)" && [ -z "$kernel_oom" ]; then
+    pass earlyoom_spares_daemon "daemon $pid and supervisor $sup kept; healthy at MemAvailable $(avail_mib) MiB"
+  else
+    fail earlyoom_spares_daemon "daemon '$(daemon_pid)' (was $pid), supervisor '$(main_pid)' (was $sup); kernel: $kernel_oom"
+  fi
+else
+  for c in memory_floor_503 memory_floor_recovers earlyoom_kills_hog earlyoom_spares_daemon; do
+    fail "$c" "not run: floor '${floor_mib}' MiB, daemon '${pid}', state $(systemctl is-active ds4d.service)"
+  done
+fi
+
 # --- purge ---------------------------------------------------------------------------------
 rm -rf /etc/systemd/system/ds4d.service.d
 if dpkg --purge ds4d >/tmp/dpkg-purge.log 2>&1; then

@@ -1,5 +1,5 @@
 // Configuration: precedence (flag > env > file > default) with origins, error messages naming
-// their source, the --print-config round trip, and daemon/ds4d.example.toml documenting every key
+// their source, the --print-config round trip, and config/ds4d.example.toml documenting every key
 // with its true default.
 #include <gtest/gtest.h>
 
@@ -8,10 +8,10 @@
 #include <regex>
 #include <sstream>
 
-#include "daemon/config_loader.hpp"
+#include "config/config_loader.hpp"
 #include "../supervisor/test_sysroot.hpp"
 
-namespace ds4::daemon {
+namespace ds4::config {
 namespace {
 
 struct Env {
@@ -141,7 +141,7 @@ TEST(Config, PrintConfigRoundTrips) {
 }
 
 TEST(Config, ExampleFileDocumentsEveryKeyWithItsDefault) {
-  const std::string example = testing::read_file(DS4D_SOURCE_DIR "/daemon/ds4d.example.toml");
+  const std::string example = testing::read_file(DS4D_SOURCE_DIR "/config/ds4d.example.toml");
   ASSERT_FALSE(example.empty());
   // Uncomment every "# key = value" line: the result must parse and give exactly the defaults.
   std::string uncommented;
@@ -173,4 +173,4 @@ TEST(Config, EveryKeyHasDistinctNames) {
 }
 
 }  // namespace
-}  // namespace ds4::daemon
+}  // namespace ds4::config

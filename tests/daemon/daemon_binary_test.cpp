@@ -18,7 +18,7 @@
 #include "../supervisor/test_sysroot.hpp"
 #include "http_get.hpp"
 #include "supervisor/notify_relay.hpp"
-#include "supervisor/oom_adjust.hpp"
+#include "host/oom_adjust.hpp"
 
 namespace ds4::daemon {
 namespace {
@@ -104,7 +104,7 @@ class DaemonBinary : public ::testing::Test {
   std::string log() { return read_file(dir.path() / "stderr"); }
 
   testing::TempDir dir;
-  sysconf::NotifyRelaySocket systemd;
+  supervisor::NotifyRelaySocket systemd;
   std::vector<pid_t> children;
   std::string seen;
 };
@@ -222,7 +222,7 @@ TEST_F(DaemonBinary, SupervisorLaunchesTheDaemonWithItsOomScoreAdj) {
   }
   ASSERT_NE(daemon, 0);
   EXPECT_EQ(read_file("/proc/" + std::to_string(daemon) + "/comm"), "ds4d\n");
-  EXPECT_EQ(sysconf::read_oom_score_adj(daemon), 500);
+  EXPECT_EQ(host::read_oom_score_adj(daemon), 500);
   const uint16_t port = port_from_status();
   ASSERT_NE(port, 0) << seen;
   EXPECT_EQ(testing::http_request(port, "GET", "/health").status, 200);

@@ -12,8 +12,8 @@ namespace {
 
 using namespace std::chrono_literals;
 
-Config::Memory memory_cfg(const testing::TempDir& d) {
-  Config::Memory m;
+config::Config::Memory memory_cfg(const testing::TempDir& d) {
+  config::Config::Memory m;
   m.floor = 4ull << 30;
   m.psi_full_avg10_limit = 20;
   m.poll_ms = 10;
@@ -31,7 +31,7 @@ void write_state(const testing::TempDir& d, uint64_t available_kib, double full_
 
 TEST(Admission, FloorAndPressure) {
   testing::TempDir d;
-  const Config::Memory cfg = memory_cfg(d);
+  const config::Config::Memory cfg = memory_cfg(d);
   MemorySample s;
   s.mem_total = 64ull << 30;
   s.mem_available = 4ull << 30;
@@ -82,7 +82,7 @@ TEST(MemoryWatchThread, MissingMeminfoRefuses) {
 TEST(MemoryWatchThread, MissingPsiIsTolerated) {
   testing::TempDir d;
   write_state(d, 16ull << 20, 0);
-  Config::Memory cfg = memory_cfg(d);
+  config::Config::Memory cfg = memory_cfg(d);
   cfg.psi_path = d.str() + "/no-psi";
   const MemorySample s = sample_memory(cfg);
   EXPECT_FALSE(s.psi_full_avg10.has_value());

@@ -9,7 +9,7 @@
 #include <cstdlib>
 
 #include "../supervisor/test_sysroot.hpp"
-#include "daemon/log_setup.hpp"
+#include "config/log_setup.hpp"
 #include "daemon/notifier.hpp"
 #include "daemon/worker_heartbeat.hpp"
 #include "supervisor/notify_relay.hpp"
@@ -19,7 +19,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-std::string receive(sysconf::NotifyRelaySocket& s) {
+std::string receive(supervisor::NotifyRelaySocket& s) {
   pollfd p{s.fd(), POLLIN, 0};
   if (poll(&p, 1, 5000) != 1) return "<nothing>";
   std::string all;
@@ -28,7 +28,7 @@ std::string receive(sysconf::NotifyRelaySocket& s) {
 }
 
 TEST(Notifier, SendsReadyLoadingStoppingAndWatchdog) {
-  sysconf::NotifyRelaySocket sock;
+  supervisor::NotifyRelaySocket sock;
   setenv("NOTIFY_SOCKET", sock.address().c_str(), 1);
   setenv("WATCHDOG_USEC", "2000000", 1);
   unsetenv("WATCHDOG_PID");
@@ -88,7 +88,7 @@ std::string capture_stderr_of(const std::function<void()>& f) {
 }
 
 TEST(Logging, JournalStyleHasPriorityPrefixAndNoTimestamp) {
-  Config::Log l;
+  config::Config::Log l;
   EXPECT_EQ(logging_style(l, "8:1234"), "journal");
   EXPECT_EQ(logging_style(l, nullptr), "console");
   l.format = "console";
@@ -96,7 +96,7 @@ TEST(Logging, JournalStyleHasPriorityPrefixAndNoTimestamp) {
   l.format = "auto";
   l.level = "info";
   const std::string out = capture_stderr_of([&] {
-    setup_logging(l, "8:1234");
+    config::setup_logging(l, "8:1234");
     spdlog::info("hello {}", 1);
     spdlog::warn("careful");
     spdlog::error("broken");
@@ -106,18 +106,18 @@ TEST(Logging, JournalStyleHasPriorityPrefixAndNoTimestamp) {
 }
 
 TEST(Logging, ConsoleStyleHasTimestampsAndLevelNames) {
-  Config::Log l;
+  config::Config::Log l;
   l.format = "console";
   l.level = "debug";
   const std::string out = capture_stderr_of([&] {
-    setup_logging(l, nullptr);
+    config::setup_logging(l, nullptr);
     spdlog::debug("shown at debug");
   });
   EXPECT_NE(out.find("[debug] shown at debug"), std::string::npos) << out;
   EXPECT_EQ(out[0], '[');
-  Config::Log bad;
+  config::Config::Log bad;
   bad.level = "loud";
-  EXPECT_THROW(setup_logging(bad, nullptr), std::invalid_argument);
+  EXPECT_THROW(config::setup_logging(bad, nullptr), std::invalid_argument);
 }
 
 }  // namespace

@@ -6,10 +6,10 @@
 #include <unistd.h>
 
 #include "supervisor/daemon_launch.hpp"
-#include "supervisor/oom_adjust.hpp"
+#include "host/oom_adjust.hpp"
 #include "test_sysroot.hpp"
 
-namespace ds4::sysconf {
+namespace ds4::supervisor {
 namespace {
 
 int wait_exit(pid_t pid) {
@@ -39,7 +39,7 @@ TEST(DaemonLaunch, RunningChildReportsItsAdjustInProc) {
   spec.argv = {"/bin/sleep", "30"};
   spec.oom_score_adj = 500;
   const pid_t pid = spawn_daemon(spec);
-  EXPECT_EQ(read_oom_score_adj(pid), 500);
+  EXPECT_EQ(host::read_oom_score_adj(pid), 500);
   kill(pid, SIGTERM);
   EXPECT_EQ(wait_exit(pid), 128 + SIGTERM);
 }
@@ -74,7 +74,7 @@ TEST(DaemonLaunch, DropsPrivilegesToTheServiceUser) {
   const std::string out = dir.str() + "/id";
   LaunchSpec spec;
   spec.argv = {"/bin/sh", "-c", "id -u > " + out + "; id -g >> " + out + "; id -G >> " + out};
-  spec.identity = lookup_service_identity("nobody");
+  spec.identity = host::lookup_service_identity("nobody");
   const pid_t pid = spawn_daemon(spec);
   ASSERT_EQ(wait_exit(pid), 0);
   const std::string uid = std::to_string(spec.identity->uid), gid = std::to_string(spec.identity->gid);
@@ -82,8 +82,8 @@ TEST(DaemonLaunch, DropsPrivilegesToTheServiceUser) {
 }
 
 TEST(ServiceIdentity, UnknownUserIsAnError) {
-  EXPECT_THROW(lookup_service_identity("no-such-user-ds4d"), std::runtime_error);
+  EXPECT_THROW(host::lookup_service_identity("no-such-user-ds4d"), std::runtime_error);
 }
 
 }  // namespace
-}  // namespace ds4::sysconf
+}  // namespace ds4::supervisor

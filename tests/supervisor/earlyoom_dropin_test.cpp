@@ -5,10 +5,10 @@
 
 #include <sstream>
 
-#include "supervisor/earlyoom_dropin.hpp"
+#include "host/earlyoom_dropin.hpp"
 #include "test_sysroot.hpp"
 
-namespace ds4::sysconf {
+namespace ds4::host {
 namespace {
 
 constexpr uint64_t kMemTotal = 127'600'000'000ull;
@@ -105,4 +105,4 @@ TEST_F(EarlyoomInstall, DryRunPrintsWithoutWriting) {
 }
 
 }  // namespace
-}  // namespace ds4::sysconf
+}  // namespace ds4::host

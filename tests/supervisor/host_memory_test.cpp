@@ -1,10 +1,10 @@
 // /proc/meminfo and PSI parsing: units, required fields, malformed input.
 #include <gtest/gtest.h>
 
-#include "supervisor/host_memory.hpp"
+#include "host/host_memory.hpp"
 #include "test_sysroot.hpp"
 
-namespace ds4::sysconf {
+namespace ds4::host {
 namespace {
 
 TEST(MemInfo, ParsesKibIntoBytes) {
@@ -56,4 +56,4 @@ TEST(Psi, RejectsIncompleteLines) {
 }
 
 }  // namespace
-}  // namespace ds4::sysconf
+}  // namespace ds4::host

@@ -10,7 +10,7 @@
 
 #include "supervisor/notify_relay.hpp"
 
-namespace ds4::sysconf {
+namespace ds4::supervisor {
 namespace {
 
 TEST(RelayPolicy, FirstStartForwardsLoadingAndReady) {
@@ -61,4 +61,4 @@ TEST(RelaySocket, ReceivesDatagramsWithTheSenderPid) {
 }
 
 }  // namespace
-}  // namespace ds4::sysconf
+}  // namespace ds4::supervisor

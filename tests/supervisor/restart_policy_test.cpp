@@ -5,7 +5,7 @@
 
 #include "supervisor/restart_policy.hpp"
 
-namespace ds4::sysconf {
+namespace ds4::supervisor {
 namespace {
 
 using namespace std::chrono_literals;
@@ -73,4 +73,4 @@ TEST(RestartPolicy, OldCrashesLeaveTheWindow) {
 }
 
 }  // namespace
-}  // namespace ds4::sysconf
+}  // namespace ds4::supervisor

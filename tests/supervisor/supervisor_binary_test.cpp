@@ -13,10 +13,10 @@
 #include <thread>
 
 #include "supervisor/notify_relay.hpp"
-#include "supervisor/oom_adjust.hpp"
+#include "host/oom_adjust.hpp"
 #include "test_sysroot.hpp"
 
-namespace ds4::sysconf {
+namespace ds4::supervisor {
 namespace {
 
 using namespace std::chrono_literals;
@@ -144,7 +144,7 @@ TEST_F(SupervisorBinary, LaunchesRelaysReadinessAndStopsOnSigterm) {
 
   const pid_t daemon = std::stoi(read_file(reports() + "/pid"));
   EXPECT_NE(daemon, sup);
-  EXPECT_EQ(read_oom_score_adj(daemon), 500);  // raised by the supervisor, read back from /proc
+  EXPECT_EQ(host::read_oom_score_adj(daemon), 500);  // raised by the supervisor, read back from /proc
   EXPECT_EQ(read_file(reports() + "/notify_socket").rfind("@ds4d-supervisor/", 0), 0u);
   const std::string args = read_file(reports() + "/args");
   EXPECT_NE(args.find("--config\n" + work.str() + "/ds4d.toml\n"), std::string::npos) << args;
@@ -189,4 +189,4 @@ TEST_F(SupervisorBinary, UnknownConfigKeyIsAConfigError) {
 }
 
 }  // namespace
-}  // namespace ds4::sysconf
+}  // namespace ds4::supervisor

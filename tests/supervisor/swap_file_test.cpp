@@ -8,10 +8,10 @@
 
 #include <sstream>
 
-#include "supervisor/swap_file.hpp"
+#include "host/swap_file.hpp"
 #include "test_sysroot.hpp"
 
-namespace ds4::sysconf {
+namespace ds4::host {
 namespace {
 
 using testing::meminfo_text;
@@ -208,4 +208,4 @@ TEST_F(SwapTest, ZeroSizeDisables) {
 }
 
 }  // namespace
-}  // namespace ds4::sysconf
+}  // namespace ds4::host

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "supervisor/command_runner.hpp"
+#include "host/command_runner.hpp"
 
 namespace ds4::testing {
 
@@ -58,17 +58,17 @@ inline const char* kSwapsHeader = "Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPrior
 
 // Records every command. Answers with `answers[argv[0]]` when the program has one (e.g. a swapon
 // that fails with "Device or resource busy"), otherwise with status `next_status` and no output.
-class RecordingRunner final : public sysconf::CommandRunner {
+class RecordingRunner final : public host::CommandRunner {
  public:
-  sysconf::CommandResult run(const std::vector<std::string>& argv) override {
-    commands.push_back(sysconf::describe_command(argv));
+  host::CommandResult run(const std::vector<std::string>& argv) override {
+    commands.push_back(host::describe_command(argv));
     const auto it = answers.find(argv.at(0));
     if (it != answers.end()) return it->second;
     return {next_status, ""};
   }
   std::vector<std::string> commands;
   int next_status = 0;
-  std::map<std::string, sysconf::CommandResult> answers;
+  std::map<std::string, host::CommandResult> answers;
 };
 
 }  // namespace ds4::testing

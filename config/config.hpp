@@ -1,0 +1,77 @@
+#pragma once
+// ds4d configuration: one struct, shared by the daemon and the root supervisor, filled from (in
+// rising precedence) built-in defaults, the TOML file, DS4D_* environment variables and command
+// line flags. Every key is described once, in a table (config_keys.cpp) that gives its TOML path
+// ("server.port"), its flag ("--server-port", plus a short alias for a few), its environment
+// variable ("DS4D_SERVER_PORT"), its help text and its parser; the loader, --help, --print-config
+// and the documentation test all read that table, so the four views cannot drift apart.
+//
+// Sections: model, server, memory, cache, speculation, log, and supervisor (keys only the root
+// supervisor uses). Unknown sections or keys in the file are errors, reported with the file,
+// line and column, because a mistyped key silently falling back to a default is how a 128 GB
+// host ends up swapping.
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace ds4::config {
+
+enum class PinMode { none, lock, cuda };
+const char* pin_mode_name(PinMode m);
+
+struct Config {
+  struct Model {
+    std::string path = "/usr/share/ds4d/models/ds4-flash-q2.gguf";
+    uint64_t context = 262144;    // tokens; 0 = the model's trained context_length
+    uint32_t prefill_cap = 2048;  // prefill ubatch the memory plan assumes
+    PinMode pin = PinMode::lock;
+    uint32_t threads = 0;         // engine CPU threads; 0 = all cores
+  } model;
+  struct Server {
+    std::string host = "127.0.0.1";
+    uint16_t port = 8080;
+    uint32_t max_queue = 16;          // pending requests before 503
+    uint32_t drain_timeout_s = 60;    // SIGTERM: wait this long for in-flight requests
+    std::string api_key_file;         // empty: no authentication
+    uint32_t engine_stall_s = 300;    // an engine call running longer stops the WATCHDOG=1 pings
+  } server;
+  struct Memory {
+    uint64_t floor = 4ull << 30;            // minimum MemAvailable to admit new work
+    uint64_t reserve = 4ull << 30;          // OS + other processes, for the plan
+    std::optional<uint64_t> workspace;      // unset: planner estimate
+    double psi_full_avg10_limit = 20.0;     // refuse new work above this PSI full avg10 (%)
+    uint32_t poll_ms = 1000;                // memory watch period
+    std::string meminfo_path = "/proc/meminfo";
+    std::string psi_path = "/proc/pressure/memory";
+    uint64_t swap_size = 16ull << 30;       // supervisor: ensure at least this much swap; 0 = leave swap alone
+    std::string swap_file = "/var/lib/ds4d/swapfile";
+    int oom_score_adj = -900;               // supervisor: the daemon's oom_score_adj
+    bool earlyoom = true;                   // supervisor: write the earlyoom drop-in
+    std::optional<double> earlyoom_term_percent;  // unset: derived from the floor
+    std::optional<double> earlyoom_kill_percent;
+    std::string earlyoom_dropin = "/etc/systemd/system/earlyoom.service.d/50-ds4d.conf";
+  } memory;
+  struct Cache {
+    uint64_t hot_bytes = 12ull << 30;       // in-RAM checkpoint cache
+    std::string dir = "/var/lib/ds4d/kv";   // disk checkpoints (no checkpoint store in this version)
+  } cache;
+  struct Speculation {
+    std::string drafter;                    // MTP GGUF; empty = no speculation
+    uint64_t sidecar_bytes = 0;             // plan override for the drafter's size; 0 = file size
+  } speculation;
+  struct Log {
+    std::string level = "info";             // trace debug info warn error critical off
+    std::string format = "auto";            // auto (journal when JOURNAL_STREAM is set) | journal | console
+  } log;
+  struct Supervisor {
+    std::string user = "ds4d";
+    std::string daemon = "/usr/sbin/ds4d";
+    uint32_t restart_delay_s = 1;           // first restart delay; doubles per crash
+    uint32_t restart_max_delay_s = 60;
+    uint32_t max_restarts = 5;              // crashes within restart_window_s before giving up
+    uint32_t restart_window_s = 600;
+    uint32_t stop_timeout_s = 90;           // SIGKILL the daemon this long after forwarding SIGTERM
+  } supervisor;
+};
+
+}  // namespace ds4::config

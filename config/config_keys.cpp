@@ -1,0 +1,253 @@
+// The configuration key table; see config_keys.hpp. Adding a key is adding one line here (and
+// documenting it in ds4d.example.toml, which a test checks).
+#include "config/config_keys.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <limits>
+#include <stdexcept>
+#include <vector>
+
+#include "engine/planner/byte_size.hpp"
+
+namespace ds4::config {
+namespace {
+
+using Set = std::function<void(Config&, const std::string&)>;
+using Get = std::function<std::string(const Config&)>;
+
+uint64_t parse_uint(const std::string& s, uint64_t max) {
+  if (s.empty() || !std::all_of(s.begin(), s.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
+    throw std::invalid_argument("expected a non-negative integer, got '" + s + "'");
+  uint64_t v = 0;
+  try {
+    v = std::stoull(s);
+  } catch (const std::out_of_range&) {
+    throw std::invalid_argument("'" + s + "' is out of range");
+  }
+  if (v > max) throw std::invalid_argument(fmt::format("'{}' exceeds the maximum {}", s, max));
+  return v;
+}
+
+long long parse_int(const std::string& s, long long lo, long long hi) {
+  size_t used = 0;
+  long long v = 0;
+  try {
+    v = std::stoll(s, &used);
+  } catch (const std::exception&) {
+    throw std::invalid_argument("expected an integer, got '" + s + "'");
+  }
+  if (used != s.size()) throw std::invalid_argument("expected an integer, got '" + s + "'");
+  if (v < lo || v > hi) throw std::invalid_argument(fmt::format("{} is outside [{}, {}]", v, lo, hi));
+  return v;
+}
+
+double parse_double(const std::string& s, double lo, double hi) {
+  size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(s, &used);
+  } catch (const std::exception&) {
+    throw std::invalid_argument("expected a number, got '" + s + "'");
+  }
+  if (used != s.size()) throw std::invalid_argument("expected a number, got '" + s + "'");
+  if (!(v >= lo && v <= hi)) throw std::invalid_argument(fmt::format("{} is outside [{}, {}]", s, lo, hi));
+  return v;
+}
+
+bool parse_bool(const std::string& s) {
+  std::string l;
+  for (char c : s) l += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (l == "true" || l == "1" || l == "yes" || l == "on") return true;
+  if (l == "false" || l == "0" || l == "no" || l == "off") return false;
+  throw std::invalid_argument("expected true or false, got '" + s + "'");
+}
+
+std::string choice(const std::string& s, std::initializer_list<const char*> allowed) {
+  for (const char* a : allowed)
+    if (s == a) return s;
+  std::string list;
+  for (const char* a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
+  throw std::invalid_argument("'" + s + "' is not one of " + list);
+}
+
+std::string fmt_double(double v) { return fmt::format("{}", v); }
+
+struct Builder {
+  std::vector<ConfigKey> keys;
+  void add(std::string path, std::string type, std::string help, Set set, Get get, KeyScope scope = KeyScope::both,
+           std::string alias = {}) {
+    ConfigKey k;
+    k.path = path;
+    std::string flag = "--", env = "DS4D_";
+    for (char c : path) {
+      flag += (c == '.' || c == '_') ? '-' : c;
+      env += (c == '.') ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    }
+    k.flag = flag;
+    k.env = env;
+    k.alias = std::move(alias);
+    k.type = std::move(type);
+    k.help = std::move(help);
+    k.scope = scope;
+    k.set = std::move(set);
+    k.get = std::move(get);
+    keys.push_back(std::move(k));
+  }
+};
+
+#define STR(field) [](Config& c, const std::string& v) { c.field = v; }, [](const Config& c) { return c.field; }
+#define BYTES(field) \
+  [](Config& c, const std::string& v) { c.field = planner::parse_byte_size(v); }, \
+      [](const Config& c) { return std::to_string(c.field); }
+#define UINT(field, max) \
+  [](Config& c, const std::string& v) { c.field = static_cast<decltype(c.field)>(parse_uint(v, max)); }, \
+      [](const Config& c) { return std::to_string(c.field); }
+#define BOOL(field) \
+  [](Config& c, const std::string& v) { c.field = parse_bool(v); }, \
+      [](const Config& c) { return std::string(c.field ? "true" : "false"); }
+
+std::vector<ConfigKey> build() {
+  constexpr uint64_t u32max = std::numeric_limits<uint32_t>::max();
+  Builder b;
+  // [model]
+  b.add("model.path", "path", "target model GGUF", STR(model.path), KeyScope::both, "--model");
+  b.add("model.context", "tokens", "context length in tokens (0: the model's trained context_length)",
+        UINT(model.context, uint64_t{1} << 40), KeyScope::both, "--context");
+  b.add("model.prefill_cap", "tokens", "prefill batch the memory plan assumes (it sizes the GPU raw KV ring)",
+        UINT(model.prefill_cap, 65536));
+  b.add("model.pin", "none|lock|cuda",
+        "keep the weights resident: none (page cache only), lock (MAP_POPULATE + mlock; needs "
+        "LimitMEMLOCK=infinity), cuda (cudaHostRegister via libcudart.so)",
+        [](Config& c, const std::string& v) {
+          const std::string s = choice(v, {"none", "lock", "cuda"});
+          c.model.pin = s == "none" ? PinMode::none : s == "lock" ? PinMode::lock : PinMode::cuda;
+        },
+        [](const Config& c) { return std::string(pin_mode_name(c.model.pin)); }, KeyScope::both, "--pin");
+  b.add("model.threads", "count", "engine CPU threads (0: all cores)", UINT(model.threads, 4096), KeyScope::daemon);
+  // [server]
+  b.add("server.host", "address", "HTTP bind address", STR(server.host), KeyScope::daemon, "--host");
+  b.add("server.port", "port", "HTTP port", UINT(server.port, 65535), KeyScope::daemon, "--port");
+  b.add("server.max_queue", "count", "requests waiting for the engine before new ones get 429",
+        UINT(server.max_queue, 1 << 20), KeyScope::daemon);
+  b.add("server.drain_timeout_s", "seconds", "on SIGTERM, how long in-flight requests may finish",
+        UINT(server.drain_timeout_s, 86400), KeyScope::daemon);
+  b.add("server.api_key_file", "path", "file holding the bearer API key (empty: no authentication)",
+        STR(server.api_key_file), KeyScope::daemon);
+  b.add("server.engine_stall_s", "seconds",
+        "an engine call (prefill chunk, decode step) running longer than this counts as stuck and stops "
+        "the WATCHDOG=1 pings",
+        UINT(server.engine_stall_s, 86400), KeyScope::daemon);
+  // [memory]
+  b.add("memory.floor", "bytes", "minimum MemAvailable (and planned headroom) for admitting new work",
+        BYTES(memory.floor));
+  b.add("memory.reserve", "bytes", "memory the plan sets aside for the OS and other processes", BYTES(memory.reserve));
+  b.add("memory.workspace", "bytes", "activation/CUDA workspace for the plan (unset: estimated from the model)",
+        [](Config& c, const std::string& v) {
+          if (v.empty()) c.memory.workspace.reset();
+          else c.memory.workspace = planner::parse_byte_size(v);
+        },
+        [](const Config& c) { return c.memory.workspace ? std::to_string(*c.memory.workspace) : std::string(); });
+  b.add("memory.psi_full_avg10_limit", "percent", "refuse new work while PSI memory 'full' avg10 is above this",
+        [](Config& c, const std::string& v) { c.memory.psi_full_avg10_limit = parse_double(v, 0, 100); },
+        [](const Config& c) { return fmt_double(c.memory.psi_full_avg10_limit); }, KeyScope::daemon);
+  b.add("memory.poll_ms", "milliseconds", "memory watch period", UINT(memory.poll_ms, 60000), KeyScope::daemon);
+  b.add("memory.meminfo_path", "path", "meminfo file (tests point it elsewhere)", STR(memory.meminfo_path));
+  b.add("memory.psi_path", "path", "PSI memory file (empty: do not watch PSI)", STR(memory.psi_path), KeyScope::daemon);
+  b.add("memory.swap_size", "bytes", "supervisor: ensure at least this much swap (0: leave swap alone)",
+        BYTES(memory.swap_size), KeyScope::supervisor);
+  b.add("memory.swap_file", "path", "supervisor: swap file to create when swap is short", STR(memory.swap_file),
+        KeyScope::supervisor);
+  b.add("memory.oom_score_adj", "-1000..1000", "supervisor: the daemon's oom_score_adj",
+        [](Config& c, const std::string& v) { c.memory.oom_score_adj = static_cast<int>(parse_int(v, -1000, 1000)); },
+        [](const Config& c) { return std::to_string(c.memory.oom_score_adj); }, KeyScope::supervisor);
+  b.add("memory.earlyoom", "bool", "supervisor: write the earlyoom drop-in when earlyoom is installed",
+        BOOL(memory.earlyoom), KeyScope::supervisor);
+  b.add("memory.earlyoom_term_percent", "percent", "earlyoom SIGTERM level, % of MemTotal (unset: floor/2)",
+        [](Config& c, const std::string& v) {
+          if (v.empty()) c.memory.earlyoom_term_percent.reset();
+          else c.memory.earlyoom_term_percent = parse_double(v, 0, 100);
+        },
+        [](const Config& c) {
+          return c.memory.earlyoom_term_percent ? fmt_double(*c.memory.earlyoom_term_percent) : std::string();
+        },
+        KeyScope::supervisor);
+  b.add("memory.earlyoom_kill_percent", "percent", "earlyoom SIGKILL level, % of MemTotal (unset: floor/4)",
+        [](Config& c, const std::string& v) {
+          if (v.empty()) c.memory.earlyoom_kill_percent.reset();
+          else c.memory.earlyoom_kill_percent = parse_double(v, 0, 100);
+        },
+        [](const Config& c) {
+          return c.memory.earlyoom_kill_percent ? fmt_double(*c.memory.earlyoom_kill_percent) : std::string();
+        },
+        KeyScope::supervisor);
+  b.add("memory.earlyoom_dropin", "path", "supervisor: where the earlyoom drop-in is written",
+        STR(memory.earlyoom_dropin), KeyScope::supervisor);
+  // [cache]
+  b.add("cache.hot_bytes", "bytes", "in-RAM checkpoint (hot) cache size", BYTES(cache.hot_bytes), KeyScope::both,
+        "--hot-cache");
+  b.add("cache.dir", "path",
+        "directory for disk KV checkpoints (created by the package; this version keeps no disk checkpoints yet)",
+        STR(cache.dir), KeyScope::daemon);
+  // [speculation]
+  b.add("speculation.drafter", "path", "MTP drafter GGUF (empty: no speculative decoding)", STR(speculation.drafter),
+        KeyScope::both, "--drafter");
+  b.add("speculation.sidecar_bytes", "bytes", "plan size of the drafter (0: its file size)",
+        BYTES(speculation.sidecar_bytes));
+  // [log]
+  b.add("log.level", "level", "trace, debug, info, warn, error, critical or off",
+        [](Config& c, const std::string& v) {
+          c.log.level = choice(v, {"trace", "debug", "info", "warn", "error", "critical", "off"});
+        },
+        [](const Config& c) { return c.log.level; });
+  b.add("log.format", "auto|journal|console",
+        "journal: '<N>' syslog priority prefixes, no timestamps or colours; auto: journal when JOURNAL_STREAM is set",
+        [](Config& c, const std::string& v) { c.log.format = choice(v, {"auto", "journal", "console"}); },
+        [](const Config& c) { return c.log.format; });
+  // [supervisor]
+  b.add("supervisor.user", "user", "service user the daemon runs as (when the supervisor is root)",
+        STR(supervisor.user), KeyScope::supervisor);
+  b.add("supervisor.daemon", "path", "the ds4d executable", STR(supervisor.daemon), KeyScope::supervisor);
+  b.add("supervisor.restart_delay_s", "seconds", "delay before the first restart after a crash (doubles)",
+        UINT(supervisor.restart_delay_s, 3600), KeyScope::supervisor);
+  b.add("supervisor.restart_max_delay_s", "seconds", "longest restart delay", UINT(supervisor.restart_max_delay_s, 86400),
+        KeyScope::supervisor);
+  b.add("supervisor.max_restarts", "count", "crashes within restart_window_s before the supervisor gives up",
+        UINT(supervisor.max_restarts, 1000), KeyScope::supervisor);
+  b.add("supervisor.restart_window_s", "seconds", "window for max_restarts", UINT(supervisor.restart_window_s, u32max),
+        KeyScope::supervisor);
+  b.add("supervisor.stop_timeout_s", "seconds", "SIGKILL the daemon this long after forwarding SIGTERM",
+        UINT(supervisor.stop_timeout_s, 86400), KeyScope::supervisor);
+  return b.keys;
+}
+
+#undef STR
+#undef BYTES
+#undef UINT
+#undef BOOL
+
+}  // namespace
+
+const char* pin_mode_name(PinMode m) {
+  switch (m) {
+    case PinMode::none: return "none";
+    case PinMode::lock: return "lock";
+    case PinMode::cuda: return "cuda";
+  }
+  return "?";
+}
+
+std::span<const ConfigKey> config_keys() {
+  static const std::vector<ConfigKey> keys = build();
+  return keys;
+}
+
+const ConfigKey* find_config_key(const std::string& path) {
+  for (const ConfigKey& k : config_keys())
+    if (k.path == path) return &k;
+  return nullptr;
+}
+
+}  // namespace ds4::config
