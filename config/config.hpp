@@ -34,6 +34,11 @@ struct Config {
     uint32_t drain_timeout_s = 60;    // SIGTERM: wait this long for in-flight requests
     std::string api_key_file;         // empty: no authentication
     uint32_t engine_stall_s = 300;    // an engine call running longer stops the WATCHDOG=1 pings
+    std::string cors_origins;         // comma list of browser origins allowed ("*": any); empty: none
+    std::string allowed_hosts;        // comma list of Host names besides loopback ones ("*": any)
+    bool allow_unauthenticated_remote = false;  // permit a non-loopback host without api_key_file
+    uint32_t max_connections = 512;   // open connections (idle ones are shed first)
+    uint64_t max_inflight_body_bytes = 128ull << 20;  // request bodies held at once (503 beyond)
   } server;
   struct Memory {
     uint64_t floor = 4ull << 30;            // minimum MemAvailable to admit new work

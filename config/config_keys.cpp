@@ -140,6 +140,22 @@ std::vector<ConfigKey> build() {
         "an engine call (prefill chunk, decode step) running longer than this counts as stuck and stops "
         "the WATCHDOG=1 pings",
         UINT(server.engine_stall_s, 86400), KeyScope::daemon);
+  b.add("server.cors_origins", "list",
+        "comma-separated browser origins (scheme://host[:port], or *) that may call the API; requests with "
+        "any other Origin get 403 (empty: none)",
+        STR(server.cors_origins), KeyScope::daemon);
+  b.add("server.allowed_hosts", "list",
+        "comma-separated Host names accepted besides loopback names and the bind address (*: any); checked "
+        "when no API key is set or when this is given (DNS rebinding)",
+        STR(server.allowed_hosts), KeyScope::daemon);
+  b.add("server.allow_unauthenticated_remote", "bool",
+        "allow a non-loopback server.host without server.api_key_file (refused otherwise)",
+        BOOL(server.allow_unauthenticated_remote), KeyScope::daemon);
+  b.add("server.max_connections", "count", "open HTTP connections at most (idle keep-alive ones are closed first)",
+        UINT(server.max_connections, 1 << 20), KeyScope::daemon);
+  b.add("server.max_inflight_body_bytes", "bytes",
+        "request body bytes held by all requests together; a request beyond it gets 503", BYTES(server.max_inflight_body_bytes),
+        KeyScope::daemon);
   // [memory]
   b.add("memory.floor", "bytes", "minimum MemAvailable (and planned headroom) for admitting new work",
         BYTES(memory.floor));

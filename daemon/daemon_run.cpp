@@ -14,6 +14,7 @@
 #include <mutex>
 #include <sstream>
 #include <thread>
+#include <vector>
 
 #include "daemon/heartbeat_backend.hpp"
 #include "daemon/memory_watch.hpp"
@@ -44,6 +45,18 @@ std::string read_api_key(const std::string& path) {
   while (!key.empty() && std::isspace(static_cast<unsigned char>(key.back()))) key.pop_back();
   if (key.empty()) throw std::runtime_error("server.api_key_file: " + path + " is empty");
   return key;
+}
+
+// "a, b,c" -> {"a", "b", "c"}; empty items are dropped.
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    size_t b = item.find_first_not_of(" \t"), e = item.find_last_not_of(" \t");
+    if (b != std::string::npos) out.push_back(item.substr(b, e - b + 1));
+  }
+  return out;
 }
 
 // What the loader thread hands back.
@@ -120,16 +133,30 @@ int run_daemon(const config::Config& cfg) {
   http::ServerConfig hc;
   hc.host = cfg.server.host;
   hc.port = cfg.server.port;
+  hc.cors_origins = split_list(cfg.server.cors_origins);
+  hc.allowed_hosts = split_list(cfg.server.allowed_hosts);
+  hc.allow_unauthenticated_remote = cfg.server.allow_unauthenticated_remote;
+  hc.max_connections = cfg.server.max_connections;
+  hc.max_inflight_body_bytes = cfg.server.max_inflight_body_bytes;
   std::unique_ptr<http::Server> server;
-  try {
-    hc.api_key = read_api_key(cfg.server.api_key_file);
-    server = std::make_unique<http::Server>(hc, service, metrics);
-    server->start();
-  } catch (const std::exception& e) {
+  // A missing key file or a refused address is the configuration's fault: the config-error
+  // status, which the supervisor does not restart in a loop. A taken port is a runtime failure.
+  int failure_code = config::kExitConfigError;
+  auto failed = [&](const std::exception& e, int code) {
     spdlog::error("{}", e.what());
     notifier.status(std::string("Failed: ") + e.what());
     watch.stop();
-    return config::kExitRuntime;
+    return code;
+  };
+  try {
+    hc.api_key = read_api_key(cfg.server.api_key_file);
+    server = std::make_unique<http::Server>(hc, service, metrics);
+    failure_code = config::kExitRuntime;
+    server->start();
+  } catch (const http::ServerConfigError& e) {
+    return failed(e, config::kExitConfigError);
+  } catch (const std::exception& e) {
+    return failed(e, failure_code);
   }
   const std::string where = fmt::format("{}:{}", cfg.server.host, server->port());
   spdlog::info("listening on {} (answering 503 until the model is loaded)", where);

@@ -10,7 +10,7 @@ PACKAGES=(
   googletest libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev libtomlplusplus-dev libxxhash-dev libssl-dev
   clang libclang-rt-14-dev
-  nodejs curl python3
+  nodejs curl python3 python3-requests
   debhelper dpkg-dev fakeroot lintian systemd
   qemu-system-x86 qemu-utils debootstrap e2fsprogs
 )

@@ -39,8 +39,10 @@ class ResponseChannel : public std::enable_shared_from_this<ResponseChannel> {
   void send_head(ResponseHead head);
   void send_chunk(std::string bytes);
   void finish();
-  // Whether the consumer is gone (client disconnected or write failed); producers may stop early.
-  bool consumer_gone() const { return cancel_->load(); }
+  // Whether the consumer is gone (client disconnected or write failed); producers may stop early
+  // and need not answer. A generation cancelled because the server stops is not "gone": its
+  // producer still sends its final event, which the connection writes before closing.
+  bool consumer_gone() const { return gone_->load(); }
   // Set when the consumer goes away; give it to the generation job.
   const serving::CancelFlag& cancel_flag() const { return cancel_; }
 
@@ -55,7 +57,15 @@ class ResponseChannel : public std::enable_shared_from_this<ResponseChannel> {
   void arm();
   Batch take();
   boost::asio::steady_timer& signal() { return signal_; }
-  void consumer_closed() { cancel_->store(true); }
+  void consumer_closed() {
+    gone_->store(true);
+    cancel_->store(true);
+  }
+  // The server stops past its drain time: cancel the generation, wake the consumer.
+  void cancel_for_shutdown() {
+    cancel_->store(true);
+    wake();
+  }
 
  private:
   void wake();
@@ -63,6 +73,7 @@ class ResponseChannel : public std::enable_shared_from_this<ResponseChannel> {
   boost::asio::any_io_executor strand_;
   boost::asio::steady_timer signal_;
   serving::CancelFlag cancel_ = serving::make_cancel_flag();
+  serving::CancelFlag gone_ = serving::make_cancel_flag();
   std::mutex mu_;
   std::optional<ResponseHead> head_;
   std::string data_;

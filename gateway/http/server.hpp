@@ -12,7 +12,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace ds4::serving {
 class Service;
@@ -27,10 +29,25 @@ struct ServerConfig {
   unsigned io_threads = 2;
   // Bearer token for every endpoint except /health and /health/live; empty: no auth.
   std::string api_key;
-  // Access-Control-Allow-* on every response and for preflights; off by default.
-  bool cors = false;
+  // Browser origins ("http://localhost:3000", or "*") allowed to call the API: they get
+  // Access-Control-Allow-* headers and preflights; requests from any other Origin are 403.
+  std::vector<std::string> cors_origins;
+  // Host names besides the loopback ones and the bind address ("*": any). See router.hpp.
+  std::vector<std::string> allowed_hosts;
+  // start() refuses a non-loopback address without an api_key unless this is set.
+  bool allow_unauthenticated_remote = false;
   size_t max_header_bytes = 64 * 1024;        // larger: 431
   size_t max_body_bytes = 64 * 1024 * 1024;   // larger: 413
+  size_t max_tokenize_response_bytes = 16 * 1024 * 1024;  // a longer /tokenize answer: 413
+  // Open connections at most. At the cap an idle keep-alive connection is closed to make room;
+  // when none is idle the newcomer gets 503 and is closed. Also bounded by RLIMIT_NOFILE.
+  size_t max_connections = 512;
+  // Request body bytes held by all connections together (being read or being handled); a
+  // request that would exceed it gets 503 with Retry-After.
+  size_t max_inflight_body_bytes = 128 * 1024 * 1024;
+  // Threads that run POST handlers (JSON parsing, rendering, tokenization) off the io threads,
+  // so /health and streams stay responsive under heavy requests.
+  unsigned handler_threads = 2;
   std::chrono::milliseconds read_timeout{30'000};   // reading one request once it started
   std::chrono::milliseconds idle_timeout{60'000};   // keep-alive wait for the next request
   std::chrono::milliseconds write_timeout{30'000};  // one write to a client that does not drain
@@ -42,6 +59,12 @@ struct ServerConfig {
   std::string contract_mode = "warn";
 };
 
+// A ServerConfig that cannot be served as given (a bad address, an open port without a key):
+// the operator's mistake, reported before anything listens.
+struct ServerConfigError : std::invalid_argument {
+  using std::invalid_argument::invalid_argument;
+};
+
 class Server {
  public:
   Server(ServerConfig config, serving::Service& service, serving::Metrics& metrics);
@@ -49,7 +72,9 @@ class Server {
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
 
-  // Binds and starts the io threads. Throws std::runtime_error naming the address on failure.
+  // Binds and starts the io threads. Throws ServerConfigError for a configuration it refuses
+  // (unparsable address, non-loopback address without api_key and without
+  // allow_unauthenticated_remote), std::runtime_error naming the address when binding fails.
   void start();
   // The bound port (the actual one when the configured port was 0).
   uint16_t port() const;

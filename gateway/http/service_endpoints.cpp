@@ -3,7 +3,8 @@
 //
 // /health is readiness: 200 {"status":"ok"} once the model serves, 503 with the load progress
 // while it loads ({"status":"loading","progress":0.42}), 503 {"status":"failed"} if loading
-// failed and {"status":"stopping"} during shutdown. /health/live is liveness: 200 whenever the
+// failed, {"status":"stopping"} during shutdown, and 503 {"status":"degraded","reason":"..."}
+// while the admission gate (the daemon's memory floor) refuses new work. /health/live is liveness: 200 whenever the
 // process answers HTTP at all. Both are public (no API key) so that probes need no secret.
 // /metrics is the Prometheus text exposition of the ds4d_* series.
 #include <boost/json.hpp>
@@ -23,6 +24,9 @@ void add_service_endpoints(Router& router, EndpointEnv env) {
   router.add("GET", "/health", [&service](RequestContext&) {
     switch (service.state()) {
       case serving::ServiceState::ready:
+        // Serving, but refusing new work (the memory floor): not ready for more.
+        if (auto reason = service.admission_refusal())
+          return Reply::json(503, json::object{{"status", "degraded"}, {"reason", *reason}});
         return Reply::json(200, json::object{{"status", "ok"}});
       case serving::ServiceState::loading:
         return Reply::json(503, json::object{{"status", "loading"}, {"progress", service.load_progress()}});

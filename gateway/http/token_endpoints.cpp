@@ -5,7 +5,8 @@
 //               -> {"tokens": [ids]}  or, with pieces, {"tokens": [{"id": n, "piece": "..."}]}
 //               parse_special (default true) turns the DS4 control strings (<｜User｜>, <think>,
 //               ...) into their control tokens, exactly as rendered prompts are tokenized;
-//               false keeps them as plain text.
+//               false keeps them as plain text. An answer longer than
+//               ServerConfig::max_tokenize_response_bytes is a 413 (code response_too_large).
 //   /detokenize {"tokens": [ids]} -> {"content": "text"}; an id outside the vocabulary is a 400
 //               naming tokens[i]. Bytes that are not valid UTF-8 (a token list cut inside a
 //               character) come back as U+FFFD so the answer is always valid JSON.
@@ -39,7 +40,8 @@ std::string valid_utf8(std::string_view bytes) {
 void add_token_endpoints(Router& router, EndpointEnv env) {
   serving::Service& service = env.service;
 
-  router.add("POST", "/tokenize", [&service](RequestContext& ctx) {
+  const size_t max_response = env.config.max_tokenize_response_bytes;
+  router.add("POST", "/tokenize", [&service, max_response](RequestContext& ctx) {
     auto b = require_backend(service);
     if (!b.backend) return b.reply;
     try {
@@ -52,12 +54,26 @@ void add_token_endpoints(Router& router, EndpointEnv env) {
       bool special = optional_bool(obj, "parse_special", true);
       bool pieces = optional_bool(obj, "with_pieces", false);
       auto tokens = special ? b.backend->encode(text) : b.backend->encode_plain(text);
-      json::array out;
-      for (auto t : tokens) {
-        if (pieces) out.push_back(json::object{{"id", t}, {"piece", valid_utf8(b.backend->token_bytes(t))}});
-        else out.push_back(t);
+      // The answer is written straight into its text, bounded: with pieces it is ~20x the input,
+      // and a DOM of one JSON object per token costs far more than the text.
+      std::string out = "{\"tokens\":[";
+      for (size_t i = 0; i < tokens.size(); ++i) {
+        if (i) out += ',';
+        if (pieces) {
+          out += "{\"id\":" + std::to_string(tokens[i]) + ",\"piece\":";
+          out += json::serialize(json::string(valid_utf8(b.backend->token_bytes(tokens[i]))));
+          out += '}';
+        } else {
+          out += std::to_string(tokens[i]);
+        }
+        if (out.size() > max_response)
+          return api_error(413, "the /tokenize answer would exceed " + std::to_string(max_response) + " bytes (" +
+                                    std::to_string(tokens.size()) + " tokens" + (pieces ? " with pieces" : "") +
+                                    "); send less text" + (pieces ? " or with_pieces false" : ""),
+                           "content", "response_too_large");
       }
-      return Reply::json(200, json::object{{"tokens", std::move(out)}});
+      out += "]}";
+      return Reply::text(200, "application/json", std::move(out));
     } catch (const protocol::RequestError& e) {
       return request_error_reply(e);
     }
@@ -77,10 +93,15 @@ void add_token_endpoints(Router& router, EndpointEnv env) {
       for (size_t i = 0; i < arr.size(); ++i) {
         std::string param = "tokens[" + std::to_string(i) + "]";
         if (!arr[i].is_int64() && !arr[i].is_uint64()) throw protocol::RequestError(param, param + " must be an integer");
-        int64_t id = arr[i].is_int64() ? arr[i].get_int64() : static_cast<int64_t>(arr[i].get_uint64());
-        if (id < 0 || static_cast<uint64_t>(id) >= b.backend->vocab_size())
-          throw protocol::RequestError(param, param + " = " + std::to_string(id) + " is outside the vocabulary (0.." +
+        // Ids above INT64_MAX arrive as uint64: quote them as they were sent, never wrapped negative.
+        std::string shown = arr[i].is_int64() ? std::to_string(arr[i].get_int64()) : std::to_string(arr[i].get_uint64());
+        bool in_range = arr[i].is_int64() ? arr[i].get_int64() >= 0 &&
+                                                static_cast<uint64_t>(arr[i].get_int64()) < b.backend->vocab_size()
+                                          : arr[i].get_uint64() < b.backend->vocab_size();
+        if (!in_range)
+          throw protocol::RequestError(param, param + " = " + shown + " is outside the vocabulary (0.." +
                                                   std::to_string(b.backend->vocab_size() - 1) + ")");
+        int64_t id = arr[i].is_int64() ? arr[i].get_int64() : static_cast<int64_t>(arr[i].get_uint64());
         ids.push_back(static_cast<serving::Token>(id));
       }
       return Reply::json(200, json::object{{"content", valid_utf8(b.backend->decode(ids))}});

@@ -65,7 +65,10 @@ uint64_t integer_field(const json::value& v, const std::string& path, uint64_t l
     }
     if (v.is_double()) {
         double d = v.get_double();
-        if (std::isfinite(d) && d == std::floor(d) && d >= static_cast<double>(lo) && d <= static_cast<double>(hi))
+        // 2^64 itself compares equal to (double)UINT64_MAX; converting it would overflow.
+        constexpr double kTwoTo64 = 18446744073709551616.0;
+        if (std::isfinite(d) && d == std::floor(d) && d >= static_cast<double>(lo) && d < kTwoTo64 &&
+            static_cast<uint64_t>(d) <= hi)
             return static_cast<uint64_t>(d);
         fail(path, "'" + path + "' must be an integer between " + std::to_string(lo) + " and " + std::to_string(hi));
     }

@@ -121,6 +121,14 @@ ServiceState Service::state() const {
   std::lock_guard lock(mu_);
   return state_;
 }
+std::optional<std::string> Service::admission_refusal() const {
+  AdmissionGate gate;
+  {
+    std::lock_guard lock(mu_);
+    gate = gate_;
+  }
+  return gate ? gate() : std::nullopt;
+}
 double Service::load_progress() const {
   std::lock_guard lock(mu_);
   return progress_;
@@ -169,21 +177,35 @@ std::optional<Refusal> Service::submit(GenerationJob job) {
                      config_.retry_after};
     }
   }
-  std::lock_guard lock(mu_);
-  if (state_ != ServiceState::ready) {
-    metrics_.count_rejection("shutting_down");
-    return Refusal{503, "shutting_down", "the server is shutting down", {}};
+  std::deque<Queued> gone;  // finished outside the lock
+  std::optional<Refusal> refusal;
+  {
+    std::lock_guard lock(mu_);
+    // Jobs whose clients went away hold no slot: drop them now, not when the worker gets to them.
+    for (auto it = queue_.begin(); it != queue_.end();) {
+      if (it->job.cancelled->load()) {
+        gone.push_back(std::move(*it));
+        it = queue_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    if (state_ != ServiceState::ready) {
+      metrics_.count_rejection("shutting_down");
+      refusal = Refusal{503, "shutting_down", "the server is shutting down", {}};
+    } else if (queue_.size() >= config_.max_queued_jobs) {
+      metrics_.count_rejection("queue_full");
+      refusal = Refusal{429, "queue_full",
+                        "too many requests waiting for the engine (" + std::to_string(queue_.size()) + " queued)",
+                        config_.retry_after};
+    } else {
+      queue_.push_back(Queued{std::move(job), Clock::now()});
+      cv_.notify_one();
+    }
+    metrics_.set_queue_depth(static_cast<long>(queue_.size()));
   }
-  if (queue_.size() >= config_.max_queued_jobs) {
-    metrics_.count_rejection("queue_full");
-    return Refusal{429, "queue_full",
-                   "too many requests waiting for the engine (" + std::to_string(queue_.size()) + " queued)",
-                   config_.retry_after};
-  }
-  queue_.push_back(Queued{std::move(job), Clock::now()});
-  metrics_.set_queue_depth(static_cast<long>(queue_.size()));
-  cv_.notify_one();
-  return std::nullopt;
+  for (auto& q : gone) finish_unrun(q, FinishReason::cancelled);
+  return refusal;
 }
 
 void Service::stop(std::chrono::milliseconds drain) {

@@ -69,6 +69,8 @@ class Service {
   void set_admission_gate(AdmissionGate gate);
 
   ServiceState state() const;
+  // Why the admission gate would refuse new work now (nullopt: it admits, or there is none).
+  std::optional<std::string> admission_refusal() const;
   double load_progress() const;
   std::string failure() const;
   // Null until set_backend().
@@ -78,7 +80,9 @@ class Service {
   // renders against it and records every finished turn into it.
   protocol::ContractStore& contracts() { return contracts_; }
 
-  // Accepts the job (the sink will be called on the worker) or refuses it.
+  // Accepts the job (the sink will be called on the worker) or refuses it. Queued jobs whose
+  // cancel flag is set are dropped first (their sinks hear `cancelled` on this thread), so
+  // clients that left do not keep others out.
   std::optional<Refusal> submit(GenerationJob job);
   // Refuse new work, cancel queued jobs, give the running one `drain` to finish, then cancel it
   // and join the worker. Idempotent.

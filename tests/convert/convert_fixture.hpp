@@ -3,6 +3,8 @@
 // format (3 shards) in a temporary folder, helpers to copy it and rewrite one tensor's entry.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <boost/json.hpp>
 #include <cstdlib>
 #include <filesystem>
@@ -28,8 +30,22 @@ inline std::string ds4_tiny_dir() {
 }
 inline std::string ds4_tiny_model() { return ds4_tiny_dir() + "/model.gguf"; }
 
+inline std::string scratch_prefix() { return "ds4_convert_test_" + std::to_string(::getpid()) + "_"; }
+
+// Removes this process's scratch folders when the test program ends (each ctest process makes
+// its own fixture copies; left behind they add up to gigabytes).
+class ScratchCleanup : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(fs::temp_directory_path(), ec))
+      if (e.path().filename().string().rfind(scratch_prefix(), 0) == 0) fs::remove_all(e.path(), ec);
+  }
+};
+inline ::testing::Environment* const kScratchCleanup = ::testing::AddGlobalTestEnvironment(new ScratchCleanup);
+
 inline fs::path scratch_dir(const std::string& what) {
-  const fs::path p = fs::temp_directory_path() / ("ds4_convert_test_" + std::to_string(::getpid()) + "_" + what);
+  const fs::path p = fs::temp_directory_path() / (scratch_prefix() + what);
   fs::remove_all(p);
   fs::create_directories(p);
   return p;

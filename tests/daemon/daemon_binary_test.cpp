@@ -136,6 +136,19 @@ TEST_F(DaemonBinary, ReportsReadinessServesAndPingsTheWatchdog) {
   EXPECT_EQ(wait_exit(d), 0) << log();
 }
 
+// Configuration mistakes exit with 78 (EX_CONFIG), which the supervisor does not restart in a
+// loop; a missing key file used to exit 1. A non-loopback address without a key is refused
+// before anything listens (192.0.2.1 is TEST-NET: nothing would be reachable on it anyway).
+TEST_F(DaemonBinary, ConfigErrorsExitWithTheConfigErrorStatus) {
+  pid_t d = start(DS4D_DAEMON_BIN, {"--config", config(), "--server-api-key-file", dir.str() + "/missing.key"},
+                  systemd.address());
+  EXPECT_EQ(wait_exit(d), 78) << log();
+  EXPECT_NE(log().find("server.api_key_file"), std::string::npos) << log();
+  d = start(DS4D_DAEMON_BIN, {"--config", config(), "--host", "192.0.2.1"}, systemd.address());
+  EXPECT_EQ(wait_exit(d), 78) << log();
+  EXPECT_NE(log().find("without an API key"), std::string::npos) << log();
+}
+
 TEST_F(DaemonBinary, RefusesNewWorkBelowTheMemoryFloor) {
   const pid_t d = start(DS4D_DAEMON_BIN, {"--config", config()}, systemd.address());
   await("READY=1", d);
@@ -149,6 +162,11 @@ TEST_F(DaemonBinary, RefusesNewWorkBelowTheMemoryFloor) {
   } while (r.status != 503 && std::chrono::steady_clock::now() < deadline);
   EXPECT_EQ(r.status, 503) << r.raw;
   EXPECT_NE(r.body().find("MemAvailable 2.00 GiB is below the 4.00 GiB floor"), std::string::npos) << r.raw;
+  // Readiness says so too (it said 200 "ok" while refusing every generation).
+  const auto health = testing::http_request(port, "GET", "/health");
+  EXPECT_EQ(health.status, 503) << health.raw;
+  EXPECT_NE(health.body().find(R"("status":"degraded")"), std::string::npos) << health.raw;
+  EXPECT_NE(health.body().find("below the 4.00 GiB floor"), std::string::npos) << health.raw;
   set_available_gib(32);
   do {
     r = testing::http_request(port, "POST", "/v1/chat/completions", kChat);

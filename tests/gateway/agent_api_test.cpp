@@ -48,7 +48,6 @@ std::vector<std::string> names(const std::vector<Event>& events) {
   return out;
 }
 
-json::value body_json(const HttpTestClient::Response& r) { return json::parse(r.body()); }
 
 const char* kAnthropicTools =
     R"([{"name":"get_weather","description":"Weather for a city","input_schema":{"type":"object",

@@ -33,20 +33,28 @@ class HttpTestClient {
     bhttp::request<bhttp::string_body> req{method, target, 11};
     req.set(bhttp::field::host, "127.0.0.1");
     for (auto& [k, v] : headers) req.set(k, v);
-    if (!body.empty()) req.set(bhttp::field::content_type, "application/json");
+    if (!body.empty() && req.find(bhttp::field::content_type) == req.end())
+      req.set(bhttp::field::content_type, "application/json");
     req.body() = body;
     req.keep_alive(keep_alive);
     req.prepare_payload();
     bhttp::write(socket_, req);
   }
 
+  // The final response; interim 1xx responses before it are skipped (and counted), as every
+  // HTTP/1.1 client must.
   Response read() {
-    Response res;
-    bhttp::response_parser<bhttp::string_body> parser;
-    parser.body_limit(64 << 20);
-    bhttp::read(socket_, buffer_, parser);
-    return parser.release();
+    for (;;) {
+      bhttp::response_parser<bhttp::string_body> parser;
+      parser.body_limit(64 << 20);
+      bhttp::read(socket_, buffer_, parser);
+      Response res = parser.release();
+      if (res.result_int() >= 200 || res.result_int() == 101) return res;
+      ++interim_responses;
+    }
   }
+
+  int interim_responses = 0;
 
   void write_raw(const std::string& bytes) { boost::asio::write(socket_, boost::asio::buffer(bytes)); }
 

@@ -1,8 +1,10 @@
 #pragma once
-// A Server + Service on the scripted backend, on an ephemeral loopback port, for the HTTP tests.
+// A Server + Service on the scripted backend on an ephemeral loopback port, and small helpers
+// the HTTP-level gateway tests share.
+#include <boost/json.hpp>
 #include <chrono>
 #include <memory>
-#include <string>
+#include <thread>
 
 #include "gateway/http/server.hpp"
 #include "gateway/serving/metrics.hpp"
@@ -33,5 +35,17 @@ struct Harness {
   std::shared_ptr<ScriptedBackend> backend;
   std::unique_ptr<http::Server> server;
 };
+
+inline boost::json::value body_json(const HttpTestClient::Response& r) { return boost::json::parse(r.body()); }
+
+template <class Pred>
+inline bool eventually(Pred pred, std::chrono::milliseconds limit = std::chrono::seconds(10)) {
+  auto end = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < end) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return pred();
+}
 
 }  // namespace ds4::test

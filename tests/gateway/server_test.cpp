@@ -10,8 +10,8 @@
 #include "gateway/serving/metrics.hpp"
 #include "gateway/serving/service.hpp"
 #include "tests/gateway/http_test_client.hpp"
-#include "tests/gateway/server_harness.hpp"
 #include "tests/gateway/scripted_backend.hpp"
+#include "tests/gateway/server_harness.hpp"
 
 namespace ds4::test {
 namespace {
@@ -21,18 +21,6 @@ using bhttp::verb;
 
 const std::string kChatBody =
     R"({"model":"m","messages":[{"role":"user","content":"Say hi"}],"thinking":false,"max_tokens":64})";
-
-json::value body_json(const HttpTestClient::Response& r) { return json::parse(r.body()); }
-
-template <class Pred>
-bool eventually(Pred pred, std::chrono::milliseconds limit = std::chrono::seconds(10)) {
-  auto end = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < end) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return pred();
-}
 
 TEST(GatewayServer, HealthReportsLoadingProgressThenReady) {
   Harness h({}, {}, /*load=*/false);
@@ -142,32 +130,82 @@ TEST(GatewayServer, BearerAuthOnEveryEndpointButHealth) {
   EXPECT_EQ(c.request(verb::get, "/v1/models", {}, {{"Authorization", "bearer sekret"}}).result_int(), 200);
 }
 
-TEST(GatewayServer, CorsHeadersOnlyWhenEnabled) {
+// Without configured origins no web page gets CORS headers or a preflight, and a request that
+// carries a foreign Origin is refused (before, OPTIONS answered 204 everywhere).
+TEST(GatewayServer, CorsOnlyForConfiguredOrigins) {
   {
     Harness h;
     auto c = h.client();
     auto r = c.request(verb::get, "/health");
     EXPECT_EQ(r.find("Access-Control-Allow-Origin"), r.end());
-    auto pre = c.request(verb::options, "/v1/chat/completions");
-    EXPECT_EQ(pre.result_int(), 204);
+    auto pre = c.request(verb::options, "/v1/chat/completions", {}, {{"Origin", "http://evil.example"}});
+    EXPECT_EQ(pre.result_int(), 403);
     EXPECT_EQ(pre.find("Access-Control-Allow-Origin"), pre.end());
+    EXPECT_EQ(body_json(pre).at("error").at("code").as_string(), "origin_not_allowed");
+    EXPECT_EQ(c.request(verb::options, "/v1/chat/completions").result_int(), 405);
+    EXPECT_EQ(c.request(verb::post, "/v1/chat/completions", kChatBody, {{"Origin", "http://evil.example"}}).result_int(),
+              403);
   }
   http::ServerConfig cfg;
-  cfg.cors = true;
+  cfg.cors_origins = {"http://app.example:3000"};
   Harness h(cfg);
   auto c = h.client();
-  auto r = c.request(verb::get, "/nope");
+  const std::vector<std::pair<std::string, std::string>> app{{"Origin", "http://app.example:3000"}};
+  auto r = c.request(verb::get, "/nope", {}, app);
   EXPECT_EQ(r.result_int(), 404);
-  EXPECT_EQ(r["Access-Control-Allow-Origin"], "*");
-  auto pre = c.request(verb::options, "/v1/chat/completions");
+  EXPECT_EQ(r["Access-Control-Allow-Origin"], "http://app.example:3000");
+  EXPECT_EQ(r["Vary"], "Origin");
+  auto pre = c.request(verb::options, "/v1/chat/completions", {}, app);
   EXPECT_EQ(pre.result_int(), 204);
-  EXPECT_EQ(pre["Access-Control-Allow-Origin"], "*");
+  EXPECT_EQ(pre["Access-Control-Allow-Origin"], "http://app.example:3000");
   EXPECT_NE(std::string(pre["Access-Control-Allow-Headers"]).find("Authorization"), std::string::npos);
   // Streams carry them too.
   auto s = c.request(verb::post, "/v1/chat/completions",
-                     R"({"messages":[{"role":"user","content":"x"}],"stream":true,"thinking":false})");
+                     R"({"messages":[{"role":"user","content":"x"}],"stream":true,"thinking":false})", app);
   EXPECT_EQ(s.result_int(), 200);
-  EXPECT_EQ(s["Access-Control-Allow-Origin"], "*");
+  EXPECT_EQ(s["Access-Control-Allow-Origin"], "http://app.example:3000");
+  // Requests without an Origin (SDKs, curl) get no CORS headers; other origins are refused.
+  r = c.request(verb::get, "/health");
+  EXPECT_EQ(r.find("Access-Control-Allow-Origin"), r.end());
+  EXPECT_EQ(c.request(verb::get, "/health", {}, {{"Origin", "http://app.example"}}).result_int(), 403);
+}
+
+// DNS rebinding: a page on a name that resolves to 127.0.0.1 sends its own name as Host.
+TEST(GatewayServer, HostMustBeALoopbackNameOrAllowed) {
+  {
+    Harness h;
+    auto c = h.client();
+    for (const char* ok : {"127.0.0.1:8080", "localhost", "LOCALHOST:1", "app.localhost:9", "[::1]:8080", "127.1.2.3"})
+      EXPECT_EQ(c.request(verb::get, "/health", {}, {{"Host", ok}}).result_int(), 200) << ok;
+    auto r = c.request(verb::get, "/health", {}, {{"Host", "rebind.attacker.example:8080"}});
+    EXPECT_EQ(r.result_int(), 403);
+    EXPECT_EQ(body_json(r).at("error").at("code").as_string(), "host_not_allowed");
+    EXPECT_EQ(c.request(verb::get, "/health", {}, {{"Host", "127.0.0.1.attacker.example"}}).result_int(), 403);
+    // HTTP/1.1 requires Host.
+    c.write_raw("GET /health HTTP/1.1\r\n\r\n");
+    EXPECT_EQ(c.read().result_int(), 400);
+  }
+  http::ServerConfig cfg;
+  cfg.allowed_hosts = {"ds4.lan"};
+  Harness h(cfg);
+  auto c = h.client();
+  EXPECT_EQ(c.request(verb::get, "/health", {}, {{"Host", "ds4.lan:8080"}}).result_int(), 200);
+  EXPECT_EQ(c.request(verb::get, "/health", {}, {{"Host", "other.lan"}}).result_int(), 403);
+}
+
+// text/plain and form posts are what a web page may send cross-origin without a preflight.
+TEST(GatewayServer, PostBodiesMustBeJson) {
+  Harness h;
+  auto c = h.client();
+  for (const char* type : {"text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x"}) {
+    auto r = c.request(verb::post, "/v1/chat/completions", kChatBody, {{"Content-Type", type}});
+    EXPECT_EQ(r.result_int(), 415) << type;
+    EXPECT_EQ(body_json(r).at("error").at("code").as_string(), "unsupported_media_type");
+  }
+  c.write_raw("POST /tokenize HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 2\r\n\r\n{}");
+  EXPECT_EQ(c.read().result_int(), 415);  // no Content-Type at all
+  auto r = c.request(verb::post, "/tokenize", R"({"content":"hi"})", {{"Content-Type", "Application/JSON; charset=utf-8"}});
+  EXPECT_EQ(r.result_int(), 200);
 }
 
 TEST(GatewayServer, ChatCompletionNonStreamed) {
@@ -293,6 +331,36 @@ TEST(GatewayServer, TokenizeAndDetokenize) {
   EXPECT_EQ(body_json(r).at("content").as_string(), "\xEF\xBF\xBD");
 }
 
+// Ids above INT64_MAX used to be shown wrapped (2^64-1 as -1).
+TEST(GatewayServer, DetokenizeQuotesHugeIdsAsSent) {
+  Harness h;
+  auto c = h.client();
+  auto r = c.request(verb::post, "/detokenize", R"({"tokens":[18446744073709551615]})");
+  ASSERT_EQ(r.result_int(), 400);
+  std::string message(body_json(r).at("error").at("message").as_string());
+  EXPECT_NE(message.find("18446744073709551615"), std::string::npos) << message;
+  EXPECT_EQ(message.find("-1"), std::string::npos) << message;
+}
+
+// A /tokenize answer with pieces is ~20x its input: it is bounded, and refused with 413 beyond.
+TEST(GatewayServer, TokenizeAnswerIsBounded) {
+  http::ServerConfig cfg;
+  cfg.max_tokenize_response_bytes = 4096;
+  Harness h(cfg);
+  auto c = h.client();
+  std::string text(1000, 'a');
+  auto r = c.request(verb::post, "/tokenize", R"({"content":")" + text + R"("})");
+  EXPECT_EQ(r.result_int(), 200);  // 1000 ids: under 4 KiB
+  EXPECT_EQ(body_json(r).at("tokens").as_array().size(), 1000u);
+  r = c.request(verb::post, "/tokenize", R"({"content":")" + text + R"(","with_pieces":true})");
+  ASSERT_EQ(r.result_int(), 413);
+  EXPECT_EQ(body_json(r).at("error").at("code").as_string(), "response_too_large");
+  // Pieces stay valid JSON and exact below the bound.
+  r = c.request(verb::post, "/tokenize", R"({"content":"h\"i","with_pieces":true})");
+  ASSERT_EQ(r.result_int(), 200);
+  EXPECT_EQ(r.body(), R"({"tokens":[{"id":104,"piece":"h"},{"id":34,"piece":"\""},{"id":105,"piece":"i"}]})");
+}
+
 TEST(GatewayServer, ModelsListsTheLoadedModel) {
   Harness h;
   auto c = h.client();
@@ -335,7 +403,13 @@ TEST(GatewayServer, AdmissionGateRefusesWith503) {
   auto err = body_json(r).at("error");
   EXPECT_EQ(err.at("code").as_string(), "memory_floor");
   EXPECT_NE(std::string(err.at("message").as_string()).find("floor"), std::string::npos);
-  // Health still answers (the daemon decides readiness separately).
+  // Health says so (it said 200 "ok" while every generation was refused); liveness stays 200.
+  auto health = c.request(verb::get, "/health");
+  EXPECT_EQ(health.result_int(), 503);
+  EXPECT_EQ(body_json(health).at("status").as_string(), "degraded");
+  EXPECT_NE(std::string(body_json(health).at("reason").as_string()).find("floor"), std::string::npos);
+  EXPECT_EQ(c.request(verb::get, "/health/live").result_int(), 200);
+  h.service.set_admission_gate([] { return std::optional<std::string>(); });
   EXPECT_EQ(c.request(verb::get, "/health").result_int(), 200);
 }
 
@@ -464,8 +538,7 @@ TEST(GatewayServer, StreamSendsKeepAliveCommentsDuringALongPrefill) {
   auto r = c.request(verb::post, "/v1/chat/completions",
                      R"({"thinking":false,"stream":true,"messages":[{"role":"user","content":"a long question"}]})");
   ASSERT_EQ(r.result_int(), 200);
-  // The head goes out at the first prefill chunk, the comment with it, before any event.
-  EXPECT_EQ(r.body().rfind(": prefill\n\n", 0), 0u) << r.body().substr(0, 300);
+  EXPECT_NE(r.body().find("\n: prefill\n\n"), std::string::npos) << r.body().substr(0, 300);
   EXPECT_EQ(HttpTestClient::sse_data(r.body()).back(), "[DONE]");
 }
 

@@ -132,6 +132,16 @@ TEST(ChatRequest, ErrorsNameTheJsonPath) {
     EXPECT_EQ(error_param(ok + R"("model":"m","tool_choice":{"type":"function","function":{"name":"f"}}})"), "<accepted>");
 }
 
+// 2^64-1 is the largest seed; 2^64 (which JSON parsers read as a double equal to (double)UINT64_MAX)
+// used to be converted with an overflow and accepted.
+TEST(ChatRequest, SeedRangeIsCheckedUpTo2To64) {
+    auto r = chat(R"({"messages":[{"role":"user","content":"x"}],"seed":18446744073709551615})");
+    EXPECT_EQ(*r.sampling.seed, 18446744073709551615u);
+    EXPECT_EQ(error_param(R"({"messages":[{"role":"user","content":"x"}],"seed":18446744073709551616})"), "seed");
+    EXPECT_EQ(error_param(R"({"messages":[{"role":"user","content":"x"}],"seed":1e30})"), "seed");
+    EXPECT_EQ(error_param(R"({"messages":[{"role":"user","content":"x"}],"max_tokens":1e19})"), "max_tokens");
+}
+
 TEST(ChatRequest, ForcedToolChoiceAndNone) {
     auto r = chat(R"({"messages":[{"role":"user","content":"q"}],"tools":[{"name":"f"}],
                       "tool_choice":{"type":"function","function":{"name":"f"}}})");

@@ -4,8 +4,9 @@
 # streaming clients from level 8 on. Writes OUT_DIR/level-N.txt (the tool's output) and
 # OUT_DIR/level-N.json, and prints one Markdown table row per level at the end.
 #   run_report.sh BUILD_DIR OUT_DIR SECONDS [LEVEL ...]      (levels default: 1 8 32 128)
-# Run it under `nice -n 10` on a shared machine; loopback only. Exit status: 1 when any level
-# dropped or hung a response.
+# Refused clients pause 1 s (±50 %) before retrying, about what a client honouring the 429's
+# Retry-After (2 s) does. Run it under `nice -n 10` on a shared machine; loopback only.
+# Exit status: 1 when any level dropped or hung a response.
 set -euo pipefail
 build=$(cd "$1" && pwd) out=$2 seconds=$3
 shift 3
@@ -31,7 +32,7 @@ for n in "${levels[@]}"; do
   echo "run_report: $n clients for $seconds s ($(date -u +%H:%M:%S))"
   set +e
   "$build/tools/loadgen/ds4d-load" --clients "$n" --duration "$seconds" --warmup "$warmup" --max-tokens 32 \
-    --request-timeout 600 --rss-interval 10 --json "$out/level-$n.json" --daemon-log "$out/level-$n.ds4d.log" \
+    --request-timeout 600 --rss-interval 10 --backoff-ms 1000 --json "$out/level-$n.json" --daemon-log "$out/level-$n.ds4d.log" \
     "${side[@]}" \
     --spawn -- "$build/daemon/ds4d" --model "$model" --port 0 --host 127.0.0.1 --model-threads 2 \
     --model-pin none --memory-floor 1GiB > "$out/level-$n.txt" 2>&1

@@ -28,12 +28,12 @@ struct Env {
   ds4::http::ServerConfig open_config;
   ds4::http::ServerConfig keyed_config;
   ds4::http::Router open{{}};
-  ds4::http::Router keyed{{"k3y", true}};
+  ds4::http::Router keyed{{"k3y", {"*"}, {}, "127.0.0.1"}};
   boost::asio::io_context ioc;
 
   Env() {
     keyed_config.api_key = "k3y";
-    keyed_config.cors = true;
+    keyed_config.cors_origins = {"*"};
     service.set_backend(std::make_shared<ds4::test::ScriptedBackend>("fuzz reply", 512));
     service.set_admission_gate([] { return std::optional<std::string>("fuzzing: no work is run"); });
     ds4::http::add_endpoints(open, {open_config, service, metrics});
@@ -70,7 +70,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const ds4::http::Router& router = use_key ? env->keyed : env->open;
   ds4::http::Router::Dispatched d = router.dispatch(ctx);
   check(!d.reply.channel, "a reply was deferred although the admission gate refuses all work");
-  static const std::set<unsigned> allowed = {200, 204, 400, 401, 404, 405, 422, 429, 503};
+  static const std::set<unsigned> allowed = {200, 204, 400, 401, 403, 404, 405, 413, 415, 422, 429, 503};
   check(allowed.count(d.reply.head.status) == 1, "unexpected status");
   for (const auto& [name, value] : d.reply.head.headers) {
     if (name == "Content-Type" && value == "application/json") {
