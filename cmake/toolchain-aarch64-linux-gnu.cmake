@@ -20,10 +20,13 @@ set(CMAKE_FIND_ROOT_PATH_MODE_INCLUDE BOTH)
 set(CMAKE_FIND_ROOT_PATH_MODE_PACKAGE BOTH)
 set(ENV{PKG_CONFIG_LIBDIR} "/usr/lib/${DS4D_CROSS_TRIPLE}/pkgconfig:/usr/share/pkgconfig")
 
-# Run arm64 programs (tests, the model forge step) under user-mode emulation. The library path
-# is the arm64 loader's; QEMU_CPU picks the emulated CPU (the test command uses it to run the
-# suites with and without the dotprod extension).
+# Run arm64 programs (tests, the model forge step) under user-mode emulation. No -L prefix: the
+# arm64 loader and libc must come from the multiarch libc6:arm64 (/lib/ld-linux-aarch64.so.1,
+# /lib/aarch64-linux-gnu), the same build as every other :arm64 library; the cross toolchain's
+# own copy in /usr/aarch64-linux-gnu is an older glibc build, and mixing the two hangs in
+# pthread_create. QEMU_CPU picks the emulated CPU (the test command uses it to run the suites
+# with and without the dotprod extension).
 find_program(DS4D_QEMU_AARCH64 NAMES qemu-aarch64-static qemu-aarch64)
 if(DS4D_QEMU_AARCH64)
-  set(CMAKE_CROSSCOMPILING_EMULATOR ${DS4D_QEMU_AARCH64};-L;/usr/${DS4D_CROSS_TRIPLE})
+  set(CMAKE_CROSSCOMPILING_EMULATOR ${DS4D_QEMU_AARCH64})
 endif()

@@ -21,7 +21,7 @@ const char* pin_mode_name(PinMode m);
 
 struct Config {
   struct Model {
-    std::string path = "/usr/share/ds4d/models/ds4-flash-q2.gguf";
+    std::string path = "/usr/share/ds4d/models/ds4-tiny-agent.gguf";  // the packaged default model
     uint64_t context = 262144;    // tokens; 0 = the model's trained context_length
     uint32_t prefill_cap = 2048;  // prefill ubatch the memory plan assumes
     PinMode pin = PinMode::lock;

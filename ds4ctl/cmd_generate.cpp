@@ -14,6 +14,7 @@
 // stdout is always valid UTF-8, as the HTTP API's text is);
 // timings go to stderr so stdout is only the generated text.
 #include "ds4ctl/command_registry.hpp"
+#include "ds4ctl/default_model.hpp"
 #include "engine/gguf/gguf_reader.hpp"
 #include "engine/model/model.hpp"
 #include "engine/sampler/sampler.hpp"
@@ -162,8 +163,9 @@ ds4ctl::Register reg{
     [](CLI::App& sub) -> ds4ctl::RunFn {
       auto o = std::make_shared<GenerateOptions>();
       auto seed_given = std::make_shared<bool>(false);
-      sub.add_option("-m,--model", o->model_path, "GGUF model file")
-          ->required()
+      o->model_path = ds4ctl::default_model_path();
+      sub.add_option("-m,--model", o->model_path, "GGUF model file (default: the embedded agent model)")
+          ->capture_default_str()
           ->check(CLI::ExistingFile);
       auto* text = sub.add_option("-p,--prompt", o->prompt, "Prompt text");
       auto* ids = sub.add_option("--prompt-ids", o->prompt_ids,

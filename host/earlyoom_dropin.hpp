@@ -2,7 +2,7 @@
 // The earlyoom drop-in that keeps earlyoom from killing the model at its planned steady state.
 //
 // Debian 12's earlyoom 1.7 defaults (SIGTERM at 10 % MemAvailable, SIGKILL at 5 %) fire at once on
-// a 128 GB host with 3-8 GB free (ops.md §0.1). We therefore write explicit thresholds derived
+// a 128 GB host with 3-8 GB free (docs/memory.md §earlyoom-thresholds). We therefore write explicit thresholds derived
 // from the plan: SIGTERM when MemAvailable falls to half the floor, SIGKILL at a quarter, as a
 // percentage of MemTotal (`-m term,kill`, decimals allowed), and `-s 100,100` so the swap test
 // always passes and memory alone decides (a lone `-s 100` would leave the kill level at 50 %).

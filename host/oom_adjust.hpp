@@ -3,7 +3,7 @@
 // first victim at adj 0 (badness ≈1045 of 1333; earlyoom --avoid only subtracts 300). At the
 // default −900 its badness falls to ≈445, below any small process (≈667), so the rest of the
 // host is killed first, yet a leaking daemon can still be killed (−1000 would make it immortal
-// and turn its leak into a kernel panic). ops.md §1.5, §2.2.
+// and turn its leak into a kernel panic). docs/memory.md §oom-scores, §oom_score_adj-rules.
 //
 // The supervisor writes the value in the forked child before dropping privileges: lowering below
 // the current floor needs CAP_SYS_RESOURCE, the value and the floor are inherited across exec and

@@ -20,7 +20,7 @@
 //      (what dd from /dev/zero does) where the filesystem does not support fallocate, fsync, then
 //      `mkswap` and `swapon`.
 // The swap test ignores zram/other swap only in the sense that any swap counts toward the total;
-// see ops.md §3.
+// see docs/memory.md §swap.
 #include <cstdint>
 #include <string>
 #include <vector>

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# build-deb.sh: pack the binaries of an existing CMake build into ds4d_<version>_amd64.deb.
+# build-deb.sh: pack the binaries of an existing CMake build into ds4d_<version>_<arch>.deb.
 #
 # Nothing is compiled here. CMake writes BUILD_DIR/packaging/artifacts.env with the paths of
 # the built ds4d, ds4d-supervisor, ds4ctl and the forged tiny model (the `deb` target builds
@@ -8,9 +8,21 @@
 # configuration, runs `dpkg-buildpackage -b` there (dh with the install-from-build-dir rules)
 # and leaves the package in OUT_DIR (default BUILD_DIR/packaging).
 #
-# Usage: build-deb.sh BUILD_DIR [OUT_DIR]
+# Usage: build-deb.sh [--arch ARCH] BUILD_DIR [OUT_DIR]
+# ARCH is the Debian architecture of the binaries (default: this machine's); arm64 from an amd64
+# host packs a cross build (cmake/toolchain-aarch64-linux-gnu.cmake) with dpkg-buildpackage -a,
+# which strips with the cross binutils and resolves shared-library dependencies against the
+# arm64 libraries installed by multiarch.
 # Prints the path of the .deb on the last stdout line.
 set -euo pipefail
+arch=$(dpkg --print-architecture)
+if [ "${1:-}" = --arch ]; then
+  arch=${2:?usage: build-deb.sh [--arch ARCH] BUILD_DIR [OUT_DIR]}
+  shift 2
+fi
+host_arch=$(dpkg --print-architecture)
+cross_args=()
+[ "$arch" = "$host_arch" ] || cross_args=(-a "$arch")
 
 here=$(cd "$(dirname "$0")" && pwd)
 src_root=$(cd "$here/.." && pwd)
@@ -58,14 +70,14 @@ sed -e "s/@VERSION@/$DS4D_VERSION/g" -e "s/@GITREV@/$git_rev/g" \
 rm "$pkg_src/debian/changelog.in"
 
 log="$build_dir/packaging/dpkg-buildpackage.log"
-if ! (cd "$pkg_src" && SOURCE_DATE_EPOCH=$epoch dpkg-buildpackage -b -uc -us >"$log" 2>&1); then
+if ! (cd "$pkg_src" && SOURCE_DATE_EPOCH=$epoch dpkg-buildpackage -b -uc -us "${cross_args[@]}" >"$log" 2>&1); then
   tail -n 40 "$log" >&2
   echo "build-deb: dpkg-buildpackage failed (log: $log)" >&2
   exit 1
 fi
 
-deb="ds4d_${DS4D_VERSION}_amd64.deb"
-for f in "$build_dir/packaging/deb-src/"ds4d_"$DS4D_VERSION"_amd64.*; do
+deb="ds4d_${DS4D_VERSION}_${arch}.deb"
+for f in "$build_dir/packaging/deb-src/"ds4d_"$DS4D_VERSION"_"$arch".*; do
   [ "$out_dir" = "$build_dir/packaging/deb-src" ] || mv -f "$f" "$out_dir/"
 done
 echo "build-deb: built $out_dir/$deb" >&2

@@ -14,6 +14,19 @@ PACKAGES=(
   debhelper dpkg-dev fakeroot lintian systemd
   qemu-system-x86 qemu-utils debootstrap e2fsprogs
 )
+# On amd64: the arm64 cross compiler, user-mode emulation for the arm64 test suites
+# (scripts/test-arm64.sh) and the arm64 builds of the libraries the cross build links (Debian
+# multiarch; the architecture is added below). An arm64 host builds and tests natively.
+ARM64_CROSS=0
+if [ "$(dpkg --print-architecture)" = amd64 ]; then
+  ARM64_CROSS=1
+  PACKAGES+=(
+    g++-aarch64-linux-gnu qemu-user-static
+    libboost1.81-dev:arm64 libboost-json1.81-dev:arm64 libspdlog-dev:arm64 libfmt-dev:arm64
+    libsystemd-dev:arm64 libgtest-dev:arm64 libgmock-dev:arm64 libbenchmark-dev:arm64
+    libtomlplusplus-dev:arm64 libxxhash-dev:arm64 libssl-dev:arm64
+  )
+fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -35,5 +48,8 @@ fi
 
 echo "install-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
+if [ "$ARM64_CROSS" = 1 ] && ! dpkg --print-foreign-architectures | grep -qx arm64; then
+  dpkg --add-architecture arm64
+fi
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}"

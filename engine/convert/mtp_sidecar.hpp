@@ -1,6 +1,6 @@
 #pragma once
 // The MTP / drafter sidecar: the official checkpoint's "mtp.0.*" tensors (one extra block plus
-// e_proj/h_proj/enorm/hnorm/norm and an HC head, ds4-architecture.md §2 "MTP / drafter GGUF")
+// e_proj/h_proj/enorm/hnorm/norm and an HC head, docs/model.md §official-checkpoint-names)
 // go to a separate GGUF next to the main one, OUT.mtp.gguf, converted with the same recipe.
 // It has no embedding or LM head of its own (it reuses the main file's), so it is only valid
 // with the main file of the same source revision: both carry ds4d.convert.source_fingerprint

@@ -1,6 +1,6 @@
 #pragma once
 // Where each GGUF tensor of the DS4 catalogue comes from in the official checkpoint
-// (names as in ds4-architecture.md §2, HF side):
+// (names as in docs/model.md §official-checkpoint-names):
 //   global:    token_embd <- embed.weight, output <- head.weight, output_norm <- norm.weight,
 //              output_hc_{fn,scale,base} <- hc_head_{fn,scale,base}
 //   per layer: blk.N.<gguf> <- layers.N.<hf> (attn.wq_a.weight, attn.compressor.wkv.weight, ...)

@@ -1,4 +1,4 @@
-// The DS4 catalogue: shape rules of ds4-architecture.md §2 written as functions of Ds4Dims, and
+// The DS4 catalogue: shape rules of docs/model.md §gguf-tensors written as functions of Ds4Dims, and
 // the checker that compares a file's tensor table against them.
 #include "engine/gguf/ds4_layout.hpp"
 

@@ -2,7 +2,7 @@
 // The DeepSeek V4 Flash tensor catalogue: which tensors a DS4 GGUF must hold, their shapes as
 // functions of the deepseek4.* metadata, the element types this engine accepts for each, and the
 // family each belongs to (for size reports and the capacity planner). It is the single place
-// that knows the layout of ds4-architecture.md §1-2; the model loader binds tensors through it,
+// that knows the layout of docs/model.md §hyper-parameters, §gguf-tensors; the model loader binds tensors through it,
 // `ds4ctl inspect` checks files against it and the forge writes files from it.
 //
 // Catalogue order is the order GGML-written DS4 files use (token_embd, then blk.0 .. blk.N-1 in

@@ -5,7 +5,7 @@
 // ubatch never evicts visible rows). A compressed layer (ratio r > 0) also appends one pooled
 // latent row per r tokens and keeps its compressor's running kv/score state; a layer with an
 // indexer appends one indexer row per r tokens and keeps the index compressor's state. Rows are
-// f32 as stored. These rules come from ds4-architecture.md §4 (ds4.c ds4_context_memory_estimate)
+// f32 as stored. These rules are docs/model.md §kv-cache (ds4.c ds4_context_memory_estimate)
 // and hold for any model of this family: the geometry is read from the GGUF metadata and tensor
 // shapes, not assumed, so the tiny test model and the 284B model go through the same arithmetic.
 //

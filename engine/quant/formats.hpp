@@ -21,7 +21,7 @@ DS4_QUANT_FAMILY(mxfp4)
 #undef DS4_QUANT_FAMILY
 
 void dequantize_q8_k(const void* src, float* dst, int64_t n);
-// Activation quantizers (§5.2), into the layouts documented in quant.hpp: the references every
+// Activation quantizers (docs/quant.md §activation-quantization), into the layouts documented in quant.hpp: the references every
 // architecture's activation quantizer must match byte for byte.
 void quantize_act_q8_0(const float* src, void* dst, int64_t n);
 void quantize_act_q8_k(const float* src, void* dst, int64_t n);

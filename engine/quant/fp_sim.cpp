@@ -1,5 +1,5 @@
 // FP8 (E4M3FN) and FP4 (E2M1) quantize-dequantize simulations and the 128-point Hadamard
-// rotation used by DeepSeek V4's KV cache and indexer (§5.3). They are part of the model graph:
+// rotation used by DeepSeek V4's KV cache and indexer (docs/quant.md §format-simulations). They are part of the model graph:
 // leaving them out changes attention and indexer top-k. The arithmetic mirrors ds4's CPU code
 // (division by the power-of-two scale, log2f/ceilf/ldexpf for the scale, f32 |difference|
 // comparisons for nearest-value search) so the results match it bit for bit.

@@ -1,6 +1,6 @@
 #pragma once
-// Simulations of the low-precision formats DeepSeek V4 applies inside its graph (§5.3 of the
-// architecture notes; ds4.c dsv4_fp8_kv_quantize_row_inplace_cpu, dsv4_hadamard128_inplace_cpu,
+// Simulations of the low-precision formats DeepSeek V4 applies inside its graph
+// (docs/quant.md §format-simulations; ds4.c dsv4_fp8_kv_quantize_row_inplace_cpu, dsv4_hadamard128_inplace_cpu,
 // dsv4_fp4_act_quantize_row_inplace_cpu). Values are rounded to the format and immediately
 // decoded back to f32 ("quantize-dequantize"), exactly as ds4's CPU reference does, ties and all.
 #include <cstdint>

@@ -88,7 +88,7 @@ struct Traits {
   // Activation side: only meaningful on entries that are someone's vec_dot_type (F32, Q8_0,
   // Q8_K). act_block_bytes is the activation layout's block size (see above), 0 elsewhere.
   uint32_t act_block_bytes = 0;
-  QuantizeFn quantize_activation = nullptr;  // reference §5.2 activation quantizer; null where not a vec_dot_type
+  QuantizeFn quantize_activation = nullptr;  // docs/quant.md §activation-quantization; null where not a vec_dot_type
 };
 
 // CPU kernels of one type on one architecture, with every kernel the architecture lacks taken
@@ -110,7 +110,7 @@ const CpuKernels& cpu_kernels(Type t, Arch arch);
 size_t act_row_bytes(Type vec_dot_type, int64_t n);
 
 // Quantize n floats (n a multiple of the block size) into the activation layout of
-// vec_dot_type, exactly as ds4 does (§5.2): Q8_0 `d = amax/127, q = lrintf(x*(1/d))`,
+// vec_dot_type, exactly as ds4 does (docs/quant.md §activation-quantization): Q8_0 `d = amax/127, q = lrintf(x*(1/d))`,
 // Q8_K `iscale = -127/max (signed max), q = lrintf(iscale*x), d = 1/iscale, bsums`.
 // Runs best_isa()'s kernel (the bytes are the same on every architecture) or isa's.
 void quantize_activation(Type vec_dot_type, const float* x, void* out, int64_t n);

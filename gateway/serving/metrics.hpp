@@ -1,7 +1,7 @@
 #pragma once
 // ds4d's metrics: the fixed set of series the service exports on GET /metrics.
 //
-// Names follow the Prometheus conventions (ops.md §6.4): the one-word prefix `ds4d_`, base units
+// Names follow the Prometheus conventions (docs/metrics.md §metric-names): the one-word prefix `ds4d_`, base units
 // as suffixes (`_seconds`, `_bytes`, `_ratio`), `_total` on counters, labels instead of name
 // variants, no high-cardinality labels. The HTTP layer counts requests and tokens, the serving
 // worker records queue depth and prefill/decode throughput, the daemon sets the host gauges

@@ -9,16 +9,20 @@
 #
 # Usage: render-man.sh TEMPLATE OUTPUT BINARY VERSION [--subcommands]
 # The date is SOURCE_DATE_EPOCH's (or the last commit's), so a rebuild gives the same page.
+# DS4D_EMULATOR (a command line, e.g. "qemu-aarch64-static -L /usr/aarch64-linux-gnu") runs a
+# cross-built binary.
 set -euo pipefail
 template=$1 output=$2 binary=$3 version=$4 mode=${5:-}
+read -r -a emulator <<<"${DS4D_EMULATOR:-}"
+run() { "${emulator[@]}" "$binary" "$@"; }
 
-help=$("$binary" --help)
+help=$(run --help)
 if [ "$mode" = --subcommands ]; then
   subs=$(awk 'tolower($0) ~ /^subcommands:$/ { on = 1; next } on && /^$/ { on = 0 } on && NF { print $1 }' \
          <<<"$help")
   [ -n "$subs" ] || { echo "render-man: no subcommands found in '$binary --help'" >&2; exit 1; }
   for s in $subs; do
-    help+=$'\n\n'"$(basename "$binary") $s"$'\n'"$("$binary" "$s" --help)"
+    help+=$'\n\n'"$(basename "$binary") $s"$'\n'"$(run "$s" --help)"
   done
 fi
 

@@ -1,5 +1,5 @@
 // Stage-level checks against an independent float64 reference written from the spec
-// (shared/reference/ds4-architecture.md §3): each engine stage, fed the same inputs, must agree
+// (docs/model.md §forward-pass): each engine stage, fed the same inputs, must agree
 // within 1e-5 relative. Quantization steps (Q8_0 activations and weights) are applied
 // identically on both sides: the reference dequantizes exactly what the engine multiplies.
 #include <gtest/gtest.h>

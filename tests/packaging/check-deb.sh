@@ -21,7 +21,7 @@ ok() { echo "ok: $*"; }
 
 dpkg-deb -c "$deb" | awk '{ print $6 }' | sed 's|^\./|/|' > "$tmp/files"
 for f in /usr/sbin/ds4d /usr/sbin/ds4d-supervisor /usr/bin/ds4ctl \
-         /usr/share/ds4d/models/ds4-tiny-forged.gguf /lib/systemd/system/ds4d.service \
+         /usr/share/ds4d/models/ds4-tiny-agent.gguf /lib/systemd/system/ds4d.service \
          /usr/lib/sysusers.d/ds4d.conf /usr/lib/tmpfiles.d/ds4d.conf /etc/ds4d/ds4d.toml \
          /usr/share/man/man8/ds4d.8.gz /usr/share/man/man8/ds4d-supervisor.8.gz \
          /usr/share/man/man1/ds4ctl.1.gz /usr/share/doc/ds4d/copyright; do
@@ -63,7 +63,7 @@ cmp -s "$tmp/root/lib/systemd/system/ds4d.service" "$src/units/ds4d.service" && 
   || fail "packaged unit differs from units/ds4d.service"
 cmp -s "$tmp/root/etc/ds4d/ds4d.toml" "$src/units/ds4d.toml" && ok "conffile matches units/ds4d.toml" \
   || fail "packaged configuration differs from units/ds4d.toml"
-cmp -s "$tmp/root/usr/share/ds4d/models/ds4-tiny-forged.gguf" "$model" && ok "model matches $model" \
+cmp -s "$tmp/root/usr/share/ds4d/models/ds4-tiny-agent.gguf" "$model" && ok "model matches $model" \
   || fail "packaged model differs from $model"
 [ "$(stat -c %a "$tmp/root/usr/sbin/ds4d-supervisor")" = 755 ] || fail "ds4d-supervisor is not mode 755"
 

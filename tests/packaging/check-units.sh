@@ -74,7 +74,7 @@ else
     && echo "ok: RestartPreventExitStatus=$(unit_value RestartPreventExitStatus) is the supervisor's configuration-error status" \
     || fail "the supervisor's --help documents no exit status $(unit_value RestartPreventExitStatus)"
   [ "$(value supervisor.user)" = ds4d ] || fail "supervisor.user is '$(value supervisor.user)'"
-  [ "$(value model.path)" = /usr/share/ds4d/models/ds4-tiny-forged.gguf ] \
+  [ "$(value model.path)" = /usr/share/ds4d/models/ds4-tiny-agent.gguf ] \
     || fail "model.path is '$(value model.path)', not the packaged model"
 fi
 

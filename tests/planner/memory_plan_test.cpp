@@ -1,6 +1,6 @@
 // Table-driven checks of the capacity plan with the real DS4 Flash q2 figures: the 86,720,111,552
 // byte target, a 5.64 GiB sidecar, a 12 GiB hot cache, 262144 tokens of context, MemTotal of
-// 127.6 GB and a 4 GiB floor. Expected totals were worked out by hand from ds4-architecture.md §4
+// 127.6 GB and a 4 GiB floor. Expected totals were worked out by hand from docs/memory.md §the-plan
 // (13,760 B/token; rings 43 × 2304 rows × 2 KiB; compressor states 21 × 80 KiB + 20 × 512 KiB;
 // two spare rows per compressed buffer) and are typed in as literals.
 #include <gtest/gtest.h>

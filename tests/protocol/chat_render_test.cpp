@@ -1,5 +1,5 @@
 // Rendering goldens. Every expected string here is written out by hand from the reference
-// server's rules (ds4-server.md §2, ds4-architecture.md §6), not produced by the renderer.
+// server's rules (docs/chat-format.md §rendering), not produced by the renderer.
 #include <gtest/gtest.h>
 
 #include <boost/json/parse.hpp>
@@ -21,7 +21,7 @@ const std::string kMaxPrefix =
     "Explicitly write out your entire deliberation process, documenting every intermediate step, considered alternative, "
     "and rejected hypothesis to ensure absolutely no assumption is left unchecked.\n\n";
 
-// Tools block text as given in ds4-architecture.md §6, with {SCHEMAS} substituted.
+// Tools block text as given in docs/chat-format.md §tools-block, with {SCHEMAS} substituted.
 std::string tools_block(const std::string& schemas) {
     return "## Tools\n\nYou have access to a set of tools to help answer the user question. You can invoke tools by "
            "writing a \"<｜DSML｜tool_calls>\" block like the following:\n\n<｜DSML｜tool_calls>\n<｜DSML｜invoke "

@@ -1,4 +1,4 @@
-// Activation quantization (§5.2) on hand-computed blocks: round half to even, the reciprocal
+// Activation quantization (docs/quant.md §activation-quantization) on hand-computed blocks: round half to even, the reciprocal
 // multiply, Q8_K's signed max and negative scale, first-max-wins, zero blocks, bsums.
 #include <gtest/gtest.h>
 

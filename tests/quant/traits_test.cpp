@@ -65,6 +65,11 @@ TEST(Traits, DispatchFollowsIsa) {
   if (env != nullptr && std::string(env) == "scalar") {
     EXPECT_EQ(best_isa().arch, Arch::Generic);
   }
+  // The arm64 suites (tests/arm64) run under emulated CPUs with and without dotprod; this makes
+  // sure the kernels they meant to test are the ones chosen.
+  if (const char* want = std::getenv("DS4D_EXPECT_ISA")) {
+    EXPECT_STREQ(isa_name(best_isa()), want);
+  }
 }
 
 // What an architecture lacks falls back to its parent, down to the generic kernels; the build's

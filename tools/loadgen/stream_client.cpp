@@ -154,7 +154,8 @@ net::awaitable<void> run_stream_client(const ClientPlan& plan, ClientCounters& o
     while (!parser.is_done()) {
       parser.get().body().data = chunk;
       parser.get().body().size = sizeof chunk;
-      std::tie(ec, std::ignore) = co_await bhttp::async_read(stream, buffer, parser, kNoThrow);
+      // read_some, not read: read would wait until the 16 KiB chunk is full, batching every event.
+      std::tie(ec, std::ignore) = co_await bhttp::async_read_some(stream, buffer, parser, kNoThrow);
       if (ec == bhttp::error::need_buffer) ec = {};
       const size_t got = sizeof chunk - parser.get().body().size;
       if (got > 0) {

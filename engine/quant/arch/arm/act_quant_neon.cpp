@@ -1,4 +1,4 @@
-// AArch64 activation quantizers (§5.2), byte-identical to quantize_act_q8_0 / quantize_act_q8_k
+// AArch64 activation quantizers (docs/quant.md §activation-quantization), byte-identical to quantize_act_q8_0 / quantize_act_q8_k
 // (q8_0.cpp, q8_k.cpp): the |x| maximum by FMAXNM (which, started from +0, skips NaN exactly as
 // the generic strict `>` scan does), the same f32 divide/reciprocal/multiply, and FCVTNS, which
 // rounds half to even like lrintf in the default rounding mode, then the same clamp. FCVTNS

@@ -1,0 +1,91 @@
+// `ds4ctl eval-agent -m MODEL.gguf --cases CASES.jsonl [--limit N] [--min-call R] [--min-answer R]
+//  [--min-plain R] [--max-new N] [--show]`: measures a model's agent behaviour by this engine (greedy): right
+// DSML tool calls, answers that use tool results, no tool call on plain chat, separately for
+// tool schemas seen in training and held-out ones (tools/tinyagent/eval/agent_eval.hpp). With
+// --min-* it exits 1 when a rate (seen and held-out each) is below the bound, so a test can hold
+// a model to its quality.
+#include <fmt/core.h>
+
+#include <fstream>
+
+#include <memory>
+
+#include "ds4ctl/command_registry.hpp"
+#include "ds4ctl/default_model.hpp"
+#include "engine/model/model.hpp"
+#include "tools/tinyagent/eval/agent_eval.hpp"
+
+namespace {
+
+struct EvalArgs {
+  std::string model, cases, json_out;
+  size_t limit = 0, max_new = 160;
+  double min_call = 0, min_answer = 0, min_plain = 0, min_dsml = 0;
+  bool show = false, exact = false;
+  unsigned threads = 0;
+};
+
+int run_eval(const EvalArgs& a) {
+  using namespace ds4::agent_eval;
+  ds4::LoadOptions lo;
+  lo.threads = a.threads;
+  lo.arithmetic = a.exact ? ds4::Arithmetic::Exact : ds4::Arithmetic::Fast;
+  auto model = ds4::Model::load(a.model, lo);
+  std::vector<Case> cases = load_cases(a.cases);
+  if (a.limit && cases.size() > a.limit) cases.resize(a.limit);
+  const Report r = evaluate(model, cases, a.max_new);
+  if (a.show)
+    for (size_t i = 0; i < r.results.size(); ++i)
+      fmt::print("case {} {}{} {}: {}\n  output: {}\n", i, cases[i].kind, cases[i].heldout ? " (held-out)" : "",
+                 r.results[i].pass ? "PASS" : "FAIL", r.results[i].detail, r.results[i].output);
+  bool ok = true;
+  auto line = [&](const char* what, const Score* s, double min) {
+    for (int h = 0; h < 2; ++h) {
+      if (!s[h].n) continue;
+      fmt::print("{:<7} {:<9} {:3}/{:<3} = {:5.1f}%\n", what, h ? "held-out" : "seen", s[h].pass, s[h].n,
+                 100 * s[h].rate());
+      if (s[h].rate() < min) ok = false;
+    }
+  };
+  fmt::print("{} cases, {} generated tokens, {} prompts tokenized differently by Python\n", cases.size(),
+             r.generated_tokens, r.ids_mismatch);
+  line("dsml", r.well_formed, a.min_dsml);
+  line("call", r.call, a.min_call);
+  line("answer", r.answer, a.min_answer);
+  line("plain", r.plain, a.min_plain);
+  if (r.ids_mismatch) ok = false;
+  if (!a.json_out.empty()) {
+    std::ofstream out(a.json_out);
+    auto js = [&](const Score* s) {
+      return fmt::format("{{\"seen\": [{}, {}], \"heldout\": [{}, {}]}}", s[0].pass, s[0].n, s[1].pass, s[1].n);
+    };
+    out << fmt::format("{{\"cases\": {}, \"dsml\": {}, \"call\": {}, \"answer\": {}, \"plain\": {}, \"ids_mismatch\": {}}}\n",
+                       cases.size(), js(r.well_formed), js(r.call), js(r.answer), js(r.plain), r.ids_mismatch);
+  }
+  return ok ? 0 : 1;
+}
+
+ds4ctl::Register reg{"eval-agent", "Score a model's tool calls, tool-result answers and plain chat (greedy)",
+                     [](CLI::App& sub) -> ds4ctl::RunFn {
+                       auto a = std::make_shared<EvalArgs>();
+                       a->model = ds4ctl::default_model_path();
+                       sub.add_option("-m,--model", a->model, "GGUF model (default: the embedded agent model)")
+                           ->capture_default_str()
+                           ->check(CLI::ExistingFile);
+                       sub.add_option("--cases", a->cases, "cases (JSON lines from tools/tinyagent)")
+                           ->required()
+                           ->check(CLI::ExistingFile);
+                       sub.add_option("--limit", a->limit, "evaluate only the first N cases");
+                       sub.add_option("--max-new", a->max_new, "generated tokens per case at most")->capture_default_str();
+                       sub.add_option("--min-call", a->min_call, "fail below this tool-call rate (0..1)");
+                       sub.add_option("--min-answer", a->min_answer, "fail below this answer rate (0..1)");
+                       sub.add_option("--min-dsml", a->min_dsml, "fail below this well-formed DSML rate where a call is needed (0..1)");
+                       sub.add_option("--min-plain", a->min_plain, "fail below this no-tool rate on plain chat (0..1)");
+                       sub.add_option("--json", a->json_out, "also write the scores ([pass, n] per group) as JSON");
+                       sub.add_flag("--show", a->show, "print every case's output and verdict");
+                       sub.add_flag("--exact", a->exact, "exact arithmetic");
+                       sub.add_option("-t,--threads", a->threads, "worker threads; 0 uses every core");
+                       return [a] { return run_eval(*a); };
+                     }};
+
+}  // namespace

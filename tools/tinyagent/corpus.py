@@ -1,0 +1,430 @@
+"""Synthetic agent conversations in the DS4 chat format, for training and evaluating the tiny model.
+
+A conversation is an OpenAI-shaped request (tools + messages) plus the assistant turns the model
+must produce: reasoning inside <think>, DSML tool calls whose arguments come from the user's words,
+tool results, and final answers that use the result; plain chat turns need no tool. Tool schemas
+are drawn per conversation from a space of names, parameter names and descriptions per domain, so
+the model has to read the tools block rather than memorise one schema. Whole schema variants are
+held out (HELDOUT_* below): their tool names and parameter names never occur in training, and the
+evaluation reports them separately.
+
+Everything is a pure function of the seed (random.Random(seed)).
+"""
+import json
+import random
+
+# ---------------------------------------------------------------------------------------------
+# Values the user's words carry.
+CITIES = ["Paris", "Rome", "Berlin", "Madrid", "Lisbon", "Vienna", "Prague", "Oslo", "Dublin", "Tokyo",
+          "Seoul", "Lima", "Cairo", "Nairobi", "Boston", "Denver", "Austin", "Chicago", "Seattle", "Toronto",
+          "Sydney", "Perth", "Mumbai", "Delhi", "Bangkok", "Hanoi", "Zurich", "Geneva", "Munich", "Hamburg",
+          "Milan", "Naples", "Athens", "Warsaw", "Krakow", "Helsinki", "Stockholm", "Copenhagen", "Brussels",
+          "Amsterdam", "Lyon", "Porto", "Seville", "Valencia", "Montreal", "Vancouver", "Santiago", "Bogota",
+          "Quito", "Havana", "Dakar", "Accra", "Lagos", "Tunis", "Istanbul", "Ankara", "Tbilisi", "Baku",
+          "Riga", "Vilnius", "Tallinn", "Minsk", "Kyiv", "Sofia", "Bucharest", "Belgrade", "Zagreb", "Split"]
+CONDITIONS = ["sunny", "cloudy", "rainy", "windy", "foggy", "snowy", "stormy", "clear", "humid", "mild"]
+UNITS = [("km", "miles"), ("miles", "km"), ("kg", "pounds"), ("pounds", "kg"), ("celsius", "fahrenheit"),
+         ("fahrenheit", "celsius"), ("meters", "feet"), ("feet", "meters"), ("liters", "gallons"),
+         ("gallons", "liters"), ("inches", "cm"), ("cm", "inches"), ("grams", "ounces"), ("ounces", "grams")]
+DIRS = ["src", "docs", "notes", "data", "config", "logs", "tests", "scripts", "build", "home/anna", "etc",
+        "reports", "assets", "lib", "tmp", "projects/alpha", "projects/beta", "var/log", "music", "photos"]
+FILES = ["main.cpp", "README.md", "todo.txt", "report.pdf", "notes.md", "config.toml", "server.log",
+         "budget.csv", "plan.txt", "index.html", "style.css", "app.py", "setup.cfg", "data.json",
+         "Makefile", "draft.docx", "photo.jpg", "song.mp3", "schema.sql", "build.sh", "LICENSE", "init.lua"]
+OPS = [("+", "plus"), ("-", "minus"), ("*", "times"), ("/", "divided by")]
+MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
+          "November", "December"]
+EVENTS = ["team meeting", "dentist", "lunch with Sam", "project review", "gym", "flight to Rome",
+          "call with Maria", "standup", "budget review", "yoga class", "doctor visit", "code review",
+          "birthday party", "interview", "piano lesson", "book club"]
+SYMBOLS = ["AAPL", "MSFT", "GOOG", "AMZN", "TSLA", "NVDA", "IBM", "INTC", "ORCL", "SAP", "SONY", "NFLX"]
+CURRENCIES = ["USD", "EUR", "GBP", "JPY", "CHF", "CAD", "AUD", "SEK", "NOK", "INR", "BRL", "MXN"]
+PEOPLE = ["Anna", "Ben", "Carla", "David", "Elena", "Farid", "Grace", "Hugo", "Ines", "Jonas", "Kara",
+          "Liam", "Mona", "Nils", "Olga", "Pedro", "Rosa", "Sven", "Tara", "Umar", "Vera", "Wen", "Yusuf", "Zoe"]
+DOMAINS_MAIL = ["example.com", "mail.org", "work.net", "corp.io"]
+
+
+def num(rng, lo, hi, decimals=None):
+    if decimals is None:
+        decimals = rng.choice([0, 0, 0, 1])
+    v = rng.uniform(lo, hi)
+    return int(v) if decimals == 0 else round(v, decimals)
+
+
+def fmt_num(v):
+    return json.dumps(v)
+
+
+# ---------------------------------------------------------------------------------------------
+# Schema space per domain. name parts and parameter names are drawn per conversation; HELDOUT
+# holds the variants only the evaluation uses.
+DOMAINS = {
+    "weather": dict(
+        verbs=["get", "fetch", "lookup", "check", "query", "current"], nouns=["weather", "forecast", "conditions"],
+        heldout_names=["sky_report", "obtain_meteo", "weatherNow"],
+        params=[["location", "city", "place", "where"]], heldout_params=[["locality", "town"]],
+        descs=["Get the current weather for a city.", "Returns the weather forecast for a location.",
+               "Look up current weather conditions in a city.", "Weather report for a place."],
+        pdescs=["City name", "The city to get the weather for", "Location name"]),
+    "convert": dict(
+        verbs=["convert", "unit", "transform", "change"], nouns=["units", "measure", "quantity", "unit"],
+        heldout_names=["rescale_amount", "measureSwap"],
+        params=[["value", "amount", "quantity", "number"], ["from_unit", "source_unit", "from", "unit_in"],
+                ["to_unit", "target_unit", "to", "unit_out"]],
+        heldout_params=[["magnitude", "size"], ["origin_unit", "src"], ["dest_unit", "dst"]],
+        descs=["Convert a value from one unit to another.", "Unit conversion between measurement units.",
+               "Converts an amount between units of measure."],
+        pdescs=["Numeric value", "Unit to convert from", "Unit to convert to"]),
+    "file": dict(
+        verbs=["read", "get", "stat", "lookup", "find", "inspect"], nouns=["file", "file_info", "path", "document"],
+        heldout_names=["peek_disk_entry", "fileProbe"],
+        params=[["path", "file_path", "filename", "file"]], heldout_params=[["target", "entry"]],
+        descs=["Look up a file and return its size and modification date.", "Get information about a file on disk.",
+               "Returns metadata of a file given its path."],
+        pdescs=["Path of the file", "File path", "The file to look up"]),
+    "math": dict(
+        verbs=["calculate", "compute", "eval", "solve", "run"], nouns=["expression", "math", "arithmetic", "sum"],
+        heldout_names=["crunch_numbers", "arithmeticEngine"],
+        params=[["expression", "expr", "formula", "input"]], heldout_params=[["equation", "term"]],
+        descs=["Evaluate an arithmetic expression.", "Calculator for arithmetic expressions.",
+               "Computes the result of a math expression."],
+        pdescs=["Arithmetic expression", "The expression to evaluate", "Math expression"]),
+    "calendar": dict(
+        verbs=["list", "get", "show", "read", "check"], nouns=["events", "calendar", "agenda", "schedule"],
+        heldout_names=["diary_entries", "planner_day"],
+        params=[["date", "day", "when", "on_date"]], heldout_params=[["day_of", "calendar_date"]],
+        descs=["List the calendar events on a date.", "Get the agenda for a given day.",
+               "Returns scheduled events for a date."],
+        pdescs=["Date in YYYY-MM-DD form", "The day to look up", "Date"]),
+    "stock": dict(
+        verbs=["get", "fetch", "quote", "lookup"], nouns=["stock_price", "quote", "share_price", "ticker"],
+        heldout_names=["equity_value", "marketTicker"],
+        params=[["symbol", "ticker", "stock", "code"]], heldout_params=[["instrument", "listing"]],
+        descs=["Get the latest stock price for a ticker symbol.", "Returns the current share price.",
+               "Stock quote lookup by symbol."],
+        pdescs=["Ticker symbol", "Stock symbol", "The ticker"]),
+    "currency": dict(
+        verbs=["convert", "exchange", "fx"], nouns=["currency", "money", "rate", "cash"],
+        heldout_names=["swap_tender", "forexCalc"],
+        params=[["amount", "value", "sum", "money"], ["from_currency", "base", "from_ccy", "source"],
+                ["to_currency", "target", "to_ccy", "quote"]],
+        heldout_params=[["total", "qty"], ["sell", "have"], ["buy", "want"]],
+        descs=["Convert an amount of money between currencies.", "Currency exchange calculator.",
+               "Converts money from one currency to another."],
+        pdescs=["Amount of money", "Currency code to convert from", "Currency code to convert to"]),
+    "contact": dict(
+        verbs=["find", "get", "lookup", "search"], nouns=["contact", "email", "person", "address_book"],
+        heldout_names=["whois_colleague", "peopleDirectory"],
+        params=[["name", "person", "contact_name", "who"]], heldout_params=[["full_name", "member"]],
+        descs=["Find the email address of a contact by name.", "Look up a person in the address book.",
+               "Returns contact details for a name."],
+        pdescs=["Name of the person", "Contact name", "Who to look up"]),
+}
+
+
+def make_name(rng, verb, noun, style):
+    if style == 0:
+        return verb + "_" + noun
+    if style == 1:
+        parts = (verb + "_" + noun).split("_")
+        return parts[0] + "".join(p[:1].upper() + p[1:] for p in parts[1:])
+    if style == 2:
+        return noun + "_" + verb
+    return verb + "_" + noun + rng.choice(["_v2", "_tool", "_api", "s"])
+
+
+def heldout_name_set():
+    names = set()
+    for d in DOMAINS.values():
+        names.update(d["heldout_names"])
+    return names
+
+
+def draw_schema(rng, domain, heldout):
+    """Returns a tool: dict(domain, name, params=[(pname, ptype)], schema=OpenAI tool object)."""
+    d = DOMAINS[domain]
+    if heldout:
+        name = rng.choice(d["heldout_names"])
+        pnames = [rng.choice(opts) for opts in d["heldout_params"]]
+    else:
+        while True:
+            name = make_name(rng, rng.choice(d["verbs"]), rng.choice(d["nouns"]), rng.randrange(4))
+            if name not in heldout_name_set():
+                break
+        pnames = [rng.choice(opts) for opts in d["params"]]
+    ptypes = {"convert": ["number", "string", "string"], "currency": ["number", "string", "string"]}.get(
+        domain, ["string"] * len(pnames))
+    props = {}
+    for i, (p, t) in enumerate(zip(pnames, ptypes)):
+        prop = {"type": t}
+        if rng.random() < 0.3:
+            prop["description"] = rng.choice(d["pdescs"]) if len(pnames) == 1 else d["pdescs"][i]
+        props[p] = prop
+    params = {"type": "object", "properties": props}
+    if rng.random() < 0.4:
+        params["required"] = list(pnames)
+    fn = {"name": name, "description": rng.choice(d["descs"]), "parameters": params}
+    return dict(domain=domain, name=name, params=list(zip(pnames, ptypes)),
+                schema={"type": "function", "function": fn})
+
+
+# ---------------------------------------------------------------------------------------------
+# One task per domain: the user's request, the arguments, a tool result and the answer using it.
+def task(rng, domain):
+    """Returns dict(user, values (argument values in parameter order), result (dict), answer,
+    facts (strings the answer must contain), intent (reasoning phrase))."""
+    if domain == "weather":
+        city = rng.choice(CITIES)
+        user = rng.choice(["What's the weather in {c}?", "How is the weather in {c} today?",
+                           "Is it raining in {c}?", "weather {c}", "Can you check the weather for {c}?",
+                           "Tell me the current weather in {c}.", "What is the forecast for {c}?"]).format(c=city)
+        t = num(rng, -10, 38, 0)
+        cond = rng.choice(CONDITIONS)
+        res = {"location": city, "temperature": t, "condition": cond}
+        ans = rng.choice(["It is {t} degrees and {w} in {c}.", "In {c} it is currently {w} with {t} degrees.",
+                          "The weather in {c}: {w}, {t} degrees."]).format(t=t, w=cond, c=city)
+        return dict(user=user, values=[city], result=res, answer=ans, facts=[str(t), cond],
+                    intent="the weather in " + city)
+    if domain == "convert":
+        fu, tu = rng.choice(UNITS)
+        v = num(rng, 1, 500)
+        user = rng.choice(["Convert {v} {a} to {b}.", "How many {b} is {v} {a}?", "What is {v} {a} in {b}?",
+                           "Please convert {v} {a} into {b}.", "{v} {a} to {b}"]).format(v=fmt_num(v), a=fu, b=tu)
+        out = round(v * rng.uniform(0.3, 3.0), 2)
+        res = {"value": out, "unit": tu}
+        ans = rng.choice(["{v} {a} is {o} {b}.", "That is {o} {b}.", "{v} {a} equals {o} {b}."]).format(
+            v=fmt_num(v), a=fu, o=fmt_num(out), b=tu)
+        return dict(user=user, values=[v, fu, tu], result=res, answer=ans, facts=[fmt_num(out)],
+                    intent="to convert {} {} to {}".format(fmt_num(v), fu, tu))
+    if domain == "file":
+        path = rng.choice(DIRS) + "/" + rng.choice(FILES)
+        user = rng.choice(["How big is {p}?", "When was {p} last modified?", "Look up the file {p}.",
+                           "Can you check {p} for me?", "Show me info about {p}.", "stat {p}"]).format(p=path)
+        size = rng.randrange(10, 99999)
+        day = "2024-{:02d}-{:02d}".format(rng.randrange(1, 13), rng.randrange(1, 29))
+        res = {"path": path, "size_bytes": size, "modified": day}
+        ans = rng.choice(["{p} is {s} bytes and was last modified on {d}.",
+                          "The file {p} has {s} bytes (modified {d}).",
+                          "{p}: {s} bytes, last changed {d}."]).format(p=path, s=size, d=day)
+        return dict(user=user, values=[path], result=res, answer=ans, facts=[str(size)],
+                    intent="information about the file " + path)
+    if domain == "math":
+        a, b = rng.randrange(2, 999), rng.randrange(2, 99)
+        op, word = rng.choice(OPS)
+        expr = "{} {} {}".format(a, op, b)
+        r = {"+": a + b, "-": a - b, "*": a * b, "/": round(a / b, 3)}[op]
+        user = rng.choice(["What is {e}?", "Calculate {e}.", "Compute {e} please.", "How much is {a} {w} {b}?",
+                           "{e} = ?"]).format(e=expr, a=a, b=b, w=word)
+        res = {"result": r}
+        ans = rng.choice(["{e} = {r}.", "The result is {r}.", "{e} equals {r}."]).format(e=expr, r=fmt_num(r))
+        return dict(user=user, values=[expr], result=res, answer=ans, facts=[fmt_num(r)],
+                    intent="the result of " + expr)
+    if domain == "calendar":
+        m, dd = rng.randrange(1, 13), rng.randrange(1, 29)
+        date = "2025-{:02d}-{:02d}".format(m, dd)
+        user = rng.choice(["What is on my calendar on {d}?", "Do I have anything on {d}?",
+                           "Show my agenda for {d}.", "What meetings do I have on {d}?",
+                           "List my events for {d}."]).format(d=date)
+        evs = rng.sample(EVENTS, rng.randrange(1, 3))
+        times = sorted("{:02d}:{:02d}".format(rng.randrange(7, 20), rng.choice([0, 15, 30, 45])) for _ in evs)
+        res = {"date": date, "events": [{"time": t, "title": e} for t, e in zip(times, evs)]}
+        lst = " and ".join("{} at {}".format(e, t) for t, e in zip(times, evs))
+        ans = rng.choice(["On {d} you have {l}.", "Your agenda for {d}: {l}."]).format(d=date, l=lst)
+        return dict(user=user, values=[date], result=res, answer=ans, facts=[evs[0], times[0]],
+                    intent="the events on " + date)
+    if domain == "stock":
+        s = rng.choice(SYMBOLS)
+        user = rng.choice(["What is the stock price of {s}?", "How much is {s} trading at?", "Quote for {s}?",
+                           "Get me the price of {s} shares."]).format(s=s)
+        p = round(rng.uniform(5, 900), 2)
+        res = {"symbol": s, "price": p, "currency": "USD"}
+        ans = rng.choice(["{s} is trading at {p} USD.", "The current price of {s} is {p} USD."]).format(
+            s=s, p=fmt_num(p))
+        return dict(user=user, values=[s], result=res, answer=ans, facts=[fmt_num(p)],
+                    intent="the stock price of " + s)
+    if domain == "currency":
+        a, b = rng.sample(CURRENCIES, 2)
+        v = num(rng, 5, 5000)
+        user = rng.choice(["Convert {v} {a} to {b}.", "How much is {v} {a} in {b}?",
+                           "What are {v} {a} worth in {b}?"]).format(v=fmt_num(v), a=a, b=b)
+        out = round(v * rng.uniform(0.01, 5), 2)
+        res = {"amount": out, "currency": b}
+        ans = rng.choice(["{v} {a} is {o} {b}.", "That comes to {o} {b}."]).format(
+            v=fmt_num(v), a=a, o=fmt_num(out), b=b)
+        return dict(user=user, values=[v, a, b], result=res, answer=ans, facts=[fmt_num(out)],
+                    intent="to convert {} {} to {}".format(fmt_num(v), a, b))
+    if domain == "contact":
+        p = rng.choice(PEOPLE)
+        user = rng.choice(["What is {p}'s email address?", "How can I reach {p}?", "Find the contact for {p}.",
+                           "Look up {p} in my contacts."]).format(p=p)
+        mail = "{}.{}@{}".format(p.lower(), rng.choice(["k", "m", "s", "t", "r"]), rng.choice(DOMAINS_MAIL))
+        res = {"name": p, "email": mail}
+        ans = rng.choice(["{p}'s email is {m}.", "You can reach {p} at {m}."]).format(p=p, m=mail)
+        return dict(user=user, values=[p], result=res, answer=ans, facts=[mail], intent="the contact of " + p)
+    raise ValueError(domain)
+
+
+PLAIN = [
+    ("Hello!", "Hello! How can I help you today?"),
+    ("Hi there", "Hi! What can I do for you?"),
+    ("Good morning", "Good morning! How can I help?"),
+    ("Thanks a lot!", "You are welcome!"),
+    ("Thank you", "Glad I could help."),
+    ("Who are you?", "I am a small assistant model. I can answer simple questions and use tools."),
+    ("What can you do?", "I can chat and call the tools you give me, such as weather or file lookups."),
+    ("Tell me a joke.", "Why did the programmer quit his job? Because he did not get arrays."),
+    ("How are you?", "I am fine, thank you. How can I help you?"),
+    ("What is the capital of France?", "The capital of France is Paris."),
+    ("What is the capital of Italy?", "The capital of Italy is Rome."),
+    ("What is the capital of Japan?", "The capital of Japan is Tokyo."),
+    ("What is the capital of Spain?", "The capital of Spain is Madrid."),
+    ("What color is the sky?", "The sky is usually blue during the day."),
+    ("What is a cat?", "A cat is a small furry animal that people often keep as a pet."),
+    ("Define the word river.", "A river is a large natural stream of water flowing to the sea or a lake."),
+    ("Say something nice.", "You are doing a great job today."),
+    ("What is Python?", "Python is a popular programming language."),
+    ("What is C++?", "C++ is a compiled programming language used for fast software."),
+    ("Explain what a CPU is.", "A CPU is the processor that runs the instructions of a computer."),
+    ("Goodbye", "Goodbye! Have a nice day."),
+    ("Can you help me?", "Of course. What do you need?"),
+    ("What day comes after Monday?", "Tuesday comes after Monday."),
+    ("How many days are in a week?", "A week has seven days."),
+    ("Which is bigger, the sun or the moon?", "The sun is much bigger than the moon."),
+    ("Write a short greeting for a card.", "Wishing you a happy day full of joy."),
+    ("What is the opposite of hot?", "The opposite of hot is cold."),
+    ("Name a fruit.", "An apple is a fruit."),
+    ("What language is spoken in Brazil?", "People in Brazil speak Portuguese."),
+    ("Is water wet?", "Water makes things wet, so in everyday language, yes."),
+    ("Recommend a book.", "You might enjoy a classic like The Hobbit."),
+    ("What is an API?", "An API is an interface that lets programs talk to each other."),
+    ("Tell me about the ocean.", "The ocean covers most of the Earth and holds most of its water."),
+    ("What is love?", "Love is a deep feeling of care for someone."),
+    ("Why is the sky blue?", "Sunlight scatters in the air and blue light scatters the most."),
+    ("How do I boil an egg?", "Put the egg in boiling water for about eight minutes."),
+]
+HELDOUT_PLAIN = [
+    ("Hey, what's up?", "Not much! How can I help you today?"),
+    ("What is the capital of Germany?", "The capital of Germany is Berlin."),
+    ("Give me a fun fact.", "Octopuses have three hearts."),
+    ("What is a dog?", "A dog is a loyal animal that people often keep as a pet."),
+    ("Good night", "Good night! Sleep well."),
+    ("What is Rust?", "Rust is a programming language focused on safety and speed."),
+    ("How many months are in a year?", "A year has twelve months."),
+    ("Name a color.", "Green is a color."),
+]
+PLAIN_REASON = ["The user is just chatting. No tool is needed.", "This needs no tool; I can answer directly.",
+                "A simple question I can answer myself without tools.", "No tool fits this; I will reply directly."]
+
+
+def reasoning_call(rng, tool, t):
+    args = ", ".join("{} {}".format(p, fmt_num(v) if not isinstance(v, str) else v)
+                     for (p, _), v in zip(tool["params"], t["values"]))
+    return rng.choice(["The user wants {i}. The {n} tool fits. I will call {n} with {a}.",
+                       "The user asks for {i}. I should call {n} with {a}.",
+                       "To get {i} I use {n} with {a}."]).format(i=t["intent"], n=tool["name"], a=args)
+
+
+def reasoning_answer(rng, tool, t):
+    return rng.choice(["The {n} tool returned the result. I will answer with it.",
+                       "I have the result from {n}. Now I can answer the user.",
+                       "{n} answered; I report the result."]).format(n=tool["name"])
+
+
+def call_message(tool, t, reasoning, idx):
+    args = json.dumps(dict(zip([p for p, _ in tool["params"]], t["values"])), separators=(",", ":"))
+    return {"role": "assistant", "content": "", "reasoning_content": reasoning,
+            "tool_calls": [{"id": "call_{}".format(idx), "type": "function",
+                            "function": {"name": tool["name"], "arguments": args}}]}
+
+
+def draw_tools(rng, heldout, n_tools=None):
+    n = n_tools or rng.choice([1, 2, 2, 3, 3, 4])
+    doms = rng.sample(sorted(DOMAINS), n)
+    tools = [draw_schema(rng, d, heldout) for d in doms]
+    return tools
+
+
+def conversation(rng, heldout=False):
+    """One training conversation: returns dict(tools=[schema...], messages=[...], thinking)."""
+    tools = draw_tools(rng, heldout)
+    kind = rng.random()
+    thinking = rng.random() < 0.85
+    msgs = []
+    if rng.random() < 0.15:
+        msgs.append({"role": "system", "content": rng.choice(["You are a helpful assistant.",
+                                                               "Be concise.", "You help with everyday tasks."])})
+    n_calls = 1 if kind < 0.7 else rng.randrange(2, 6)
+    if kind > 0.9:
+        # plain chat, maybe without any tools at all
+        if rng.random() < 0.4:
+            tools = []
+        n_calls = 0
+    ci = 0
+    turns = max(1, n_calls + (1 if n_calls == 0 else rng.choice([0, 0, 1])))
+    plain_left = turns - n_calls
+    calls_left = n_calls
+    while calls_left or plain_left:
+        do_call = calls_left and (not plain_left or rng.random() < 0.7)
+        if do_call:
+            tool = rng.choice(tools)
+            t = task(rng, tool["domain"])
+            msgs.append({"role": "user", "content": t["user"]})
+            msgs.append(call_message(tool, t, reasoning_call(rng, tool, t), ci))
+            msgs.append({"role": "tool", "tool_call_id": "call_{}".format(ci), "content": json.dumps(t["result"])})
+            msgs.append({"role": "assistant", "content": t["answer"], "reasoning_content": reasoning_answer(rng, tool, t)})
+            ci += 1
+            calls_left -= 1
+        else:
+            q, a = rng.choice(PLAIN)
+            msgs.append({"role": "user", "content": q})
+            msgs.append({"role": "assistant", "content": a, "reasoning_content": rng.choice(PLAIN_REASON)})
+            plain_left -= 1
+    return dict(tools=[t["schema"] for t in tools], messages=msgs, thinking=thinking)
+
+
+# ---------------------------------------------------------------------------------------------
+# Evaluation cases: a request (what a client sends) and what a good reply contains.
+def eval_case(rng, kind, heldout):
+    tools = draw_tools(rng, heldout, rng.choice([2, 3, 3, 4]))
+    msgs = []
+    if kind == "plain":
+        q, _ = rng.choice(HELDOUT_PLAIN + PLAIN[:10])
+        if rng.random() < 0.3:
+            tools = []
+        msgs.append({"role": "user", "content": q})
+        return dict(kind=kind, heldout=heldout, request=request(tools, msgs), expect={})
+    # a warm-up exchange sometimes, so calls mid-conversation are measured too
+    if rng.random() < 0.3:
+        tool0 = rng.choice(tools)
+        t0 = task(rng, tool0["domain"])
+        msgs += [{"role": "user", "content": t0["user"]}, call_message(tool0, t0, reasoning_call(rng, tool0, t0), 9),
+                 {"role": "tool", "tool_call_id": "call_9", "content": json.dumps(t0["result"])},
+                 {"role": "assistant", "content": t0["answer"], "reasoning_content": reasoning_answer(rng, tool0, t0)}]
+    tool = rng.choice(tools)
+    t = task(rng, tool["domain"])
+    msgs.append({"role": "user", "content": t["user"]})
+    if kind == "call":
+        return dict(kind=kind, heldout=heldout, request=request(tools, msgs),
+                    expect={"name": tool["name"], "arguments": dict(zip([p for p, _ in tool["params"]], t["values"]))})
+    msgs.append(call_message(tool, t, reasoning_call(rng, tool, t), 0))
+    msgs.append({"role": "tool", "tool_call_id": "call_0", "content": json.dumps(t["result"])})
+    return dict(kind=kind, heldout=heldout, request=request(tools, msgs), expect={"facts": t["facts"]})
+
+
+def request(tools, msgs):
+    r = {"model": "ds4-tiny-agent", "messages": msgs}
+    if tools:
+        r["tools"] = [t["schema"] for t in tools]
+    return r
+
+
+def eval_set(seed, n=200):
+    """n cases: 60% seen-schema, 40% held-out-schema; per group half need a call, a quarter need a
+    final answer from a tool result, a quarter are plain chat."""
+    rng = random.Random(seed)
+    cases = []
+    for i in range(n):
+        heldout = i % 5 >= 3
+        k = ["call", "call", "answer", "plain"][(i // 5) % 4]
+        cases.append(eval_case(rng, k, heldout))
+    return cases

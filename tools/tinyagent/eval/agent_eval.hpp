@@ -1,0 +1,62 @@
+#pragma once
+// Agent-quality evaluation of a DS4 model by this engine: each case is an OpenAI-shaped chat
+// request (rendered with the gateway's own renderer, so exactly what a client's request becomes)
+// plus what a good reply contains. The reply is generated greedily and parsed with the gateway's
+// DSML output parser, then scored:
+//   call    a well-formed DSML block whose first call has the expected tool name and exactly the
+//           expected arguments (same keys; strings equal, numbers equal as numbers);
+//   answer  no tool call, and the content contains every expected fact of the tool result;
+//   plain   no tool-call block at all.
+// Cases come from tools/tinyagent/corpus.py (eval_set), one JSON object per line:
+//   {"kind": "call"|"answer"|"plain", "heldout": bool, "request": {...}, "expect": {...},
+//    "prompt_ids": [...] (optional: the Python tokenizer's ids, compared with ours)}
+// Scores are reported separately for tool schemas seen in training and held-out ones.
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace ds4 {
+class Model;
+}
+
+namespace ds4::agent_eval {
+
+struct Case {
+  std::string kind;  // call, answer, plain
+  bool heldout = false;
+  std::string request_json;
+  std::string expect_json;
+  std::vector<int32_t> python_ids;  // empty when absent
+};
+
+// Throws std::runtime_error naming the file and line on a malformed case.
+std::vector<Case> load_cases(const std::filesystem::path& jsonl);
+
+struct CaseResult {
+  bool pass = false;
+  bool ids_match = true;  // Python and C++ tokenization agree (true when no Python ids given)
+  std::string prompt;     // rendered prompt text
+  std::string output;     // generated text (reasoning and content as sampled)
+  std::string detail;     // why it failed, or the parsed call
+};
+
+struct Score {
+  size_t n = 0, pass = 0;
+  double rate() const { return n ? double(pass) / double(n) : 0.0; }
+};
+
+struct Report {
+  Score call[2], answer[2], plain[2];  // [0] seen schemas, [1] held-out schemas
+  Score well_formed[2];  // call cases whose reply is a complete, parseable DSML tool-call block
+  size_t ids_mismatch = 0;
+  size_t generated_tokens = 0;
+  std::vector<CaseResult> results;
+};
+
+// Runs every case on `model` with greedy decoding, at most `max_new_tokens` per case.
+Report evaluate(const std::shared_ptr<Model>& model, const std::vector<Case>& cases, size_t max_new_tokens = 160);
+
+}  // namespace ds4::agent_eval

@@ -1,0 +1,118 @@
+"""Writes models/ds4-tiny-agent.manifest.json: how the embedded model was made and how good it is.
+
+  /usr/bin/python3 tools/tinyagent/make_manifest.py --run RUN --gguf models/ds4-tiny-agent.gguf \
+      --eval eval200.json --eval20 eval20.json --parity parity_report.json --engine-parity ENGINE.txt \
+      --train-command "..." --out models/ds4-tiny-agent.manifest.json
+"""
+import argparse
+import hashlib
+import json
+import os
+import re
+
+FAMILIES = {
+    "routed experts (ffn_gate_exps, ffn_up_exps)": "iq2_xxs",
+    "routed experts (ffn_down_exps)": "q2_K",
+    "attention (attn_q_a, attn_q_b, attn_kv, attn_output_a/b)": "q8_0",
+    "shared expert (ffn_*_shexp)": "q8_0",
+    "output head (output)": "q8_0",
+    "embedding (token_embd)": "f16",
+    "hyper-connections (hc_*_fn, output_hc_fn)": "f16",
+    "compressor and indexer": "f16",
+    "router (ffn_gate_inp)": "f16",
+    "norms, HC scale/base, attn_sinks, exp_probs_b": "f32",
+    "tid2eid (hash routing, layers 0-2)": "i32",
+}
+
+
+def rates(e):
+    out = {}
+    for k in ("dsml", "call", "answer", "plain"):
+        if k not in e:
+            continue
+        out[k] = {g: {"pass": e[k][g][0], "n": e[k][g][1], "rate": round(e[k][g][0] / e[k][g][1], 3) if e[k][g][1] else None}
+                  for g in ("seen", "heldout")}
+    out["ids_mismatch"] = e["ids_mismatch"]
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--run", required=True)
+    ap.add_argument("--gguf", required=True)
+    ap.add_argument("--eval", required=True)
+    ap.add_argument("--eval20", required=True)
+    ap.add_argument("--parity", required=True)
+    ap.add_argument("--engine-parity", required=True, help="models_tests parity output (the [ parity ] lines)")
+    ap.add_argument("--train-command", required=True)
+    ap.add_argument("--recipe", default="q2")
+    ap.add_argument("--notes", default="")
+    ap.add_argument("--parity-q4", default="", help="parity.py report on the q4-expert dequantized weights")
+    ap.add_argument("--out", required=True)
+    a = ap.parse_args()
+    c = json.load(open(os.path.join(a.run, "corpus.json")))
+    log = open(os.path.join(a.run, "train.log")).read()
+    steps = re.findall(r"step (\d+) loss ([\d.]+) ema ([\d.]+) lr \S+ tokens (\d+) tok/s (\d+) elapsed (\d+)s", log)
+    done = re.search(r"done: (\d+) steps, (\d+) tokens, (\d+)s", log)
+    cfg = re.search(r"model: (\d+) parameters, config (.*)", log)
+    eng = [tuple(map(float, m)) for m in re.findall(
+        r"Pearson ([\d.]+), rms/std ([\d.]+), max\|d\|/max\|logit\| ([\d.]+)", open(a.engine_parity).read())]
+    par = json.load(open(a.parity))
+    m = {
+        "model": os.path.basename(a.gguf),
+        "sha256": hashlib.sha256(open(a.gguf, "rb").read()).hexdigest(),
+        "bytes": os.path.getsize(a.gguf),
+        "architecture": "DeepSeek V4 Flash (deepseek4), tiny dimensions: " + (cfg.group(2) if cfg else "?"),
+        "parameters": int(cfg.group(1)) if cfg else None,
+        "training": {
+            "command": a.train_command,
+            "seed": c["seed"],
+            "corpus_sha256": c["corpus_sha256"],
+            "tokenizer_sha256": c["tokenizer_sha256"],
+            "conversations": c["conversations"],
+            "corpus_tokens": c["tokens"],
+            "corpus_target_tokens": c["target_tokens"],
+            "steps": int(done.group(1)) if done else None,
+            "tokens_processed": int(done.group(2)) if done else None,
+            "seconds": int(done.group(3)) if done else None,
+            "tokens_per_second": round(int(done.group(2)) / max(1, int(done.group(3))), 1) if done else None,
+            "final_loss_ema": float(steps[-1][2]) if steps else None,
+            "hardware": "2 shared x86-64 cores (8 engineers' builds on the same machine), 1 torch thread, OpenBLAS",
+            "replay": "train.py --lr-file lr_schedule.json replays the exact per-step learning rates",
+        },
+        "quantization": {"recipe": a.recipe, "by_family": FAMILIES,
+                         "tool": "ds4ctl quantize (engine/convert recipe + quantize_rows)"},
+        "quality_200_heldout_prompts": rates(json.load(open(a.eval))),
+        "quality_test_20_prompts": rates(json.load(open(a.eval20))),
+        "parity": {
+            "reference": "tools/tinyagent/ds4model.py on the dequantized GGUF weights, activation formats simulated",
+            "vectors": "ds4-tiny-agent.parity.bin (ds4-tiny cases.bin format)",
+            "engine_vs_reference": {
+                "steps_compared": len(eng),
+                "min_pearson": min(e[0] for e in eng) if eng else None,
+                "max_rms_over_std": max(e[1] for e in eng) if eng else None,
+                "max_absdiff_over_max_logit": max(e[2] for e in eng) if eng else None,
+            },
+            "float32_no_simulation_vs_reference": {
+                "min_pearson": min(p["f32_vs_ref_min_pearson"] for p in par),
+                "max_rms_over_std": max(p["f32_vs_ref_max_rms_over_std"] for p in par),
+                "max_absdiff_over_max_logit": max(p["f32_vs_ref_max_over_maxabs"] for p in par),
+                "argmax_agreement": round(sum(p["f32_vs_ref_argmax_agree"] for p in par) / len(par), 3),
+            },
+            "cases": par,
+        },
+        "expert_recipe_check": None if not a.parity_q4 else {
+            "what": "float32 trained weights without simulation vs the simulated reference, q2 experts vs q4_K experts",
+            "q2": {"min_pearson": min(p["f32_vs_ref_min_pearson"] for p in par),
+                   "max_rms_over_std": max(p["f32_vs_ref_max_rms_over_std"] for p in par)},
+            "q4_K": {"min_pearson": min(p["f32_vs_ref_min_pearson"] for p in json.load(open(a.parity_q4))),
+                     "max_rms_over_std": max(p["f32_vs_ref_max_rms_over_std"] for p in json.load(open(a.parity_q4)))},
+        },
+        "notes": a.notes,
+    }
+    json.dump(m, open(a.out, "w"), indent=1)
+    print(json.dumps({k: m[k] for k in ("bytes", "quality_200_heldout_prompts")}, indent=1))
+
+
+if __name__ == "__main__":
+    main()

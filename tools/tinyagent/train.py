@@ -1,0 +1,223 @@
+"""Trains the tiny DS4 agent model on the synthetic corpus (corpus.py), CPU only, fixed seed.
+
+  /usr/bin/python3 tools/tinyagent/train.py --out build/tinyagent [--steps N] [--minutes M]
+
+Writes into --out: tokenizer.json, corpus.sha256, checkpoint.pt (every --ckpt-every steps and at
+the end), train.log lines on stdout. The loss is the next-token cross entropy on the assistant's
+own text only (reasoning, content, DSML, EOS): the prompt parts are context, not targets.
+"""
+import argparse
+import hashlib
+import json
+import math
+import os
+import random
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bpe  # noqa: E402
+import corpus  # noqa: E402
+import ds4chat  # noqa: E402
+from ds4model import DS4, Config  # noqa: E402
+
+
+def encode_with_mask(tok, text, spans):
+    ids, mask = [], []
+    pos = 0
+    for s, e in spans:
+        a = tok.encode(text[pos:s])
+        b = tok.encode(text[s:e])
+        ids += a + b
+        mask += [0] * len(a) + [1] * len(b)
+        pos = e
+    a = tok.encode(text[pos:])
+    ids += a
+    mask += [0] * len(a)
+    return ids, mask
+
+
+def build_data(seed, n_conv, vocab, max_len, out_dir):
+    rng = random.Random(seed)
+    texts, spans = [], []
+    while len(texts) < n_conv:
+        c = corpus.conversation(rng)
+        t, s = ds4chat.render(c["messages"], c["tools"], c["thinking"])
+        texts.append(t)
+        spans.append(s)
+    h = hashlib.sha256("\x00".join(texts).encode()).hexdigest()
+    tokens, merges = bpe.train(texts[: min(len(texts), 12000)], vocab)
+    tok = bpe.Tokenizer(tokens, merges)
+    with open(os.path.join(out_dir, "tokenizer.json"), "w") as f:
+        json.dump({"tokens": tokens, "merges": merges}, f)
+    # Every conversation with tools starts with the same BOS + tools-block head: train.py computes
+    # it once per batch (DS4.forward's `prefix`), so it is stored apart.
+    prefix = tok.encode(ds4chat.BOS + ds4chat.TOOLS_HEAD)
+    data = []
+    for t, s in zip(texts, spans):
+        ids, m = encode_with_mask(tok, t, s)
+        if len(ids) > max_len:
+            continue
+        shared = ids[:len(prefix)] == prefix
+        if shared:
+            assert not any(m[:len(prefix)])
+            ids, m = ids[len(prefix):], m[len(prefix):]
+        data.append((torch.tensor(ids), torch.tensor(m, dtype=torch.bool), shared))
+    return tok, data, h, torch.tensor(prefix)
+
+
+def batches(rng, data, tokens_per_batch):
+    """Length-bucketed batches: shuffle, sort chunks by length, pad to the longest."""
+    order = list(range(len(data)))
+    rng.shuffle(order)
+    chunk = 256
+    out = []
+    for i in range(0, len(order), chunk):
+        part = sorted(order[i:i + chunk], key=lambda k: (data[k][2], len(data[k][0])))
+        cur = []
+        for k in part:
+            L = len(data[k][0])
+            if cur and ((len(cur) + 1) * max(L, len(data[cur[-1]][0])) > tokens_per_batch or
+                        data[k][2] != data[cur[-1]][2]):
+                out.append(cur)
+                cur = []
+            cur.append(k)
+        if cur:
+            out.append(cur)
+    rng.shuffle(out)
+    return out
+
+
+def collate(data, idx, eos):
+    L = max(len(data[k][0]) for k in idx)
+    x = torch.full((len(idx), L), eos, dtype=torch.long)
+    m = torch.zeros((len(idx), L), dtype=torch.bool)
+    for r, k in enumerate(idx):
+        ids, mk, _ = data[k]
+        x[r, :len(ids)] = ids
+        m[r, :len(ids)] = mk
+    return x, m
+
+
+def save(model, opt, step, cfg, lrs, ck):
+    torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "step": step, "cfg": cfg.__dict__,
+                "lrs": lrs}, ck + ".tmp")
+    os.replace(ck + ".tmp", ck)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--conversations", type=int, default=30000)
+    ap.add_argument("--vocab", type=int, default=4096)
+    ap.add_argument("--max-len", type=int, default=1024)
+    ap.add_argument("--batch-tokens", type=int, default=8192)
+    ap.add_argument("--steps", type=int, default=1500)
+    ap.add_argument("--lr", type=float, default=2e-3)
+    ap.add_argument("--ckpt-every", type=int, default=100)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--resume", action="store_true")
+    ap.add_argument("--minutes", type=float, default=0,
+                    help="train for this wall time instead of --steps: the cosine schedule runs over the time "
+                         "budget and every step's lr is saved to lr_schedule.json, which --lr-file replays exactly")
+    ap.add_argument("--lr-file", default="", help="replay a saved lr_schedule.json (one lr per step)")
+    a = ap.parse_args()
+    os.makedirs(a.out, exist_ok=True)
+    torch.set_num_threads(a.threads)
+    torch.manual_seed(a.seed)
+    t0 = time.time()
+    tok, data, corpus_hash, prefix = build_data(a.seed, a.conversations, a.vocab, a.max_len, a.out)
+    n_tok = sum(len(d[0]) for d in data)
+    n_tgt = sum(int(d[1].sum()) for d in data)
+    print("data: %d conversations, %d tokens (%d targets), corpus sha256 %s, tokenizer %s, %.0fs" %
+          (len(data), n_tok, n_tgt, corpus_hash, tok.digest(), time.time() - t0), flush=True)
+    with open(os.path.join(a.out, "corpus.json"), "w") as f:
+        json.dump({"corpus_sha256": corpus_hash, "tokenizer_sha256": tok.digest(), "conversations": len(data),
+                   "tokens": n_tok, "target_tokens": n_tgt, "seed": a.seed, "args": vars(a)}, f, indent=1)
+
+    cfg = Config(n_vocab=len(tok.tokens))
+    model = DS4(cfg, seed=a.seed)
+    n_params = sum(p.numel() for p in model.parameters())
+    print("model: %d parameters, config %s" % (n_params, cfg), flush=True)
+    decay = [p for n, p in model.named_parameters() if p.requires_grad and p.dim() >= 2]
+    no_decay = [p for n, p in model.named_parameters() if p.requires_grad and p.dim() < 2]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.05}, {"params": no_decay, "weight_decay": 0.0}],
+                            lr=a.lr, betas=(0.9, 0.95))
+    step = 0
+    st = {}
+    ck = os.path.join(a.out, "checkpoint.pt")
+    if a.resume and os.path.exists(ck):
+        st = torch.load(ck)
+        model.load_state_dict(st["model"])
+        opt.load_state_dict(st["opt"])
+        step = st["step"]
+        print("resumed at step %d" % step, flush=True)
+    rng = random.Random(a.seed + 7)
+    warm = 10
+    replay = json.load(open(a.lr_file)) if a.lr_file else None
+    if replay:
+        a.steps = len(replay)
+    lrs = list(st.get("lrs", [])) if step else []
+
+    def lr_at(s):
+        if replay:
+            return replay[min(s, len(replay) - 1)]
+        if s < warm:
+            return a.lr * (s + 1) / warm
+        if a.minutes:
+            q = (time.time() - t_start) / (a.minutes * 60)
+        else:
+            q = (s - warm) / max(1, a.steps - warm)
+        return a.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(1.0, q))))
+
+    queue = []
+    # A resumed run continues the batch stream of an uninterrupted one: draw and drop the batches
+    # the first `step` steps used.
+    for _ in range(step):
+        if not queue:
+            queue = batches(rng, data, a.batch_tokens)
+        queue.pop()
+    t_start = time.time()
+    seen = 0
+    ema = None
+    if a.minutes and not replay:
+        a.steps = 10 ** 9
+    while step < a.steps:
+        if a.minutes and not replay and time.time() - t_start > a.minutes * 60:
+            break
+        if not queue:
+            queue = batches(rng, data, a.batch_tokens)
+        idx = queue.pop()
+        x, m = collate(data, idx, tok.eos)
+        lr = lr_at(step)
+        lrs.append(lr)
+        for g in opt.param_groups:
+            g["lr"] = lr
+        tgt = m[:, 1:]
+        logits = model(x[:, :-1], targets=tgt, prefix=prefix if data[idx[0]][2] else None)
+        loss = F.cross_entropy(logits, x[:, 1:][tgt])
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        step += 1
+        seen += x.numel() + (len(prefix) * x.shape[0] if data[idx[0]][2] else 0)
+        ema = loss.item() if ema is None else 0.95 * ema + 0.05 * loss.item()
+        if step % 10 == 0 or step == 1:
+            el = time.time() - t_start
+            print("step %d loss %.4f ema %.4f lr %.2e tokens %d tok/s %.0f elapsed %.0fs" %
+                  (step, loss.item(), ema, lr, seen, seen / el, el), flush=True)
+        if step % a.ckpt_every == 0 or step == a.steps:
+            save(model, opt, step, cfg, lrs, ck)
+    save(model, opt, step, cfg, lrs, ck)
+    with open(os.path.join(a.out, "lr_schedule.json"), "w") as f:
+        json.dump(lrs, f)
+    print("done: %d steps, %d tokens, %.0fs" % (step, seen, time.time() - t_start), flush=True)
+
+
+if __name__ == "__main__":
+    main()
