@@ -46,7 +46,8 @@ struct Rate {
 
 // Runs fn(row) over `rows` rows split across `threads` threads; returns per-core and wall rates
 // in units of `per_row` per second.
-template <class Fn> Rate measure(unsigned threads, uint64_t rows, double per_row, Fn fn) {
+template <class Fn>
+Rate measure(unsigned threads, uint64_t rows, double per_row, Fn fn) {
   std::atomic<uint64_t> next{0};
   std::vector<double> cpu(threads);
   const double w0 = wall_s();
@@ -88,7 +89,9 @@ int main(int argc, char** argv) {
     const uint64_t rb = ds4::quant::row_bytes(t, kCols);
     std::vector<std::vector<uint8_t>> out(2, std::vector<uint8_t>(rb));
     const auto& tr = ds4::quant::traits(t);
-    auto fn = [&](unsigned th, uint64_t r) { tr.quantize(src.data() + (r % pool_rows) * kCols, out[th].data(), kCols); };
+    auto fn = [&](unsigned th, uint64_t r) {
+      tr.quantize(src.data() + (r % pool_rows) * kCols, out[th].data(), kCols);
+    };
     one[t] = measure(1, rows, double(kCols), fn);
     two[t] = measure(2, rows, double(kCols), fn);
     fmt::print("{:<9} {:>12.3g}/s {:>12.3g}/s {:>12.3g}/s {:>8.2f}x\n", ds4::quant::type_info(t).name, one[t].per_core,
@@ -98,7 +101,8 @@ int main(int argc, char** argv) {
   fmt::print("\n2. source decoding (source GB/s, 1 thread, per core)\n");
   {
     const uint64_t rows = 128;
-    std::vector<uint8_t> fp8(rows * kCols), s8((rows / 128) * (kCols / 128)), fp4(rows * kCols / 2), s4(rows * kCols / 32);
+    std::vector<uint8_t> fp8(rows * kCols), s8((rows / 128) * (kCols / 128)), fp4(rows * kCols / 2),
+        s4(rows * kCols / 32);
     ds4::convert::encode_fp8(src.data(), pool_rows, kCols, fp8.data(), s8.data());
     ds4::convert::encode_fp4(src.data(), pool_rows, kCols, fp4.data(), s4.data());
     std::vector<float> outf(kCols);
@@ -114,10 +118,13 @@ int main(int argc, char** argv) {
     });
     std::vector<uint8_t> mx(ds4::quant::row_bytes(Type::MXFP4, kCols));
     const Rate rr = measure(1, 8192, double(kCols / 2 + kCols / 32), [&](unsigned, uint64_t r) {
-      ds4::convert::repack_fp4_row_to_mxfp4(fp4.data() + (r % 64) * kCols / 2, s4.data() + (r % 64) * kCols / 32, kCols, mx.data());
+      ds4::convert::repack_fp4_row_to_mxfp4(fp4.data() + (r % 64) * kCols / 2, s4.data() + (r % 64) * kCols / 32, kCols,
+                                            mx.data());
     });
-    fmt::print("FP8+scale decode {:.2f} GB/s, FP4+scale decode {:.2f} GB/s, BF16 decode {:.2f} GB/s, FP4->MXFP4 repack {:.2f} GB/s\n",
-               r8.per_core / 1e9, r4.per_core / 1e9, rb.per_core / 1e9, rr.per_core / 1e9);
+    fmt::print(
+        "FP8+scale decode {:.2f} GB/s, FP4+scale decode {:.2f} GB/s, BF16 decode {:.2f} GB/s, FP4->MXFP4 repack {:.2f} "
+        "GB/s\n",
+        r8.per_core / 1e9, r4.per_core / 1e9, rb.per_core / 1e9, rr.per_core / 1e9);
   }
 
   if (!ckpt.empty()) {
@@ -131,7 +138,8 @@ int main(int argc, char** argv) {
         o.threads = th;
         const auto r = ds4::convert::convert_checkpoint(o);
         fmt::print("{:<6} {} thr: {:.1f} MiB source in {:.2f} s = {:.4f} GB/s, peak RSS {:.1f} MiB\n", recipe, th,
-                   r.source_bytes / 1048576.0, r.seconds, r.source_bytes / r.seconds / 1e9, r.peak_rss_bytes / 1048576.0);
+                   r.source_bytes / 1048576.0, r.seconds, r.source_bytes / r.seconds / 1e9,
+                   r.peak_rss_bytes / 1048576.0);
         std::filesystem::remove(o.output);
       }
   }
@@ -139,7 +147,8 @@ int main(int argc, char** argv) {
   // 4. Full checkpoint under the q2 recipe.
   ds4::gguf::Ds4Dims d;
   d.n_layer = 43, d.n_embd = 4096, d.n_vocab = 129280, d.n_head = 64, d.n_head_kv = 1, d.head_dim = d.value_dim = 512;
-  d.rope_dim = 64, d.q_lora_rank = 1024, d.out_lora_rank = 1024, d.out_groups = 8, d.n_expert = 256, d.n_expert_used = 6;
+  d.rope_dim = 64, d.q_lora_rank = 1024, d.out_lora_rank = 1024, d.out_groups = 8, d.n_expert = 256,
+  d.n_expert_used = 6;
   d.n_expert_shared = 1, d.expert_ff = 2048, d.n_hash_layer = 3, d.sliding_window = 128, d.indexer_heads = 64;
   d.indexer_dim = 128, d.indexer_top_k = 512, d.hc_count = 4, d.hc_sinkhorn_iters = 20;
   d.compress_ratios.assign(43, 0);
@@ -152,14 +161,14 @@ int main(int argc, char** argv) {
     const Type t = rule.allowed.front();  // the q2 recipe
     elems[t] += n;
     source_bytes += rule.family == ds4::gguf::Family::RoutedExperts ? n / 2 + n / 32
-                    : t == Type::Q8_0                                ? n * (1 + 1.0 / 16384)
-                    : t == Type::F32 || t == Type::I32               ? n * 4
-                                                                     : n * 2;
+                    : t == Type::Q8_0                               ? n * (1 + 1.0 / 16384)
+                    : t == Type::F32 || t == Type::I32              ? n * 4
+                                                                    : n * 2;
   }
   auto project = [&](unsigned cores, bool measured_two) {
     double s = 0;
     for (const auto& [t, n] : elems) {
-      if (!one.count(t)) continue;  // F32 / I32: copies
+      if (!one.count(t)) continue;                                          // F32 / I32: copies
       const double eff = std::min(1.0, two[t].per_core / one[t].per_core);  // per-core rate kept at 2 threads
       const double rate = measured_two && cores == 2 ? two[t].per_core * 2 : one[t].per_core * eff * cores;
       s += n / rate;
@@ -168,13 +177,14 @@ int main(int argc, char** argv) {
   };
   double total_w = 0;
   for (const auto& [t, n] : elems) total_w += n;
-  fmt::print("\n4. projection, full checkpoint (q2 recipe): {:.3g} weights, {:.0f} GB of source\n", total_w, source_bytes / 1e9);
+  fmt::print("\n4. projection, full checkpoint (q2 recipe): {:.3g} weights, {:.0f} GB of source\n", total_w,
+             source_bytes / 1e9);
   for (const auto& [t, n] : elems) fmt::print("   {:<8} {:.3g} weights\n", ds4::quant::type_info(t).name, n);
   const double io = source_bytes / (disk_gbps * 1e9);
   for (unsigned cores : {1u, 2u, 20u}) {
     const double cpu = project(cores, true);
-    fmt::print("{:>2} cores: compute {:.1f} h, reading the source at {:.1f} GB/s {:.2f} h -> ~{:.1f} h\n", cores, cpu / 3600,
-               disk_gbps, io / 3600, std::max(cpu, io) / 3600);
+    fmt::print("{:>2} cores: compute {:.1f} h, reading the source at {:.1f} GB/s {:.2f} h -> ~{:.1f} h\n", cores,
+               cpu / 3600, disk_gbps, io / 3600, std::max(cpu, io) / 3600);
   }
   return 0;
 }

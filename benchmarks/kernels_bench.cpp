@@ -12,10 +12,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <string>
 #include <vector>
-
-#include <ctime>
 
 #include "engine/kernels/kernel_bench.hpp"
 #include "engine/kernels/matmul.hpp"
@@ -77,12 +76,9 @@ int main(int argc, char** argv) {
   bool cpu_time = false;
   std::vector<char*> args;
   for (int i = 0; i < argc; i++) {
-    if (std::strcmp(argv[i], "--threads") == 0 && i + 1 < argc)
-      threads = static_cast<unsigned>(std::atoi(argv[++i]));
-    else if (std::strcmp(argv[i], "--cpu-time") == 0)
-      cpu_time = true;
-    else
-      args.push_back(argv[i]);
+    if (std::strcmp(argv[i], "--threads") == 0 && i + 1 < argc) threads = static_cast<unsigned>(std::atoi(argv[++i]));
+    else if (std::strcmp(argv[i], "--cpu-time") == 0) cpu_time = true;
+    else args.push_back(argv[i]);
   }
   if (cpu_time) threads = 1;
   int n_args = static_cast<int>(args.size());

@@ -22,60 +22,64 @@ const char* pin_mode_name(PinMode m);
 struct Config {
   struct Model {
     std::string path = "/usr/share/ds4d/models/ds4-tiny-agent.gguf";  // the packaged default model
-    uint64_t context = 262144;    // tokens; 0 = the model's trained context_length
-    uint32_t prefill_cap = 2048;  // prefill ubatch the memory plan assumes
+    uint64_t context = 262144;                                        // tokens; 0 = the model's trained context_length
+    uint32_t prefill_cap = 2048;                                      // prefill ubatch the memory plan assumes
     PinMode pin = PinMode::lock;
-    uint32_t threads = 0;         // engine CPU threads; 0 = all cores
+    uint32_t threads = 0;  // engine CPU threads; 0 = all cores
   } model;
   struct Server {
     std::string host = "127.0.0.1";
     uint16_t port = 8080;
-    uint32_t max_queue = 16;          // pending requests before 503
-    uint32_t drain_timeout_s = 60;    // SIGTERM: wait this long for in-flight requests
-    std::string api_key_file;         // empty: no authentication
-    uint32_t engine_stall_s = 300;    // an engine call running longer stops the WATCHDOG=1 pings
-    std::string cors_origins;         // comma list of browser origins allowed ("*": any); empty: none
-    std::string allowed_hosts;        // comma list of Host names besides loopback ones ("*": any)
-    bool allow_unauthenticated_remote = false;  // permit a non-loopback host without api_key_file
-    uint32_t max_connections = 512;   // open connections (idle ones are shed first)
+    uint32_t max_queue = 16;                          // pending requests before 503
+    uint32_t drain_timeout_s = 60;                    // SIGTERM: wait this long for in-flight requests
+    std::string api_key_file;                         // empty: no authentication
+    uint32_t engine_stall_s = 300;                    // an engine call running longer stops the WATCHDOG=1 pings
+    std::string cors_origins;                         // comma list of browser origins allowed ("*": any); empty: none
+    std::string allowed_hosts;                        // comma list of Host names besides loopback ones ("*": any)
+    bool allow_unauthenticated_remote = false;        // permit a non-loopback host without api_key_file
+    uint32_t max_connections = 512;                   // open connections (idle ones are shed first)
     uint64_t max_inflight_body_bytes = 128ull << 20;  // request bodies held at once (503 beyond)
+    std::string contracts = "warn";                   // echo contracts: off | warn | strict
   } server;
   struct Memory {
-    uint64_t floor = 4ull << 30;            // minimum MemAvailable to admit new work
-    uint64_t reserve = 4ull << 30;          // OS + other processes, for the plan
-    std::optional<uint64_t> workspace;      // unset: planner estimate
-    double psi_full_avg10_limit = 20.0;     // refuse new work above this PSI full avg10 (%)
-    uint32_t poll_ms = 1000;                // memory watch period
+    uint64_t floor = 4ull << 30;         // minimum MemAvailable to admit new work
+    uint64_t reserve = 4ull << 30;       // OS + other processes, for the plan
+    std::optional<uint64_t> workspace;   // unset: planner estimate
+    double psi_full_avg10_limit = 20.0;  // refuse new work above this PSI full avg10 (%)
+    uint32_t poll_ms = 1000;             // memory watch period
     std::string meminfo_path = "/proc/meminfo";
     std::string psi_path = "/proc/pressure/memory";
-    uint64_t swap_size = 16ull << 30;       // supervisor: ensure at least this much swap; 0 = leave swap alone
+    uint64_t swap_size = 16ull << 30;  // supervisor: ensure at least this much swap; 0 = leave swap alone
     std::string swap_file = "/var/lib/ds4d/swapfile";
-    int oom_score_adj = -900;               // supervisor: the daemon's oom_score_adj
-    bool earlyoom = true;                   // supervisor: write the earlyoom drop-in
+    int oom_score_adj = -900;                     // supervisor: the daemon's oom_score_adj
+    bool earlyoom = true;                         // supervisor: write the earlyoom drop-in
     std::optional<double> earlyoom_term_percent;  // unset: derived from the floor
     std::optional<double> earlyoom_kill_percent;
     std::string earlyoom_dropin = "/etc/systemd/system/earlyoom.service.d/50-ds4d.conf";
   } memory;
   struct Cache {
-    uint64_t hot_bytes = 12ull << 30;       // in-RAM checkpoint cache
-    std::string dir = "/var/lib/ds4d/kv";   // disk checkpoints (no checkpoint store in this version)
+    uint64_t hot_bytes = 12ull << 30;             // warm sessions (snapshots) in RAM
+    std::string dir = "/var/lib/ds4d/kv";         // disk KV checkpoints; empty = none
+    uint64_t disk_bytes = 32ull << 30;            // disk budget for them; 0 = none
+    uint32_t checkpoint_min_tokens = 256;         // shorter prompts get no restore point
+    uint32_t checkpoint_interval_tokens = 16384;  // long prefills write a checkpoint this often
   } cache;
   struct Speculation {
-    std::string drafter;                    // MTP GGUF; empty = no speculation
-    uint64_t sidecar_bytes = 0;             // plan override for the drafter's size; 0 = file size
+    std::string drafter;         // MTP GGUF; empty = no speculation
+    uint64_t sidecar_bytes = 0;  // plan override for the drafter's size; 0 = file size
   } speculation;
   struct Log {
-    std::string level = "info";             // trace debug info warn error critical off
-    std::string format = "auto";            // auto (journal when JOURNAL_STREAM is set) | journal | console
+    std::string level = "info";   // trace debug info warn error critical off
+    std::string format = "auto";  // auto (journal when JOURNAL_STREAM is set) | journal | console
   } log;
   struct Supervisor {
     std::string user = "ds4d";
     std::string daemon = "/usr/sbin/ds4d";
-    uint32_t restart_delay_s = 1;           // first restart delay; doubles per crash
+    uint32_t restart_delay_s = 1;  // first restart delay; doubles per crash
     uint32_t restart_max_delay_s = 60;
-    uint32_t max_restarts = 5;              // crashes within restart_window_s before giving up
+    uint32_t max_restarts = 5;  // crashes within restart_window_s before giving up
     uint32_t restart_window_s = 600;
-    uint32_t stop_timeout_s = 90;           // SIGKILL the daemon this long after forwarding SIGTERM
+    uint32_t stop_timeout_s = 90;  // SIGKILL the daemon this long after forwarding SIGTERM
   } supervisor;
 };
 

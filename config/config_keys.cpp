@@ -118,14 +118,15 @@ std::vector<ConfigKey> build() {
         UINT(model.context, uint64_t{1} << 40), KeyScope::both, "--context");
   b.add("model.prefill_cap", "tokens", "prefill batch the memory plan assumes (it sizes the GPU raw KV ring)",
         UINT(model.prefill_cap, 65536));
-  b.add("model.pin", "none|lock|cuda",
-        "keep the weights resident: none (page cache only), lock (MAP_POPULATE + mlock; needs "
-        "LimitMEMLOCK=infinity), cuda (cudaHostRegister via libcudart.so)",
-        [](Config& c, const std::string& v) {
-          const std::string s = choice(v, {"none", "lock", "cuda"});
-          c.model.pin = s == "none" ? PinMode::none : s == "lock" ? PinMode::lock : PinMode::cuda;
-        },
-        [](const Config& c) { return std::string(pin_mode_name(c.model.pin)); }, KeyScope::both, "--pin");
+  b.add(
+      "model.pin", "none|lock|cuda",
+      "keep the weights resident: none (page cache only), lock (MAP_POPULATE + mlock; needs "
+      "LimitMEMLOCK=infinity), cuda (cudaHostRegister via libcudart.so)",
+      [](Config& c, const std::string& v) {
+        const std::string s = choice(v, {"none", "lock", "cuda"});
+        c.model.pin = s == "none" ? PinMode::none : s == "lock" ? PinMode::lock : PinMode::cuda;
+      },
+      [](const Config& c) { return std::string(pin_mode_name(c.model.pin)); }, KeyScope::both, "--pin");
   b.add("model.threads", "count", "engine CPU threads (0: all cores)", UINT(model.threads, 4096), KeyScope::daemon);
   // [server]
   b.add("server.host", "address", "HTTP bind address", STR(server.host), KeyScope::daemon, "--host");
@@ -154,21 +155,31 @@ std::vector<ConfigKey> build() {
   b.add("server.max_connections", "count", "open HTTP connections at most (idle keep-alive ones are closed first)",
         UINT(server.max_connections, 1 << 20), KeyScope::daemon);
   b.add("server.max_inflight_body_bytes", "bytes",
-        "request body bytes held by all requests together; a request beyond it gets 503", BYTES(server.max_inflight_body_bytes),
-        KeyScope::daemon);
+        "request body bytes held by all requests together; a request beyond it gets 503",
+        BYTES(server.max_inflight_body_bytes), KeyScope::daemon);
+  b.add(
+      "server.contracts", "off|warn|strict",
+      "echo contracts (reasoning and tool-call replay): off (no checks), warn (repair what can be repaired and "
+      "report it), strict (422 naming the broken contract)",
+      [](Config& c, const std::string& v) {
+        c.server.contracts = choice(v, {"off", "warn", "strict"});
+      },
+      [](const Config& c) { return c.server.contracts; }, KeyScope::daemon);
   // [memory]
   b.add("memory.floor", "bytes", "minimum MemAvailable (and planned headroom) for admitting new work",
         BYTES(memory.floor));
   b.add("memory.reserve", "bytes", "memory the plan sets aside for the OS and other processes", BYTES(memory.reserve));
-  b.add("memory.workspace", "bytes", "activation/CUDA workspace for the plan (unset: estimated from the model)",
-        [](Config& c, const std::string& v) {
-          if (v.empty()) c.memory.workspace.reset();
-          else c.memory.workspace = planner::parse_byte_size(v);
-        },
-        [](const Config& c) { return c.memory.workspace ? std::to_string(*c.memory.workspace) : std::string(); });
-  b.add("memory.psi_full_avg10_limit", "percent", "refuse new work while PSI memory 'full' avg10 is above this",
-        [](Config& c, const std::string& v) { c.memory.psi_full_avg10_limit = parse_double(v, 0, 100); },
-        [](const Config& c) { return fmt_double(c.memory.psi_full_avg10_limit); }, KeyScope::daemon);
+  b.add(
+      "memory.workspace", "bytes", "activation/CUDA workspace for the plan (unset: estimated from the model)",
+      [](Config& c, const std::string& v) {
+        if (v.empty()) c.memory.workspace.reset();
+        else c.memory.workspace = planner::parse_byte_size(v);
+      },
+      [](const Config& c) { return c.memory.workspace ? std::to_string(*c.memory.workspace) : std::string(); });
+  b.add(
+      "memory.psi_full_avg10_limit", "percent", "refuse new work while PSI memory 'full' avg10 is above this",
+      [](Config& c, const std::string& v) { c.memory.psi_full_avg10_limit = parse_double(v, 0, 100); },
+      [](const Config& c) { return fmt_double(c.memory.psi_full_avg10_limit); }, KeyScope::daemon);
   b.add("memory.poll_ms", "milliseconds", "memory watch period", UINT(memory.poll_ms, 60000), KeyScope::daemon);
   b.add("memory.meminfo_path", "path", "meminfo file (tests point it elsewhere)", STR(memory.meminfo_path));
   b.add("memory.psi_path", "path", "PSI memory file (empty: do not watch PSI)", STR(memory.psi_path), KeyScope::daemon);
@@ -176,60 +187,72 @@ std::vector<ConfigKey> build() {
         BYTES(memory.swap_size), KeyScope::supervisor);
   b.add("memory.swap_file", "path", "supervisor: swap file to create when swap is short", STR(memory.swap_file),
         KeyScope::supervisor);
-  b.add("memory.oom_score_adj", "-1000..1000", "supervisor: the daemon's oom_score_adj",
-        [](Config& c, const std::string& v) { c.memory.oom_score_adj = static_cast<int>(parse_int(v, -1000, 1000)); },
-        [](const Config& c) { return std::to_string(c.memory.oom_score_adj); }, KeyScope::supervisor);
+  b.add(
+      "memory.oom_score_adj", "-1000..1000", "supervisor: the daemon's oom_score_adj",
+      [](Config& c, const std::string& v) { c.memory.oom_score_adj = static_cast<int>(parse_int(v, -1000, 1000)); },
+      [](const Config& c) { return std::to_string(c.memory.oom_score_adj); }, KeyScope::supervisor);
   b.add("memory.earlyoom", "bool", "supervisor: write the earlyoom drop-in when earlyoom is installed",
         BOOL(memory.earlyoom), KeyScope::supervisor);
-  b.add("memory.earlyoom_term_percent", "percent", "earlyoom SIGTERM level, % of MemTotal (unset: floor/2)",
-        [](Config& c, const std::string& v) {
-          if (v.empty()) c.memory.earlyoom_term_percent.reset();
-          else c.memory.earlyoom_term_percent = parse_double(v, 0, 100);
-        },
-        [](const Config& c) {
-          return c.memory.earlyoom_term_percent ? fmt_double(*c.memory.earlyoom_term_percent) : std::string();
-        },
-        KeyScope::supervisor);
-  b.add("memory.earlyoom_kill_percent", "percent", "earlyoom SIGKILL level, % of MemTotal (unset: floor/4)",
-        [](Config& c, const std::string& v) {
-          if (v.empty()) c.memory.earlyoom_kill_percent.reset();
-          else c.memory.earlyoom_kill_percent = parse_double(v, 0, 100);
-        },
-        [](const Config& c) {
-          return c.memory.earlyoom_kill_percent ? fmt_double(*c.memory.earlyoom_kill_percent) : std::string();
-        },
-        KeyScope::supervisor);
+  b.add(
+      "memory.earlyoom_term_percent", "percent", "earlyoom SIGTERM level, % of MemTotal (unset: floor/2)",
+      [](Config& c, const std::string& v) {
+        if (v.empty()) c.memory.earlyoom_term_percent.reset();
+        else c.memory.earlyoom_term_percent = parse_double(v, 0, 100);
+      },
+      [](const Config& c) {
+        return c.memory.earlyoom_term_percent ? fmt_double(*c.memory.earlyoom_term_percent) : std::string();
+      },
+      KeyScope::supervisor);
+  b.add(
+      "memory.earlyoom_kill_percent", "percent", "earlyoom SIGKILL level, % of MemTotal (unset: floor/4)",
+      [](Config& c, const std::string& v) {
+        if (v.empty()) c.memory.earlyoom_kill_percent.reset();
+        else c.memory.earlyoom_kill_percent = parse_double(v, 0, 100);
+      },
+      [](const Config& c) {
+        return c.memory.earlyoom_kill_percent ? fmt_double(*c.memory.earlyoom_kill_percent) : std::string();
+      },
+      KeyScope::supervisor);
   b.add("memory.earlyoom_dropin", "path", "supervisor: where the earlyoom drop-in is written",
         STR(memory.earlyoom_dropin), KeyScope::supervisor);
   // [cache]
-  b.add("cache.hot_bytes", "bytes", "in-RAM checkpoint (hot) cache size", BYTES(cache.hot_bytes), KeyScope::both,
-        "--hot-cache");
-  b.add("cache.dir", "path",
-        "directory for disk KV checkpoints (created by the package; this version keeps no disk checkpoints yet)",
-        STR(cache.dir), KeyScope::daemon);
+  b.add("cache.hot_bytes", "bytes", "warm sessions (conversation snapshots) kept in RAM; counted in the memory plan",
+        BYTES(cache.hot_bytes), KeyScope::both, "--hot-cache");
+  b.add("cache.dir", "path", "directory for disk KV checkpoints, mode 0700 (empty: none)", STR(cache.dir),
+        KeyScope::daemon);
+  b.add("cache.disk_bytes", "bytes", "disk budget for KV checkpoints; the least valuable go first (0: none)",
+        BYTES(cache.disk_bytes), KeyScope::daemon);
+  b.add("cache.checkpoint_min_tokens", "tokens", "prompts shorter than this get no warm session or checkpoint",
+        UINT(cache.checkpoint_min_tokens, u32max), KeyScope::daemon);
+  b.add("cache.checkpoint_interval_tokens", "tokens", "long prefills write a disk checkpoint this often (0: never)",
+        UINT(cache.checkpoint_interval_tokens, u32max), KeyScope::daemon);
   // [speculation]
   b.add("speculation.drafter", "path", "MTP drafter GGUF (empty: no speculative decoding)", STR(speculation.drafter),
         KeyScope::both, "--drafter");
   b.add("speculation.sidecar_bytes", "bytes", "plan size of the drafter (0: its file size)",
         BYTES(speculation.sidecar_bytes));
   // [log]
-  b.add("log.level", "level", "trace, debug, info, warn, error, critical or off",
-        [](Config& c, const std::string& v) {
-          c.log.level = choice(v, {"trace", "debug", "info", "warn", "error", "critical", "off"});
-        },
-        [](const Config& c) { return c.log.level; });
-  b.add("log.format", "auto|journal|console",
-        "journal: '<N>' syslog priority prefixes, no timestamps or colours; auto: journal when JOURNAL_STREAM is set",
-        [](Config& c, const std::string& v) { c.log.format = choice(v, {"auto", "journal", "console"}); },
-        [](const Config& c) { return c.log.format; });
+  b.add(
+      "log.level", "level", "trace, debug, info, warn, error, critical or off",
+      [](Config& c, const std::string& v) {
+        c.log.level = choice(v, {"trace", "debug", "info", "warn", "error", "critical", "off"});
+      },
+      [](const Config& c) { return c.log.level; });
+  b.add(
+      "log.format", "auto|journal|console",
+      "journal: '<N>' syslog priority prefixes, no timestamps or colours; auto: journal when JOURNAL_STREAM is set",
+      [](Config& c, const std::string& v) {
+        c.log.format = choice(v, {"auto", "journal", "console"});
+      },
+      [](const Config& c) { return c.log.format; });
   // [supervisor]
   b.add("supervisor.user", "user", "service user the daemon runs as (when the supervisor is root)",
         STR(supervisor.user), KeyScope::supervisor);
   b.add("supervisor.daemon", "path", "the ds4d executable", STR(supervisor.daemon), KeyScope::supervisor);
   b.add("supervisor.restart_delay_s", "seconds", "delay before the first restart after a crash (doubles)",
         UINT(supervisor.restart_delay_s, 3600), KeyScope::supervisor);
-  b.add("supervisor.restart_max_delay_s", "seconds", "longest restart delay", UINT(supervisor.restart_max_delay_s, 86400),
-        KeyScope::supervisor);
+  b.add("supervisor.restart_max_delay_s", "seconds", "longest restart delay",
+        UINT(supervisor.restart_max_delay_s, 86400), KeyScope::supervisor);
   b.add("supervisor.max_restarts", "count", "crashes within restart_window_s before the supervisor gives up",
         UINT(supervisor.max_restarts, 1000), KeyScope::supervisor);
   b.add("supervisor.restart_window_s", "seconds", "window for max_restarts", UINT(supervisor.restart_window_s, u32max),

@@ -12,11 +12,11 @@ namespace ds4::config {
 enum class KeyScope { both, daemon, supervisor };
 
 struct ConfigKey {
-  std::string path;     // "server.port"
-  std::string flag;     // "--server-port"
-  std::string alias;    // "--port" or empty
-  std::string env;      // "DS4D_SERVER_PORT"
-  std::string type;     // "bytes", "integer", "path", ...
+  std::string path;   // "server.port"
+  std::string flag;   // "--server-port"
+  std::string alias;  // "--port" or empty
+  std::string env;    // "DS4D_SERVER_PORT"
+  std::string type;   // "bytes", "integer", "path", ...
   std::string help;
   KeyScope scope = KeyScope::both;
   // Parses text into the config; throws std::invalid_argument with a message naming the problem

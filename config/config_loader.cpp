@@ -56,9 +56,9 @@ std::string toml_basic_string(const std::string& v) {
 
 ConfigLoader::ConfigLoader(CLI::App& app, KeyScope scope) : scope_(scope) {
   storage_.emplace_back();
-  config_option_ = app.add_option("--config", storage_.back(),
-                                  std::string("configuration file (default ") + kDefaultConfigFile +
-                                      "; env DS4D_CONFIG)");
+  config_option_ =
+      app.add_option("--config", storage_.back(),
+                     std::string("configuration file (default ") + kDefaultConfigFile + "; env DS4D_CONFIG)");
   config_option_->group("Configuration");
   for (const ConfigKey& k : config_keys()) {
     if (!in_scope(k.scope, scope)) continue;
@@ -87,8 +87,7 @@ void ConfigLoader::apply_file(Config& c, const std::string& path) {
   for (auto&& [section_key, section_node] : root) {
     const std::string section(section_key.str());
     const toml::table* t = section_node.as_table();
-    if (t == nullptr)
-      throw ConfigError(where(path, section_node.source()) + ": '" + section + "' must be a [section]");
+    if (t == nullptr) throw ConfigError(where(path, section_node.source()) + ": '" + section + "' must be a [section]");
     for (auto&& [key, node] : *t) {
       const std::string full = section + "." + std::string(key.str());
       const ConfigKey* k = find_config_key(full);

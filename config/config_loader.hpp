@@ -8,7 +8,6 @@
 // Every error names its source: "file:line:col: server.port: ...", "DS4D_SERVER_PORT: ...",
 // "--server-port: ...".
 #include <CLI/CLI.hpp>
-
 #include <deque>
 #include <functional>
 #include <map>
@@ -16,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "config/config_keys.hpp"
 #include "config/config.hpp"
+#include "config/config_keys.hpp"
 
 namespace ds4::config {
 

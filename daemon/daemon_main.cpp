@@ -1,15 +1,15 @@
 // ds4d: the DeepSeek V4 Flash inference daemon (engine + OpenAI-compatible HTTP gateway in one
 // process). Normally started by ds4d-supervisor; can run on its own. See --help (the man page is
 // made from it) and daemon/README.md.
-#include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
+#include <CLI/CLI.hpp>
 #include <cstdlib>
 #include <iostream>
 
 #include "config/config_loader.hpp"
-#include "daemon/daemon_run.hpp"
 #include "config/log_setup.hpp"
+#include "daemon/daemon_run.hpp"
 
 namespace {
 

@@ -63,10 +63,10 @@ std::vector<std::string> split_list(const std::string& text) {
 struct LoadOutcome {
   std::mutex mu;
   bool done = false;
-  int exit_code = 0;   // non-zero: the load failed
+  int exit_code = 0;  // non-zero: the load failed
   std::string error;
   std::string model_id;
-  WeightPin pin;       // lives as long as the daemon
+  WeightPin pin;  // lives as long as the daemon
 };
 
 void load_model(const config::Config& cfg, serving::Service& service, std::shared_ptr<WorkerHeartbeat> heartbeat,
@@ -119,6 +119,11 @@ int run_daemon(const config::Config& cfg) {
   serving::Metrics metrics;
   serving::ServiceConfig sc;
   sc.max_queued_jobs = cfg.server.max_queue;
+  sc.hot_bytes = cfg.cache.hot_bytes;
+  sc.cache_dir = cfg.cache.dir;
+  sc.disk_bytes = cfg.cache.disk_bytes;
+  sc.checkpoint_min_tokens = cfg.cache.checkpoint_min_tokens;
+  sc.checkpoint_interval_tokens = cfg.cache.checkpoint_interval_tokens;
   serving::Service service(sc, metrics);
 
   MemoryWatch watch(cfg.memory, [&metrics](const MemorySample& s) {
@@ -138,6 +143,7 @@ int run_daemon(const config::Config& cfg) {
   hc.allow_unauthenticated_remote = cfg.server.allow_unauthenticated_remote;
   hc.max_connections = cfg.server.max_connections;
   hc.max_inflight_body_bytes = cfg.server.max_inflight_body_bytes;
+  hc.contract_mode = cfg.server.contracts;
   std::unique_ptr<http::Server> server;
   // A missing key file or a refused address is the configuration's fault: the config-error
   // status, which the supervisor does not restart in a loop. A taken port is a runtime failure.

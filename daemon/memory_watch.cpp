@@ -31,9 +31,10 @@ std::optional<std::string> refusal_reason(const MemorySample& s, const config::C
     return fmt::format("memory is low: MemAvailable {} is below the {} floor (memory.floor); retry later",
                        planner::format_gib(s.mem_available), planner::format_gib(cfg.floor));
   if (s.psi_full_avg10 && *s.psi_full_avg10 > cfg.psi_full_avg10_limit)
-    return fmt::format("memory pressure is high: PSI full avg10 {:.2f}% is above {:.2f}% "
-                       "(memory.psi_full_avg10_limit); retry later",
-                       *s.psi_full_avg10, cfg.psi_full_avg10_limit);
+    return fmt::format(
+        "memory pressure is high: PSI full avg10 {:.2f}% is above {:.2f}% "
+        "(memory.psi_full_avg10_limit); retry later",
+        *s.psi_full_avg10, cfg.psi_full_avg10_limit);
   return std::nullopt;
 }
 

@@ -5,9 +5,9 @@
 // the PSI "full" avg10 (the share of time every task stalled on memory) is above
 // memory.psi_full_avg10_limit, with a message that says which and by how much.
 //
-// Caveat (docs/memory.md §memavailable-and-mapped-weights): mmapped weights that are not mlocked count as reclaimable page cache in
-// MemAvailable, so with --pin none or cuda MemAvailable overstates what is free; PSI still sees
-// the thrashing. With --pin lock the weights are Unevictable and MemAvailable is honest.
+// Caveat (docs/memory.md §memavailable-and-mapped-weights): mmapped weights that are not mlocked count as reclaimable
+// page cache in MemAvailable, so with --pin none or cuda MemAvailable overstates what is free; PSI still sees the
+// thrashing. With --pin lock the weights are Unevictable and MemAvailable is honest.
 #include <atomic>
 #include <chrono>
 #include <condition_variable>

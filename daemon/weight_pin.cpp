@@ -92,8 +92,10 @@ void WeightPin::release() noexcept {
 WeightPin::~WeightPin() { release(); }
 
 WeightPin::WeightPin(WeightPin&& o) noexcept
-    : mode_(std::exchange(o.mode_, config::PinMode::none)), base_(std::exchange(o.base_, nullptr)),
-      bytes_(std::exchange(o.bytes_, 0)), cudart_(std::exchange(o.cudart_, nullptr)) {}
+    : mode_(std::exchange(o.mode_, config::PinMode::none)),
+      base_(std::exchange(o.base_, nullptr)),
+      bytes_(std::exchange(o.bytes_, 0)),
+      cudart_(std::exchange(o.cudart_, nullptr)) {}
 
 WeightPin& WeightPin::operator=(WeightPin&& o) noexcept {
   if (this != &o) {

@@ -3,9 +3,9 @@
 //   none  the page cache decides; under pressure weight pages are dropped and re-read from disk.
 //   lock  the mapping is prefaulted (MAP_POPULATE, via the model's LoadOptions) and mlock()ed:
 //         the pages become Unevictable and leave MemAvailable, so the memory watch and earlyoom
-//         see the truth (docs/memory.md §memavailable-and-mapped-weights). Limited by RLIMIT_MEMLOCK (8 MiB under systemd 252 by
-//         default): the unit needs LimitMEMLOCK=infinity, or the supervisor raises the limit for
-//         the daemon while it is still root.
+//         see the truth (docs/memory.md §memavailable-and-mapped-weights). Limited by RLIMIT_MEMLOCK (8 MiB under
+//         systemd 252 by default): the unit needs LimitMEMLOCK=infinity, or the supervisor raises the limit for the
+//         daemon while it is still root.
 //   cuda  cudaHostRegister(Mapped|ReadOnly) of the whole mapping, so the GPU reads the weights
 //         zero-copy. libcudart.so is loaded with dlopen at run time, so ds4d builds and runs
 //         without CUDA installed; the driver pins without RLIMIT_MEMLOCK accounting.

@@ -18,15 +18,6 @@
 // gives the prefill rate), because attention over the window and the compressed rows grows with
 // the context. Prompts are deterministic pseudo-random token ids: speed does not depend on them.
 // --kernels prints the per-type kernel table (in cache and streaming) as well.
-#include "ds4ctl/command_registry.hpp"
-#include "engine/gguf/gguf_reader.hpp"
-#include "engine/kernels/kernel_bench.hpp"
-#include "engine/kernels/thread_pool.hpp"
-#include "engine/model/model.hpp"
-#include "engine/quant/quant.hpp"
-#include "engine/sampler/random.hpp"
-#include "engine/sampler/sampler.hpp"
-
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -35,6 +26,15 @@
 #include <memory>
 #include <optional>
 #include <stdexcept>
+
+#include "ds4ctl/command_registry.hpp"
+#include "engine/gguf/gguf_reader.hpp"
+#include "engine/kernels/kernel_bench.hpp"
+#include "engine/kernels/thread_pool.hpp"
+#include "engine/model/model.hpp"
+#include "engine/quant/quant.hpp"
+#include "engine/sampler/random.hpp"
+#include "engine/sampler/sampler.hpp"
 
 namespace {
 
@@ -50,20 +50,16 @@ struct BenchOptions {
   bool exact = false;
 };
 
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 std::string type_name(Type t) { return std::string(ds4::quant::type_info(t).name); }
 
 std::string mib(double bytes) { return fmt::format("{:.2f} MiB", bytes / (1024.0 * 1024.0)); }
 
 // Weight bytes one decoded token reads, per tensor type.
-std::map<Type, double> weight_bytes_per_token(const ds4::gguf::GgufFile& file,
-                                              const ds4::ModelInfo& info) {
+std::map<Type, double> weight_bytes_per_token(const ds4::gguf::GgufFile& file, const ds4::ModelInfo& info) {
   std::map<Type, double> bytes;
-  const double expert_share =
-      info.n_expert ? static_cast<double>(info.n_expert_used) / info.n_expert : 1.0;
+  const double expert_share = info.n_expert ? static_cast<double>(info.n_expert_used) / info.n_expert : 1.0;
   for (const ds4::gguf::TensorInfo& t : file.tensors()) {
     const std::string_view name = t.name;
     double b = static_cast<double>(t.n_bytes);
@@ -89,10 +85,8 @@ void print_kernel_table(ds4::kernels::ThreadPool& pool, double memory_gbs) {
   const ds4::quant::Isa isa = ds4::quant::best_isa();
   fmt::print("kernels ({}, {} threads): weight bytes consumed per second by a one-row matmul\n",
              ds4::quant::isa_name(isa), pool.size());
-  fmt::print("  {:<8} {:>14} {:>14} {:>16}\n", "type", "in-cache GB/s", "stream GB/s",
-             "stream/memory");
-  for (Type t : {Type::F32, Type::F16, Type::BF16, Type::Q8_0, Type::Q4_K, Type::Q2_K,
-                 Type::IQ2_XXS, Type::MXFP4}) {
+  fmt::print("  {:<8} {:>14} {:>14} {:>16}\n", "type", "in-cache GB/s", "stream GB/s", "stream/memory");
+  for (Type t : {Type::F32, Type::F16, Type::BF16, Type::Q8_0, Type::Q4_K, Type::Q2_K, Type::IQ2_XXS, Type::MXFP4}) {
     if (!has_dot(t)) continue;
     const double cached = ds4::kernels::measure_dot_gbs(t, true, pool, isa);
     const double streamed = ds4::kernels::measure_dot_gbs(t, false, pool, isa);
@@ -109,8 +103,7 @@ struct Roofline {
   double gbs() const { return std::min(memory_gbs, kernel_gbs); }
 };
 
-Roofline measure_roofline(const std::map<Type, double>& bytes, ds4::kernels::ThreadPool& pool,
-                          double memory_gbs) {
+Roofline measure_roofline(const std::map<Type, double>& bytes, ds4::kernels::ThreadPool& pool, double memory_gbs) {
   const ds4::quant::Isa isa = ds4::quant::best_isa();
   Roofline r;
   r.memory_gbs = memory_gbs;
@@ -127,8 +120,7 @@ Roofline measure_roofline(const std::map<Type, double>& bytes, ds4::kernels::Thr
     } else {
       kernel_seconds += b / (memory_gbs * 1e9);  // no compute: read at memory speed
     }
-    fmt::print("  {:<8} {:>14} {:>6.1f}% {:>18}\n", type_name(type), mib(b), 100.0 * b / total,
-               kernel);
+    fmt::print("  {:<8} {:>14} {:>6.1f}% {:>18}\n", type_name(type), mib(b), 100.0 * b / total, kernel);
   }
   r.bytes_per_token = total;
   r.kernel_gbs = kernel_seconds > 0 ? total / kernel_seconds / 1e9 : memory_gbs;
@@ -155,26 +147,24 @@ int run_bench(const BenchOptions& o) {
   const auto t_load = Clock::now();
   std::shared_ptr<ds4::Model> model = ds4::Model::load(o.model_path, load);
   const ds4::ModelInfo& info = model->info();
-  fmt::print("model: {} ({} layers, {} experts x {} used, experts {}), {} threads, {} "
-             "arithmetic, loaded in {:.2f} s\n",
-             info.name.empty() ? o.model_path : info.name, info.n_layer, info.n_expert,
-             info.n_expert_used, info.expert_types, info.threads, o.exact ? "exact" : "fast",
-             seconds_since(t_load));
-  fmt::print("  weights {} in file, {} active per token (ModelInfo)\n\n",
-             mib(static_cast<double>(info.weight_bytes)),
+  fmt::print(
+      "model: {} ({} layers, {} experts x {} used, experts {}), {} threads, {} "
+      "arithmetic, loaded in {:.2f} s\n",
+      info.name.empty() ? o.model_path : info.name, info.n_layer, info.n_expert, info.n_expert_used, info.expert_types,
+      info.threads, o.exact ? "exact" : "fast", seconds_since(t_load));
+  fmt::print("  weights {} in file, {} active per token (ModelInfo)\n\n", mib(static_cast<double>(info.weight_bytes)),
              mib(static_cast<double>(info.active_weight_bytes_per_token)));
 
-  const Roofline roof =
-      measure_roofline(weight_bytes_per_token(model->gguf(), info), probe_pool, memory_gbs);
+  const Roofline roof = measure_roofline(weight_bytes_per_token(model->gguf(), info), probe_pool, memory_gbs);
   fmt::print("  total    {:>14}\n", mib(roof.bytes_per_token));
-  fmt::print("roofline: memory {:.2f} GB/s, kernels {:.2f} GB/s -> {:.2f} GB/s ({} bound), "
-             "{:.2f} tok/s\n\n",
-             roof.memory_gbs, roof.kernel_gbs, roof.gbs(),
-             roof.memory_gbs <= roof.kernel_gbs ? "memory" : "kernel",
-             roof.gbs() * 1e9 / roof.bytes_per_token);
+  fmt::print(
+      "roofline: memory {:.2f} GB/s, kernels {:.2f} GB/s -> {:.2f} GB/s ({} bound), "
+      "{:.2f} tok/s\n\n",
+      roof.memory_gbs, roof.kernel_gbs, roof.gbs(), roof.memory_gbs <= roof.kernel_gbs ? "memory" : "kernel",
+      roof.gbs() * 1e9 / roof.bytes_per_token);
 
-  fmt::print("{:>8} {:>14} {:>13} {:>10} {:>10} {:>10}\n", "context", "prefill tok/s",
-             "decode tok/s", "ms/token", "eff GB/s", "roofline");
+  fmt::print("{:>8} {:>14} {:>13} {:>10} {:>10} {:>10}\n", "context", "prefill tok/s", "decode tok/s", "ms/token",
+             "eff GB/s", "roofline");
   std::vector<uint32_t> contexts = o.contexts;
   std::sort(contexts.begin(), contexts.end());
   for (uint32_t n_ctx : contexts) {
@@ -197,8 +187,8 @@ int run_bench(const BenchOptions& o) {
     const double s = seconds_since(t0);
     const double tok_s = o.decode_tokens / s;
     const double eff_gbs = roof.bytes_per_token * tok_s / 1e9;
-    fmt::print("{:>8} {:>14} {:>13.2f} {:>10.2f} {:>10.2f} {:>9.0f}%\n", n_ctx, prefill_rate,
-               tok_s, 1e3 * s / o.decode_tokens, eff_gbs, 100.0 * eff_gbs / roof.gbs());
+    fmt::print("{:>8} {:>14} {:>13.2f} {:>10.2f} {:>10.2f} {:>9.0f}%\n", n_ctx, prefill_rate, tok_s,
+               1e3 * s / o.decode_tokens, eff_gbs, 100.0 * eff_gbs / roof.gbs());
   }
   return 0;
 }
@@ -226,13 +216,11 @@ std::vector<uint32_t> parse_contexts(const std::string& list) {
 }
 
 ds4ctl::Register reg{
-    "bench", "Measure prefill/decode speed against the memory and kernel roofline",
-    [](CLI::App& sub) -> ds4ctl::RunFn {
+    "bench", "Measure prefill/decode speed against the memory and kernel roofline", [](CLI::App& sub) -> ds4ctl::RunFn {
       auto o = std::make_shared<BenchOptions>();
       sub.add_option("-m,--model", o->model_path, "GGUF model file (optional with --kernels)")
           ->check(CLI::ExistingFile);
-      sub.add_option("-t,--threads", o->threads, "Worker threads; 0 uses every core")
-          ->capture_default_str();
+      sub.add_option("-t,--threads", o->threads, "Worker threads; 0 uses every core")->capture_default_str();
       sub.add_option_function<std::string>(
           "--contexts", [o](const std::string& s) { o->contexts = parse_contexts(s); },
           "Comma-separated context lengths to decode at (default 0,512,2048)");
@@ -242,8 +230,7 @@ ds4ctl::Register reg{
       sub.add_flag("--kernels", o->kernels, "Also print the per-type kernel throughput table");
       sub.add_flag("--exact", o->exact, "Exact arithmetic (bit-identical to the reference engine)");
       return [o] {
-        if (o->model_path.empty() && !o->kernels)
-          throw CLI::RequiredError("-m,--model (or --kernels alone)");
+        if (o->model_path.empty() && !o->kernels) throw CLI::RequiredError("-m,--model (or --kernels alone)");
         return run_bench(*o);
       };
     }};

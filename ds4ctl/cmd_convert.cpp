@@ -61,7 +61,8 @@ int run_convert(const ConvertArgs& a) {
     fmt::print("{}: {} tensors, {:.1f} MiB from {:.1f} MiB of source in {:.1f} s ({:.3f} GB/s, {} threads)\n", r.output,
                r.tensors.size(), r.output_bytes / 1048576.0, r.source_bytes / 1048576.0, r.seconds,
                r.seconds > 0 ? r.source_bytes / r.seconds / 1e9 : 0.0, r.threads);
-    if (r.resumed_tensors) fmt::print("resumed: {} tensors were finished by an earlier run (verified)\n", r.resumed_tensors);
+    if (r.resumed_tensors)
+      fmt::print("resumed: {} tensors were finished by an earlier run (verified)\n", r.resumed_tensors);
     fmt::print("peak RSS {:.1f} MiB\n", r.peak_rss_bytes / 1048576.0);
     for (const Invariant& i : r.invariants) fmt::print("invariant {:<17} ok  {}\n", i.name, i.detail);
     fmt::print("artifact {}  source fingerprint {}\naudit: {}\n", r.artifact_id, r.source_fingerprint, audit);
@@ -73,17 +74,17 @@ int run_convert(const ConvertArgs& a) {
   }
 }
 
-ds4ctl::Register reg{"convert", "Convert the official DS4 Flash checkpoint (safetensors) to a GGUF by recipe, with audit",
-                     [](CLI::App& sub) -> ds4ctl::RunFn {
-                       auto a = std::make_shared<ConvertArgs>();
-                       sub.add_option("SRC_DIR", a->src, "checkpoint folder (*.safetensors, config.json, tokenizer.json)")
-                           ->required();
-                       sub.add_option("-o,--output", a->out, "output GGUF path")->required();
-                       sub.add_option("--recipe", a->recipe, "q2, q4, mxfp4 or a recipe .toml file");
-                       sub.add_option("--threads", a->threads, "worker threads")->check(CLI::Range(1, 256));
-                       sub.add_option("--imatrix", a->imatrix, "GGML imatrix file (ds4ctl imatrix); hashed into the artifact id")
-                           ->check(CLI::ExistingFile);
-                       return [a] { return run_convert(*a); };
-                     }};
+ds4ctl::Register reg{
+    "convert", "Convert the official DS4 Flash checkpoint (safetensors) to a GGUF by recipe, with audit",
+    [](CLI::App& sub) -> ds4ctl::RunFn {
+      auto a = std::make_shared<ConvertArgs>();
+      sub.add_option("SRC_DIR", a->src, "checkpoint folder (*.safetensors, config.json, tokenizer.json)")->required();
+      sub.add_option("-o,--output", a->out, "output GGUF path")->required();
+      sub.add_option("--recipe", a->recipe, "q2, q4, mxfp4 or a recipe .toml file");
+      sub.add_option("--threads", a->threads, "worker threads")->check(CLI::Range(1, 256));
+      sub.add_option("--imatrix", a->imatrix, "GGML imatrix file (ds4ctl imatrix); hashed into the artifact id")
+          ->check(CLI::ExistingFile);
+      return [a] { return run_convert(*a); };
+    }};
 
 }  // namespace

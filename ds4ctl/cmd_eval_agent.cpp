@@ -7,7 +7,6 @@
 #include <fmt/core.h>
 
 #include <fstream>
-
 #include <memory>
 
 #include "ds4ctl/command_registry.hpp"
@@ -59,33 +58,35 @@ int run_eval(const EvalArgs& a) {
     auto js = [&](const Score* s) {
       return fmt::format("{{\"seen\": [{}, {}], \"heldout\": [{}, {}]}}", s[0].pass, s[0].n, s[1].pass, s[1].n);
     };
-    out << fmt::format("{{\"cases\": {}, \"dsml\": {}, \"call\": {}, \"answer\": {}, \"plain\": {}, \"ids_mismatch\": {}}}\n",
-                       cases.size(), js(r.well_formed), js(r.call), js(r.answer), js(r.plain), r.ids_mismatch);
+    out << fmt::format(
+        "{{\"cases\": {}, \"dsml\": {}, \"call\": {}, \"answer\": {}, \"plain\": {}, \"ids_mismatch\": {}}}\n",
+        cases.size(), js(r.well_formed), js(r.call), js(r.answer), js(r.plain), r.ids_mismatch);
   }
   return ok ? 0 : 1;
 }
 
-ds4ctl::Register reg{"eval-agent", "Score a model's tool calls, tool-result answers and plain chat (greedy)",
-                     [](CLI::App& sub) -> ds4ctl::RunFn {
-                       auto a = std::make_shared<EvalArgs>();
-                       a->model = ds4ctl::default_model_path();
-                       sub.add_option("-m,--model", a->model, "GGUF model (default: the embedded agent model)")
-                           ->capture_default_str()
-                           ->check(CLI::ExistingFile);
-                       sub.add_option("--cases", a->cases, "cases (JSON lines from tools/tinyagent)")
-                           ->required()
-                           ->check(CLI::ExistingFile);
-                       sub.add_option("--limit", a->limit, "evaluate only the first N cases");
-                       sub.add_option("--max-new", a->max_new, "generated tokens per case at most")->capture_default_str();
-                       sub.add_option("--min-call", a->min_call, "fail below this tool-call rate (0..1)");
-                       sub.add_option("--min-answer", a->min_answer, "fail below this answer rate (0..1)");
-                       sub.add_option("--min-dsml", a->min_dsml, "fail below this well-formed DSML rate where a call is needed (0..1)");
-                       sub.add_option("--min-plain", a->min_plain, "fail below this no-tool rate on plain chat (0..1)");
-                       sub.add_option("--json", a->json_out, "also write the scores ([pass, n] per group) as JSON");
-                       sub.add_flag("--show", a->show, "print every case's output and verdict");
-                       sub.add_flag("--exact", a->exact, "exact arithmetic");
-                       sub.add_option("-t,--threads", a->threads, "worker threads; 0 uses every core");
-                       return [a] { return run_eval(*a); };
-                     }};
+ds4ctl::Register reg{
+    "eval-agent", "Score a model's tool calls, tool-result answers and plain chat (greedy)",
+    [](CLI::App& sub) -> ds4ctl::RunFn {
+      auto a = std::make_shared<EvalArgs>();
+      a->model = ds4ctl::default_model_path();
+      sub.add_option("-m,--model", a->model, "GGUF model (default: the embedded agent model)")
+          ->capture_default_str()
+          ->check(CLI::ExistingFile);
+      sub.add_option("--cases", a->cases, "cases (JSON lines from tools/tinyagent)")
+          ->required()
+          ->check(CLI::ExistingFile);
+      sub.add_option("--limit", a->limit, "evaluate only the first N cases");
+      sub.add_option("--max-new", a->max_new, "generated tokens per case at most")->capture_default_str();
+      sub.add_option("--min-call", a->min_call, "fail below this tool-call rate (0..1)");
+      sub.add_option("--min-answer", a->min_answer, "fail below this answer rate (0..1)");
+      sub.add_option("--min-dsml", a->min_dsml, "fail below this well-formed DSML rate where a call is needed (0..1)");
+      sub.add_option("--min-plain", a->min_plain, "fail below this no-tool rate on plain chat (0..1)");
+      sub.add_option("--json", a->json_out, "also write the scores ([pass, n] per group) as JSON");
+      sub.add_flag("--show", a->show, "print every case's output and verdict");
+      sub.add_flag("--exact", a->exact, "exact arithmetic");
+      sub.add_option("-t,--threads", a->threads, "worker threads; 0 uses every core");
+      return [a] { return run_eval(*a); };
+    }};
 
 }  // namespace

@@ -17,24 +17,24 @@ struct ExportArgs {
   bool mtp = false;
 };
 
-ds4ctl::Register reg{"export-official", "Write a DS4 GGUF as an official-format safetensors checkpoint (fixtures)",
-                     [](CLI::App& sub) -> ds4ctl::RunFn {
-                       auto a = std::make_shared<ExportArgs>();
-                       sub.add_option("MODEL", a->model, "DS4 GGUF")->required()->check(CLI::ExistingFile);
-                       sub.add_option("-o,--output", a->out, "output folder")->required();
-                       sub.add_option("--shards", a->shards, "number of safetensors shards")->check(CLI::Range(1, 1000));
-                       sub.add_flag("--mtp", a->mtp, "also write a random MTP/drafter block (mtp.0.*) for sidecar tests");
-                       return [a]() -> int {
-                         try {
-                           const auto s = ds4::convert::export_official(a->model, a->out, {.shards = a->shards, .mtp = a->mtp});
-                           fmt::print("{}: {} tensors in {} shards, {:.1f} MiB\n", a->out, s.tensors, s.shards,
-                                      s.bytes / 1048576.0);
-                           return 0;
-                         } catch (const std::exception& e) {
-                           fmt::print(stderr, "ds4ctl export-official: {}\n", e.what());
-                           return 1;
-                         }
-                       };
-                     }};
+ds4ctl::Register reg{
+    "export-official", "Write a DS4 GGUF as an official-format safetensors checkpoint (fixtures)",
+    [](CLI::App& sub) -> ds4ctl::RunFn {
+      auto a = std::make_shared<ExportArgs>();
+      sub.add_option("MODEL", a->model, "DS4 GGUF")->required()->check(CLI::ExistingFile);
+      sub.add_option("-o,--output", a->out, "output folder")->required();
+      sub.add_option("--shards", a->shards, "number of safetensors shards")->check(CLI::Range(1, 1000));
+      sub.add_flag("--mtp", a->mtp, "also write a random MTP/drafter block (mtp.0.*) for sidecar tests");
+      return [a]() -> int {
+        try {
+          const auto s = ds4::convert::export_official(a->model, a->out, {.shards = a->shards, .mtp = a->mtp});
+          fmt::print("{}: {} tensors in {} shards, {:.1f} MiB\n", a->out, s.tensors, s.shards, s.bytes / 1048576.0);
+          return 0;
+        } catch (const std::exception& e) {
+          fmt::print(stderr, "ds4ctl export-official: {}\n", e.what());
+          return 1;
+        }
+      };
+    }};
 
 }  // namespace

@@ -13,14 +13,6 @@
 // of a character split across tokens and turns bytes that can never be UTF-8 into U+FFFD (so
 // stdout is always valid UTF-8, as the HTTP API's text is);
 // timings go to stderr so stdout is only the generated text.
-#include "ds4ctl/command_registry.hpp"
-#include "ds4ctl/default_model.hpp"
-#include "engine/gguf/gguf_reader.hpp"
-#include "engine/model/model.hpp"
-#include "engine/sampler/sampler.hpp"
-#include "engine/tokenizer/tokenizer.hpp"
-#include "gateway/protocol/utf8_assembler.hpp"
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -30,6 +22,14 @@
 #include <memory>
 #include <random>
 #include <stdexcept>
+
+#include "ds4ctl/command_registry.hpp"
+#include "ds4ctl/default_model.hpp"
+#include "engine/gguf/gguf_reader.hpp"
+#include "engine/model/model.hpp"
+#include "engine/sampler/sampler.hpp"
+#include "engine/tokenizer/tokenizer.hpp"
+#include "gateway/protocol/utf8_assembler.hpp"
 
 namespace {
 
@@ -51,18 +51,13 @@ struct GenerateOptions {
   uint32_t context_length = 0;
 };
 
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-std::string rate(size_t n, double s) {
-  return s > 0 ? fmt::format("{:.2f} tok/s", static_cast<double>(n) / s) : "n/a";
-}
+std::string rate(size_t n, double s) { return s > 0 ? fmt::format("{:.2f} tok/s", static_cast<double>(n) / s) : "n/a"; }
 
 int32_t required_special(const Tokenizer& tok, std::string_view literal) {
   if (auto id = tok.special(literal)) return *id;
-  throw std::runtime_error(
-      fmt::format("the model's vocabulary has no {} token, which --chat needs", literal));
+  throw std::runtime_error(fmt::format("the model's vocabulary has no {} token, which --chat needs", literal));
 }
 
 std::vector<int32_t> build_prompt(const Tokenizer& tok, const GenerateOptions& o) {
@@ -92,8 +87,8 @@ int run_generate(const GenerateOptions& o) {
   const std::vector<int32_t> prompt = build_prompt(tok, o);
   ds4::Context ctx(model, ds4::ContextOptions{o.context_length});
   if (prompt.size() >= ctx.capacity())
-    throw std::length_error(fmt::format("the prompt has {} tokens; the context holds {}",
-                                        prompt.size(), ctx.capacity()));
+    throw std::length_error(
+        fmt::format("the prompt has {} tokens; the context holds {}", prompt.size(), ctx.capacity()));
   const size_t room = ctx.capacity() - prompt.size() + 1;  // the last token is sampled, not fed
   const size_t n_predict = std::min(static_cast<size_t>(o.n_predict), room);
   if (n_predict < static_cast<size_t>(o.n_predict))
@@ -140,27 +135,23 @@ int run_generate(const GenerateOptions& o) {
 
   const ds4::ModelInfo& info = model->info();
   if (o.show_ids)
-    fmt::print(stderr, "prompt ids: {}\ngenerated ids: {}\n", fmt::join(prompt, " "),
-               fmt::join(generated_ids, " "));
+    fmt::print(stderr, "prompt ids: {}\ngenerated ids: {}\n", fmt::join(prompt, " "), fmt::join(generated_ids, " "));
   fmt::print(stderr, "model: {} ({} layers, {} threads, {} arithmetic), loaded in {:.2f} s\n",
-             info.name.empty() ? o.model_path : info.name, info.n_layer, info.threads,
-             o.exact ? "exact" : "fast", load_s);
+             info.name.empty() ? o.model_path : info.name, info.n_layer, info.threads, o.exact ? "exact" : "fast",
+             load_s);
   fmt::print(stderr, "sampling: {}, seed {}\n",
              sc.greedy() ? std::string("greedy")
-                         : fmt::format("temperature {} top-k {} top-p {} min-p {}", sc.temperature,
-                                       sc.top_k, sc.top_p, sc.min_p),
+                         : fmt::format("temperature {} top-k {} top-p {} min-p {}", sc.temperature, sc.top_k, sc.top_p,
+                                       sc.min_p),
              sc.seed);
-  fmt::print(stderr, "prompt: {} tokens in {:.3f} s, {}\n", prompt.size(), prefill_s,
-             rate(prompt.size(), prefill_s));
-  fmt::print(stderr, "generation: {} tokens in {:.3f} s, {} ({} decode steps at {}){}\n",
-             generated, gen_s, rate(generated, gen_s), decoded, rate(decoded, decode_s),
-             hit_eos ? ", stopped at EOS" : "");
+  fmt::print(stderr, "prompt: {} tokens in {:.3f} s, {}\n", prompt.size(), prefill_s, rate(prompt.size(), prefill_s));
+  fmt::print(stderr, "generation: {} tokens in {:.3f} s, {} ({} decode steps at {}){}\n", generated, gen_s,
+             rate(generated, gen_s), decoded, rate(decoded, decode_s), hit_eos ? ", stopped at EOS" : "");
   return 0;
 }
 
 ds4ctl::Register reg{
-    "generate", "Generate text from a prompt and report prompt/generation speed",
-    [](CLI::App& sub) -> ds4ctl::RunFn {
+    "generate", "Generate text from a prompt and report prompt/generation speed", [](CLI::App& sub) -> ds4ctl::RunFn {
       auto o = std::make_shared<GenerateOptions>();
       auto seed_given = std::make_shared<bool>(false);
       o->model_path = ds4ctl::default_model_path();
@@ -168,8 +159,7 @@ ds4ctl::Register reg{
           ->capture_default_str()
           ->check(CLI::ExistingFile);
       auto* text = sub.add_option("-p,--prompt", o->prompt, "Prompt text");
-      auto* ids = sub.add_option("--prompt-ids", o->prompt_ids,
-                                 "Prompt as token ids (comma-separated), used as given")
+      auto* ids = sub.add_option("--prompt-ids", o->prompt_ids, "Prompt as token ids (comma-separated), used as given")
                       ->delimiter(',')
                       ->excludes(text);
       text->excludes(ids);
@@ -177,29 +167,23 @@ ds4ctl::Register reg{
       sub.add_option("-n,--n-predict", o->n_predict, "Tokens to generate")
           ->capture_default_str()
           ->check(CLI::NonNegativeNumber);
-      sub.add_option("--temp,--temperature", o->sampling.temperature,
-                     "Sampling temperature; 0 is greedy")
+      sub.add_option("--temp,--temperature", o->sampling.temperature, "Sampling temperature; 0 is greedy")
           ->capture_default_str();
       sub.add_option("--top-k", o->sampling.top_k, "Keep the k most probable tokens; 0 keeps all")
           ->capture_default_str();
       sub.add_option("--top-p", o->sampling.top_p, "Nucleus mass to keep")->capture_default_str();
-      sub.add_option("--min-p", o->sampling.min_p, "Drop tokens below min-p times the top one")
-          ->capture_default_str();
+      sub.add_option("--min-p", o->sampling.min_p, "Drop tokens below min-p times the top one")->capture_default_str();
       sub.add_option_function<uint64_t>(
           "--seed", [o, seed_given](uint64_t s) { o->seed = s, *seed_given = true; },
           "Random seed (default: random, printed on stderr)");
-      sub.add_flag("--chat", o->chat,
-                   "Render one non-thinking user turn: BOS <｜User｜>text<｜Assistant｜></think>");
-      sub.add_option("-t,--threads", o->threads, "Worker threads; 0 uses every core")
-          ->capture_default_str();
+      sub.add_flag("--chat", o->chat, "Render one non-thinking user turn: BOS <｜User｜>text<｜Assistant｜></think>");
+      sub.add_option("-t,--threads", o->threads, "Worker threads; 0 uses every core")->capture_default_str();
       sub.add_flag("--exact", o->exact, "Exact arithmetic (bit-identical to the reference engine)");
       sub.add_flag("--ignore-eos", o->ignore_eos, "Keep generating after end-of-sentence");
-      sub.add_option("-c,--ctx-size", o->context_length,
-                     "Context length in tokens; 0: the model's, capped at 65536")
+      sub.add_option("-c,--ctx-size", o->context_length, "Context length in tokens; 0: the model's, capped at 65536")
           ->capture_default_str();
       return [o, seed_given, text, ids] {
-        if (text->count() == 0 && ids->count() == 0)
-          throw CLI::RequiredError("-p,--prompt or --prompt-ids");
+        if (text->count() == 0 && ids->count() == 0) throw CLI::RequiredError("-p,--prompt or --prompt-ids");
         if (o->chat && !o->prompt_ids.empty())
           throw CLI::ValidationError("--chat", "renders text; it cannot be used with --prompt-ids");
         if (!*seed_given) o->seed = (uint64_t{std::random_device{}()} << 32) | std::random_device{}();

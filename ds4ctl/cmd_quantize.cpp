@@ -90,21 +90,21 @@ int run_quantize(const QuantizeArgs& a) {
   }
   if (!a.dequantized.empty()) deq.write(a.dequantized);
   fmt::print("{}: {} tensors, {} bytes", a.out, in.tensors().size(), check.size());
-  for (auto [type, b] : bytes_by_type) fmt::print(", {} {:.2f} MiB", ds4::quant::type_info(type).name, b / double(1 << 20));
+  for (auto [type, b] : bytes_by_type)
+    fmt::print(", {} {:.2f} MiB", ds4::quant::type_info(type).name, b / double(1 << 20));
   fmt::print("\n");
   return 0;
 }
 
-ds4ctl::Register reg{"quantize", "Encode an F32 DS4 GGUF by a type recipe (q2, q4 or a TOML file)",
-                     [](CLI::App& sub) -> ds4ctl::RunFn {
-                       auto a = std::make_shared<QuantizeArgs>();
-                       sub.add_option("-i,--input", a->in, "input GGUF with F32 tensors")->required()->check(CLI::ExistingFile);
-                       sub.add_option("-o,--output", a->out, "output GGUF")->required();
-                       sub.add_option("--recipe", a->recipe, "type recipe: q2, q4 or a recipe TOML file")
-                           ->capture_default_str();
-                       sub.add_option("--dequantized", a->dequantized,
-                                      "also write the quantized weights decoded back to F32 to this GGUF");
-                       return [a] { return run_quantize(*a); };
-                     }};
+ds4ctl::Register reg{
+    "quantize", "Encode an F32 DS4 GGUF by a type recipe (q2, q4 or a TOML file)", [](CLI::App& sub) -> ds4ctl::RunFn {
+      auto a = std::make_shared<QuantizeArgs>();
+      sub.add_option("-i,--input", a->in, "input GGUF with F32 tensors")->required()->check(CLI::ExistingFile);
+      sub.add_option("-o,--output", a->out, "output GGUF")->required();
+      sub.add_option("--recipe", a->recipe, "type recipe: q2, q4 or a recipe TOML file")->capture_default_str();
+      sub.add_option("--dequantized", a->dequantized,
+                     "also write the quantized weights decoded back to F32 to this GGUF");
+      return [a] { return run_quantize(*a); };
+    }};
 
 }  // namespace

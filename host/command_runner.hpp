@@ -9,8 +9,8 @@
 namespace ds4::host {
 
 struct CommandResult {
-  int status = 0;       // exit status; 128+N when killed by signal N; 127 when exec failed
-  std::string output;   // stdout and stderr together
+  int status = 0;      // exit status; 128+N when killed by signal N; 127 when exec failed
+  std::string output;  // stdout and stderr together
 };
 
 class CommandRunner {

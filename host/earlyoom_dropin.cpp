@@ -9,23 +9,24 @@
 
 namespace ds4::host {
 
-EarlyoomPolicy earlyoom_policy(uint64_t mem_total, int64_t headroom, uint64_t floor,
-                               std::optional<double> term, std::optional<double> kill) {
+EarlyoomPolicy earlyoom_policy(uint64_t mem_total, int64_t headroom, uint64_t floor, std::optional<double> term,
+                               std::optional<double> kill) {
   if (mem_total == 0) throw std::invalid_argument("earlyoom policy: MemTotal is 0");
   auto pct = [&](double bytes) { return std::floor(bytes * 10000.0 / static_cast<double>(mem_total)) / 100.0; };
   EarlyoomPolicy p;
   p.term_percent = term ? *term : pct(static_cast<double>(floor) / 2);
   p.kill_percent = kill ? *kill : pct(static_cast<double>(floor) / 4);
   if (p.term_percent <= 0 || p.term_percent >= 100 || p.kill_percent < 0 || p.kill_percent > p.term_percent)
-    throw std::invalid_argument(fmt::format("earlyoom thresholds out of range: SIGTERM {:.2f} %, SIGKILL {:.2f} % "
-                                            "(need 0 ≤ kill ≤ term < 100)",
-                                            p.term_percent, p.kill_percent));
+    throw std::invalid_argument(
+        fmt::format("earlyoom thresholds out of range: SIGTERM {:.2f} %, SIGKILL {:.2f} % "
+                    "(need 0 ≤ kill ≤ term < 100)",
+                    p.term_percent, p.kill_percent));
   const double term_bytes = p.term_percent / 100.0 * static_cast<double>(mem_total);
   if (headroom <= 0 || term_bytes >= static_cast<double>(headroom))
-    throw std::invalid_argument(fmt::format(
-        "earlyoom SIGTERM threshold {:.2f} % of MemTotal ({:.2f} GiB) is not below the planned headroom "
-        "({:.2f} GiB): earlyoom would kill at steady state",
-        p.term_percent, term_bytes / 0x1p30, static_cast<double>(headroom) / 0x1p30));
+    throw std::invalid_argument(
+        fmt::format("earlyoom SIGTERM threshold {:.2f} % of MemTotal ({:.2f} GiB) is not below the planned headroom "
+                    "({:.2f} GiB): earlyoom would kill at steady state",
+                    p.term_percent, term_bytes / 0x1p30, static_cast<double>(headroom) / 0x1p30));
   return p;
 }
 
@@ -41,7 +42,9 @@ std::string render_earlyoom_dropin(const EarlyoomPolicy& p, const std::string& b
          "# Thresholds: memory.earlyoom_term_percent / memory.earlyoom_kill_percent in /etc/ds4d/ds4d.toml.\n"
          "[Service]\n"
          "ExecStart=\n"
-         "ExecStart=" + earlyoom_exec_start(p, binary) + "\n"
+         "ExecStart=" +
+         earlyoom_exec_start(p, binary) +
+         "\n"
          "OOMScoreAdjust=-100\n";
 }
 

@@ -29,9 +29,7 @@ namespace {
 
 constexpr char kSwapMagic[] = "SWAPSPACE2";  // at offset pagesize - 10 (util-linux mkswap)
 
-std::runtime_error sys_error(const std::string& what) {
-  return std::runtime_error(what + ": " + std::strerror(errno));
-}
+std::runtime_error sys_error(const std::string& what) { return std::runtime_error(what + ": " + std::strerror(errno)); }
 
 std::string decode_octal(const std::string& s) {
   std::string out;
@@ -94,8 +92,8 @@ void create_swap_file(const std::string& path, uint64_t size) {
   if (statvfs(dir.c_str(), &vfs) != 0) throw sys_error("statvfs " + dir.string());
   const uint64_t free_bytes = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
   if (free_bytes < size)
-    throw std::runtime_error("not enough free space for swap file " + path + ": need " +
-                             planner::format_gib(size) + ", " + planner::format_gib(free_bytes) + " free");
+    throw std::runtime_error("not enough free space for swap file " + path + ": need " + planner::format_gib(size) +
+                             ", " + planner::format_gib(free_bytes) + " free");
   const int fd = open(path.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600);
   if (fd < 0) throw sys_error("create " + path);
   try {
@@ -192,16 +190,15 @@ SwapResult ensure_swap(const SwapRequest& req, SystemChanges& changes) {
   const std::string real = root.path(req.file);
   const auto already_active = [&](const std::string& how) {
     changes.note("swap: " + req.file + " is already active (" + how + "); SwapTotal " + format_gib(mem.swap_total) +
-                 " is below the wanted " + format_gib(req.size_bytes) +
-                 " (grow it by hand: swapoff, remove, restart)");
+                 " is below the wanted " + format_gib(req.size_bytes) + " (grow it by hand: swapoff, remove, restart)");
     return SwapResult::already_active;
   };
   if (std::find(active.begin(), active.end(), req.file) != active.end()) return already_active("listed in /proc/swaps");
   if (is_active_swap_file(real)) return already_active("fallocate refused with ETXTBSY");
   struct stat st {};
   if (lstat(real.c_str(), &st) == 0) {
-    const bool usable = S_ISREG(st.st_mode) && static_cast<uint64_t>(st.st_size) == req.size_bytes &&
-                        has_swap_signature(real);
+    const bool usable =
+        S_ISREG(st.st_mode) && static_cast<uint64_t>(st.st_size) == req.size_bytes && has_swap_signature(real);
     if (usable) {
       if ((st.st_mode & 07777) != 0600)
         changes.perform("chmod 600 " + req.file, [&] {
@@ -212,8 +209,8 @@ SwapResult ensure_swap(const SwapRequest& req, SystemChanges& changes) {
     }
     if (!S_ISREG(st.st_mode))
       throw std::runtime_error("swap file path " + real + " exists and is not a regular file; refusing to replace it");
-    changes.perform("remove unusable inactive swap file " + req.file + " (size " +
-                        std::to_string(st.st_size) + " B or no swap signature)",
+    changes.perform("remove unusable inactive swap file " + req.file + " (size " + std::to_string(st.st_size) +
+                        " B or no swap signature)",
                     [&] {
                       if (unlink(real.c_str()) != 0) throw sys_error("remove " + real);
                     });

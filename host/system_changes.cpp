@@ -30,8 +30,7 @@ void SystemChanges::note(const std::string& what) {
   else spdlog::info("{}", what);
 }
 
-bool SystemChanges::write_file_if_changed(const std::string& host_path, const std::string& content,
-                                          unsigned mode) {
+bool SystemChanges::write_file_if_changed(const std::string& host_path, const std::string& content, unsigned mode) {
   const std::string real = root_.path(host_path);
   {
     std::ifstream in(real, std::ios::binary);
@@ -54,8 +53,7 @@ bool SystemChanges::write_file_if_changed(const std::string& host_path, const st
     o.flush();
     if (!o) throw std::runtime_error("short write to " + tmp);
   }
-  if (chmod(tmp.c_str(), mode) != 0)
-    throw std::runtime_error("chmod " + tmp + ": " + std::strerror(errno));
+  if (chmod(tmp.c_str(), mode) != 0) throw std::runtime_error("chmod " + tmp + ": " + std::strerror(errno));
   fs::rename(tmp, real, ec);
   if (ec) throw std::runtime_error("rename " + tmp + " to " + real + ": " + ec.message());
   return true;

@@ -20,11 +20,11 @@
 namespace ds4::supervisor {
 
 struct LaunchSpec {
-  std::vector<std::string> argv;              // argv[0] is the executable path
+  std::vector<std::string> argv;  // argv[0] is the executable path
   std::optional<int> oom_score_adj;
-  std::optional<host::ServiceIdentity> identity;    // drop to this user (requires root)
+  std::optional<host::ServiceIdentity> identity;  // drop to this user (requires root)
   bool unlimited_memlock = false;
-  std::string notify_socket;                  // "" : unset NOTIFY_SOCKET in the child
+  std::string notify_socket;  // "" : unset NOTIFY_SOCKET in the child
   std::optional<unsigned long long> watchdog_usec;
 };
 

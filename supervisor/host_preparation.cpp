@@ -41,7 +41,7 @@ void prepare_host(const config::Config& cfg, const planner::Plan& plan, host::Sy
   }
   const host::EarlyoomPolicy policy =
       host::earlyoom_policy(plan.input.mem_total_bytes, plan.headroom_bytes, plan.input.floor_bytes,
-                               cfg.memory.earlyoom_term_percent, cfg.memory.earlyoom_kill_percent);
+                            cfg.memory.earlyoom_term_percent, cfg.memory.earlyoom_kill_percent);
   const host::EarlyoomResult e = host::ensure_earlyoom_dropin(eo, policy, changes);
   spdlog::debug("earlyoom: {}", host::earlyoom_result_name(e));
 }

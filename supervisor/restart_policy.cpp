@@ -41,16 +41,17 @@ ExitDecision RestartPolicy::on_exit(const ChildExit& e, bool stop_requested,
   }
   if (e.signaled && !is_crash_signal(e.code)) {
     d.exit_code = 128 + e.code;
-    d.reason = what + ", a signal the supervisor did not send (kernel OOM killer or earlyoom?); exiting so "
-                      "systemd restarts the unit";
+    d.reason = what +
+               ", a signal the supervisor did not send (kernel OOM killer or earlyoom?); exiting so "
+               "systemd restarts the unit";
     return d;
   }
   while (!crashes_.empty() && now - crashes_.front() > s_.window) crashes_.pop_front();
   crashes_.push_back(now);
   if (crashes_.size() > s_.max_restarts) {
     d.exit_code = 1;
-    d.reason = what + "; " + std::to_string(crashes_.size()) + " crashes within " +
-               std::to_string(s_.window.count()) + " s, giving up";
+    d.reason = what + "; " + std::to_string(crashes_.size()) + " crashes within " + std::to_string(s_.window.count()) +
+               " s, giving up";
     return d;
   }
   auto delay = s_.initial_delay;

@@ -26,7 +26,7 @@ namespace ds4::supervisor {
 
 struct ChildExit {
   bool signaled = false;
-  int code = 0;    // exit status, or the signal number when signaled
+  int code = 0;  // exit status, or the signal number when signaled
 };
 
 struct RestartSettings {

@@ -7,11 +7,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
-#include <algorithm>
 #include <optional>
 #include <stdexcept>
 
@@ -53,7 +53,7 @@ int run_supervise_loop(LoopSettings s) {
   bool stop_requested = false;
   constexpr Clock::time_point kNever = Clock::time_point::max();
   Clock::time_point start_at = Clock::now();  // kNever: no start pending
-  Clock::time_point kill_at = kNever;          // kNever: no stop timeout running
+  Clock::time_point kill_at = kNever;         // kNever: no stop timeout running
   Clock::time_point next_ping = Clock::now();
   int result = -1;
 

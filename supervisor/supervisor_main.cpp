@@ -2,10 +2,10 @@
 // earlyoom drop-in), then runs ds4d as the service user with a protective oom_score_adj, relays
 // its readiness and watchdog to systemd, restarts it on crashes and forwards SIGTERM. See
 // supervisor/README.md and the --help text (which the man page is made from).
-#include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <cstdlib>
 #include <iostream>
 
@@ -106,13 +106,16 @@ int main(int argc, char** argv) {
   if (plan.verdict != planner::Verdict::fits) {
     std::cerr << report;
     spdlog::error("refusing to start ds4d: the memory plan says '{}'", planner::verdict_name(plan.verdict));
-    supervisor::notify_upstream(std::string("STATUS=Refusing to start: memory plan ") + planner::verdict_name(plan.verdict));
+    supervisor::notify_upstream(std::string("STATUS=Refusing to start: memory plan ") +
+                                planner::verdict_name(plan.verdict));
     return config::kExitConfigError;
   }
   if (dry_run) std::cout << report;
-  else spdlog::info("memory plan: total {} of MemTotal {}, headroom {} (floor {})", planner::format_gib(plan.total_bytes),
-                    planner::format_gib(plan.input.mem_total_bytes),
-                    planner::format_gib(static_cast<uint64_t>(plan.headroom_bytes)), planner::format_gib(cfg.memory.floor));
+  else
+    spdlog::info("memory plan: total {} of MemTotal {}, headroom {} (floor {})", planner::format_gib(plan.total_bytes),
+                 planner::format_gib(plan.input.mem_total_bytes),
+                 planner::format_gib(static_cast<uint64_t>(plan.headroom_bytes)),
+                 planner::format_gib(cfg.memory.floor));
 
   host::ProcessRunner runner;
   host::SystemChanges changes(root, runner, dry_run, std::cout);

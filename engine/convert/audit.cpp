@@ -17,7 +17,9 @@ namespace {
 
 std::string base_of(const std::string& out) {
   const std::string ext = ".gguf";
-  return out.size() > ext.size() && out.compare(out.size() - ext.size(), ext.size(), ext) == 0 ? out.substr(0, out.size() - ext.size()) : out;
+  return out.size() > ext.size() && out.compare(out.size() - ext.size(), ext.size(), ext) == 0
+             ? out.substr(0, out.size() - ext.size())
+             : out;
 }
 
 struct TypeSummary {
@@ -37,11 +39,21 @@ std::string write_audit(const ConvertResult& r) {
     json::array dims, sources;
     for (uint64_t d : t.dims) dims.push_back(d);
     for (const std::string& s : t.sources) sources.push_back(json::string(s));
-    tensors.push_back(json::object{{"name", t.name}, {"file", t.file}, {"type", std::string(quant::type_info(t.type).name)},
-                                   {"dims", dims}, {"layer", t.layer}, {"sources", sources}, {"n_sources", t.n_sources},
-                                   {"source_format", std::string(source_kind_name(t.kind))}, {"lossless", t.lossless},
-                                   {"resumed", t.resumed}, {"rel_rmse", t.rel_rmse()}, {"max_abs_err", t.max_err},
-                                   {"sampled_elements", t.sampled}, {"seconds", t.seconds}, {"elements", t.elements},
+    tensors.push_back(json::object{{"name", t.name},
+                                   {"file", t.file},
+                                   {"type", std::string(quant::type_info(t.type).name)},
+                                   {"dims", dims},
+                                   {"layer", t.layer},
+                                   {"sources", sources},
+                                   {"n_sources", t.n_sources},
+                                   {"source_format", std::string(source_kind_name(t.kind))},
+                                   {"lossless", t.lossless},
+                                   {"resumed", t.resumed},
+                                   {"rel_rmse", t.rel_rmse()},
+                                   {"max_abs_err", t.max_err},
+                                   {"sampled_elements", t.sampled},
+                                   {"seconds", t.seconds},
+                                   {"elements", t.elements},
                                    {"bytes", t.out_bytes}});
     TypeSummary& s = by_type[std::string(quant::type_info(t.type).name)];
     ++s.tensors;
@@ -58,38 +70,57 @@ std::string write_audit(const ConvertResult& r) {
   }
   json::object types;
   for (const auto& [n, s] : by_type)
-    types[n] = json::object{{"tensors", s.tensors}, {"rel_rmse", s.sum_ref2 > 0 ? std::sqrt(s.sum_err2 / s.sum_ref2) : 0.0},
-                            {"worst_tensor_rel_rmse", s.worst_rel}, {"max_abs_err", s.max_err}, {"elements", s.elements},
+    types[n] = json::object{{"tensors", s.tensors},
+                            {"rel_rmse", s.sum_ref2 > 0 ? std::sqrt(s.sum_err2 / s.sum_ref2) : 0.0},
+                            {"worst_tensor_rel_rmse", s.worst_rel},
+                            {"max_abs_err", s.max_err},
+                            {"elements", s.elements},
                             {"seconds", s.seconds}};
-  json::object root{{"output", r.output}, {"sidecar", r.sidecar}, {"source_fingerprint", r.source_fingerprint},
-                    {"artifact_id", r.artifact_id}, {"recipe", r.recipe_name}, {"recipe_table", r.recipe_canonical},
-                    {"threads", r.threads}, {"seconds", r.seconds}, {"peak_rss_bytes", r.peak_rss_bytes},
-                    {"source_bytes", r.source_bytes}, {"output_bytes", r.output_bytes},
+  json::object root{{"output", r.output},
+                    {"sidecar", r.sidecar},
+                    {"source_fingerprint", r.source_fingerprint},
+                    {"artifact_id", r.artifact_id},
+                    {"recipe", r.recipe_name},
+                    {"recipe_table", r.recipe_canonical},
+                    {"threads", r.threads},
+                    {"seconds", r.seconds},
+                    {"peak_rss_bytes", r.peak_rss_bytes},
+                    {"source_bytes", r.source_bytes},
+                    {"output_bytes", r.output_bytes},
                     {"resumed_tensors", r.resumed_tensors},
-                    {"imatrix", json::object{{"file", r.imatrix_path}, {"hash", r.imatrix_hash.empty() ? "none" : r.imatrix_hash},
-                                             {"dataset", r.imatrix_dataset}, {"entries", r.imatrix_entries}}}, {"invariants_ok", all_ok}, {"invariants", invariants},
-                    {"types", types}, {"tensors", tensors}, {"skipped_sources", skipped}};
+                    {"imatrix", json::object{{"file", r.imatrix_path},
+                                             {"hash", r.imatrix_hash.empty() ? "none" : r.imatrix_hash},
+                                             {"dataset", r.imatrix_dataset},
+                                             {"entries", r.imatrix_entries}}},
+                    {"invariants_ok", all_ok},
+                    {"invariants", invariants},
+                    {"types", types},
+                    {"tensors", tensors},
+                    {"skipped_sources", skipped}};
   const std::string jpath = base + ".audit.json", tpath = base + ".audit.txt";
   std::ofstream(jpath) << json::serialize(root) << "\n";
 
-  std::string txt = fmt::format("ds4ctl convert audit\noutput {}  artifact {}  source fingerprint {}\nrecipe {}  threads {}  {:.1f} s  peak RSS {:.1f} MiB\n\n",
-                                r.output, r.artifact_id, r.source_fingerprint, r.recipe_name, r.threads, r.seconds,
-                                r.peak_rss_bytes / 1048576.0);
+  std::string txt = fmt::format(
+      "ds4ctl convert audit\noutput {}  artifact {}  source fingerprint {}\nrecipe {}  threads {}  {:.1f} s  peak RSS "
+      "{:.1f} MiB\n\n",
+      r.output, r.artifact_id, r.source_fingerprint, r.recipe_name, r.threads, r.seconds, r.peak_rss_bytes / 1048576.0);
   txt += fmt::format("imatrix {} (hash {}, {} entries)\n\n", r.imatrix_path.empty() ? "none" : r.imatrix_path,
                      r.imatrix_hash.empty() ? "none" : r.imatrix_hash, r.imatrix_entries);
   txt += "invariants\n";
-  for (const Invariant& i : r.invariants) txt += fmt::format("  [{}] {:<17} {}\n", i.ok ? "ok" : "FAIL", i.name, i.detail);
+  for (const Invariant& i : r.invariants)
+    txt += fmt::format("  [{}] {:<17} {}\n", i.ok ? "ok" : "FAIL", i.name, i.detail);
   txt += "\nper type                 tensors  rel RMSE   worst rel  max |err|\n";
   for (const auto& [n, s] : by_type)
     txt += fmt::format("  {:<22} {:>7}  {:>9.5f}  {:>9.5f}  {:>9.5f}\n", n, s.tensors,
                        s.sum_ref2 > 0 ? std::sqrt(s.sum_err2 / s.sum_ref2) : 0.0, s.worst_rel, s.max_err);
-  txt += fmt::format("\n{:<36} {:<8} {:<20} {:<22} {:>9} {:>9}\n", "tensor", "type", "dims", "source", "rel RMSE", "max|err|");
+  txt += fmt::format("\n{:<36} {:<8} {:<20} {:<22} {:>9} {:>9}\n", "tensor", "type", "dims", "source", "rel RMSE",
+                     "max|err|");
   for (const TensorResult& t : r.tensors) {
     std::string dims;
     for (size_t i = 0; i < t.dims.size(); ++i) dims += (i ? "x" : "") + std::to_string(t.dims[i]);
     std::string src = t.sources.front() + (t.n_sources > 1 ? fmt::format(" (+{})", t.n_sources - 1) : "");
-    txt += fmt::format("{:<36} {:<8} {:<20} {:<22} {:>9.5f} {:>9.5f}{}\n", t.name, quant::type_info(t.type).name, dims, src,
-                       t.rel_rmse(), t.max_err, t.lossless ? "  lossless" : "");
+    txt += fmt::format("{:<36} {:<8} {:<20} {:<22} {:>9.5f} {:>9.5f}{}\n", t.name, quant::type_info(t.type).name, dims,
+                       src, t.rel_rmse(), t.max_err, t.lossless ? "  lossless" : "");
   }
   if (!r.skipped.empty()) {
     txt += "\nsource tensors without a target in the main file\n";

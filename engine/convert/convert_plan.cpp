@@ -59,14 +59,17 @@ struct Binder {
       throw ConvertError(ck.shard_path(*t), name, "would be consumed by two target tensors");
     return t;
   }
-  [[noreturn]] void fail(const SourceTensor& t, const std::string& what) const { throw ConvertError(ck.shard_path(t), t.name, what); }
+  [[noreturn]] void fail(const SourceTensor& t, const std::string& what) const {
+    throw ConvertError(ck.shard_path(t), t.name, what);
+  }
   void expect_shape(const SourceTensor& t, const std::vector<uint64_t>& want) const {
     if (t.shape != want)
       fail(t, "shape mismatch: has " + shape_str(t.shape) + ", config.json implies " + shape_str(want));
   }
   void expect_dtype(const SourceTensor& t, Dtype want, const char* what) const {
     if (t.dtype != want)
-      fail(t, "wrong dtype " + std::string(dtype_name(t.dtype)) + ", expected " + std::string(dtype_name(want)) + " (" + what + ")");
+      fail(t, "wrong dtype " + std::string(dtype_name(t.dtype)) + ", expected " + std::string(dtype_name(want)) + " (" +
+                  what + ")");
   }
 };
 
@@ -106,7 +109,9 @@ TargetPlan bind_experts(Binder& b, const gguf::TensorRule& rule, Type type, cons
   p.type = type;
   p.kind = SourceKind::Fp4Experts;
   const uint64_t in = rule.dims[0], out = rule.dims[1];
-  if (in % 32 != 0) throw ConvertError(b.ck.dir(), rule.name, "expert input width " + std::to_string(in) + " is not a multiple of 32 (FP4 blocks)");
+  if (in % 32 != 0)
+    throw ConvertError(b.ck.dir(), rule.name,
+                       "expert input width " + std::to_string(in) + " is not a multiple of 32 (FP4 blocks)");
   for (uint32_t e = 0; e < n_expert; ++e) {
     const std::string why = rule.name + " expert " + std::to_string(e);
     const SourceTensor* w = b.need(en.weight(e), why);

@@ -29,7 +29,7 @@ struct TargetPlan {
   std::vector<const SourceTensor*> scales;   // parallel to weights (Fp8, Fp4Experts)
 
   uint64_t ne0() const { return rule.dims[0]; }
-  uint64_t rows() const;                     // all rows of the GGUF tensor (experts stacked)
+  uint64_t rows() const;  // all rows of the GGUF tensor (experts stacked)
   uint64_t rows_per_source() const { return rows() / weights.size(); }
   uint64_t out_bytes() const;
   uint64_t source_bytes() const;

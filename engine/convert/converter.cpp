@@ -39,7 +39,9 @@ std::vector<std::byte> quantize_rows(Type type, const float* src, uint64_t n_row
   const uint64_t rb = quant::row_bytes(type, cols);
   std::vector<std::byte> out(rb * n_rows);
   const quant::Traits& tr = quant::traits(type);
-  if (!tr.quantize) throw std::invalid_argument("quantize_rows: type " + std::string(quant::type_info(type).name) + " has no quantizer");
+  if (!tr.quantize)
+    throw std::invalid_argument("quantize_rows: type " + std::string(quant::type_info(type).name) +
+                                " has no quantizer");
   for (uint64_t r = 0; r < n_rows; ++r) tr.quantize(src + r * cols, out.data() + r * rb, static_cast<int64_t>(cols));
   return out;
 }
@@ -92,8 +94,7 @@ void decode_rows(const TargetPlan& t, uint64_t src, uint64_t row0, uint64_t n, f
       if (w.dtype == Dtype::F32) std::memcpy(out, bytes + e0 * 4, cnt * 4);
       else quant::traits(w.dtype == Dtype::F16 ? Type::F16 : Type::BF16).dequantize(bytes + e0 * 2, out, int64_t(cnt));
       for (uint64_t i = 0; i < cnt; ++i)
-        if (!std::isfinite(out[i]))
-          throw std::runtime_error("non-finite value at element " + std::to_string(e0 + i));
+        if (!std::isfinite(out[i])) throw std::runtime_error("non-finite value at element " + std::to_string(e0 + i));
       return;
     }
     case SourceKind::Ids: break;
@@ -169,10 +170,12 @@ std::map<size_t, JournalEntry> read_journal(const std::string& path, const std::
   std::ifstream in(path);
   std::string magic, hh;
   int version = 0;
-  if (!(in >> magic >> version >> hh) || magic != "ds4-convert-journal" || version != 1 || hh != header_hash) return done;
+  if (!(in >> magic >> version >> hh) || magic != "ds4-convert-journal" || version != 1 || hh != header_hash)
+    return done;
   size_t idx;
   JournalEntry e;
-  while (in >> idx >> e.hash >> e.st.sum_err2 >> e.st.sum_ref2 >> e.st.max_err >> e.st.sampled >> e.seconds) done[idx] = e;
+  while (in >> idx >> e.hash >> e.st.sum_err2 >> e.st.sum_ref2 >> e.st.max_err >> e.st.sampled >> e.seconds)
+    done[idx] = e;
   return done;
 }
 
@@ -214,10 +217,10 @@ struct OutFile {
 };
 
 struct WriteJob {
-  std::string path;                       // final path
+  std::string path;  // final path
   const std::vector<TargetPlan>* targets;
   const Checkpoint* ck;
-  gguf::GgufWriter writer;                // metadata + tensor table (data written by us)
+  gguf::GgufWriter writer;  // metadata + tensor table (data written by us)
 };
 
 // Produces every tensor of one GGUF; returns per-tensor results.
@@ -320,9 +323,10 @@ std::vector<TensorResult> write_gguf(const WriteJob& job, const std::string& fil
     if (failure) std::rethrow_exception(failure);
     r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     r.sum_err2 = total.sum_err2, r.sum_ref2 = total.sum_ref2, r.max_err = total.max_err, r.sampled = total.sampled;
-    if (::fdatasync(out.fd) != 0) throw ConvertError(partial, "", std::string("fdatasync failed: ") + std::strerror(errno));
-    jl << ti << ' ' << hex64(out.hash_range(base, r.out_bytes)) << ' ' << r.sum_err2 << ' ' << r.sum_ref2 << ' ' << r.max_err
-       << ' ' << r.sampled << ' ' << r.seconds << '\n';
+    if (::fdatasync(out.fd) != 0)
+      throw ConvertError(partial, "", std::string("fdatasync failed: ") + std::strerror(errno));
+    jl << ti << ' ' << hex64(out.hash_range(base, r.out_bytes)) << ' ' << r.sum_err2 << ' ' << r.sum_ref2 << ' '
+       << r.max_err << ' ' << r.sampled << ' ' << r.seconds << '\n';
     jl.flush();
     // Done with these source pages: keep RSS at one tensor's working set.
     for (const SourceTensor* s : t.weights) job.ck->release(*s);
@@ -368,8 +372,9 @@ ConvertResult convert_checkpoint(const ConvertOptions& opt) {
       const TargetPlan& t = *it->second;
       const uint64_t want = t.ne0() * (t.kind == SourceKind::Fp4Experts ? t.weights.size() : 1);
       if (e.values.size() != want)
-        throw ConvertError(opt.imatrix, e.name, "imatrix entry has " + std::to_string(e.values.size()) + " values, the tensor needs " +
-                                                    std::to_string(want) + " (ne0 x experts)");
+        throw ConvertError(opt.imatrix, e.name,
+                           "imatrix entry has " + std::to_string(e.values.size()) + " values, the tensor needs " +
+                               std::to_string(want) + " (ne0 x experts)");
     }
     res.imatrix_path = opt.imatrix;
     res.imatrix_hash = file_hash(opt.imatrix);
@@ -378,8 +383,8 @@ ConvertResult convert_checkpoint(const ConvertOptions& opt) {
     res.imatrix_targets_covered = im.entries.size();
   }
   const std::string id_src = res.recipe_canonical + "imatrix=" + (res.imatrix_hash.empty() ? "none" : res.imatrix_hash);
-  res.artifact_id = hex64(XXH3_64bits_withSeed(id_src.data(), id_src.size(),
-                                               XXH3_64bits(plan.source_fingerprint.data(), plan.source_fingerprint.size())));
+  res.artifact_id = hex64(XXH3_64bits_withSeed(
+      id_src.data(), id_src.size(), XXH3_64bits(plan.source_fingerprint.data(), plan.source_fingerprint.size())));
   res.skipped = plan.skipped;
   res.threads = std::max(1u, opt.threads);
 

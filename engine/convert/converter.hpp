@@ -53,19 +53,19 @@ struct ConvertOptions {
 };
 
 struct TensorResult {
-  std::string name;           // GGUF name
-  std::string file;           // "main" or "mtp"
+  std::string name;  // GGUF name
+  std::string file;  // "main" or "mtp"
   quant::Type type;
   std::vector<uint64_t> dims;
   int layer = -1;
-  size_t n_sources = 0;       // weight tensors read (experts: n_expert)
+  size_t n_sources = 0;              // weight tensors read (experts: n_expert)
   std::vector<std::string> sources;  // HF names (experts: first and last)
   SourceKind kind;
-  bool lossless = false;      // the target holds the source values exactly (e.g. FP4 -> MXFP4)
-  bool resumed = false;       // finished by an earlier run, verified by hash
+  bool lossless = false;                           // the target holds the source values exactly (e.g. FP4 -> MXFP4)
+  bool resumed = false;                            // finished by an earlier run, verified by hash
   double sum_err2 = 0, sum_ref2 = 0, max_err = 0;  // over the sampled rows
-  uint64_t sampled = 0;       // sampled elements
-  double seconds = 0;         // wall time producing it
+  uint64_t sampled = 0;                            // sampled elements
+  double seconds = 0;                              // wall time producing it
   uint64_t elements = 0, out_bytes = 0, source_bytes = 0;
   double rel_rmse() const { return sum_ref2 > 0 ? std::sqrt(sum_err2 / sum_ref2) : 0.0; }
 };
@@ -76,7 +76,7 @@ struct Invariant {
 };
 
 struct ConvertResult {
-  std::string output, sidecar;       // sidecar empty when the checkpoint has no MTP tensors
+  std::string output, sidecar;  // sidecar empty when the checkpoint has no MTP tensors
   std::string source_fingerprint, artifact_id, recipe_name, recipe_canonical;
   std::string imatrix_path, imatrix_hash, imatrix_dataset;  // empty without --imatrix
   size_t imatrix_entries = 0, imatrix_targets_covered = 0;

@@ -32,13 +32,15 @@ std::vector<float> dequantize_all(const gguf::GgufFile& f, const gguf::TensorInf
   return out;
 }
 
-template <class T> std::vector<std::byte> as_bytes(const std::vector<T>& v) {
+template <class T>
+std::vector<std::byte> as_bytes(const std::vector<T>& v) {
   std::vector<std::byte> b(v.size() * sizeof(T));
   std::memcpy(b.data(), v.data(), b.size());
   return b;
 }
 
-void add_fp8(std::vector<ShardEntry>& out, const std::string& name, const std::vector<float>& w, uint64_t rows, uint64_t cols) {
+void add_fp8(std::vector<ShardEntry>& out, const std::string& name, const std::vector<float>& w, uint64_t rows,
+             uint64_t cols) {
   std::vector<uint8_t> q(rows * cols), s(((rows + 127) / 128) * ((cols + 127) / 128));
   encode_fp8(w.data(), rows, cols, q.data(), s.data());
   out.push_back({name, Dtype::F8_E4M3, {rows, cols}, as_bytes(q)});
@@ -47,7 +49,8 @@ void add_fp8(std::vector<ShardEntry>& out, const std::string& name, const std::v
 
 }  // namespace
 
-ExportOfficialSummary export_official(const std::string& gguf_path, const std::string& dir, const ExportOfficialOptions& opt) {
+ExportOfficialSummary export_official(const std::string& gguf_path, const std::string& dir,
+                                      const ExportOfficialOptions& opt) {
   const gguf::GgufFile f = gguf::GgufFile::open(gguf_path);
   const OfficialConfig cfg = config_from_gguf(f);
   const auto issues = gguf::check_ds4_layout(f);
@@ -66,7 +69,8 @@ ExportOfficialSummary export_official(const std::string& gguf_path, const std::s
         std::vector<uint8_t> q(out * in / 2), s(out * in / 32);
         if (mx) {
           const auto* src = reinterpret_cast<const uint8_t*>(f.data(*t)) + uint64_t(e) * out * t->row_bytes();
-          for (uint64_t r = 0; r < out; ++r) repack_mxfp4_row_to_fp4(src + r * t->row_bytes(), in, q.data() + r * in / 2, s.data() + r * in / 32);
+          for (uint64_t r = 0; r < out; ++r)
+            repack_mxfp4_row_to_fp4(src + r * t->row_bytes(), in, q.data() + r * in / 2, s.data() + r * in / 32);
         } else {
           encode_fp4(w.data() + uint64_t(e) * out * in, out, in, q.data(), s.data());
         }
@@ -85,7 +89,8 @@ ExportOfficialSummary export_official(const std::string& gguf_path, const std::s
       continue;
     }
     const std::vector<float> w = dequantize_all(f, *t);
-    if (rule.dims.size() == 2 && (rule.family == gguf::Family::Attention || rule.family == gguf::Family::SharedExpert)) {
+    if (rule.dims.size() == 2 &&
+        (rule.family == gguf::Family::Attention || rule.family == gguf::Family::SharedExpert)) {
       add_fp8(all, hf, w, t->dims[1], t->dims[0]);
     } else if (rule.dims.size() == 1) {
       all.push_back({hf, Dtype::F32, shape, as_bytes(w)});
@@ -116,8 +121,12 @@ ExportOfficialSummary export_official(const std::string& gguf_path, const std::s
         for (uint32_t e = 0; e < rule.dims[2]; ++e) {
           std::vector<uint8_t> q(out * in / 2), s(out * in / 32);
           encode_fp4(w.data() + uint64_t(e) * out * in, out, in, q.data(), s.data());
-          all.push_back({"mtp.0.ffn.experts." + std::to_string(e) + en->part + ".weight", Dtype::I8, {out, in / 2}, as_bytes(q)});
-          all.push_back({"mtp.0.ffn.experts." + std::to_string(e) + en->part + ".scale", Dtype::F8_E8M0, {out, in / 32}, as_bytes(s)});
+          all.push_back(
+              {"mtp.0.ffn.experts." + std::to_string(e) + en->part + ".weight", Dtype::I8, {out, in / 2}, as_bytes(q)});
+          all.push_back({"mtp.0.ffn.experts." + std::to_string(e) + en->part + ".scale",
+                         Dtype::F8_E8M0,
+                         {out, in / 32},
+                         as_bytes(s)});
         }
       } else if (rule.dims.size() == 2 && rule.family == gguf::Family::Attention) {
         add_fp8(all, mtp_official_name(rule), w, rule.dims[1], rule.dims[0]);
@@ -153,7 +162,9 @@ ExportOfficialSummary export_official(const std::string& gguf_path, const std::s
     sum.tensors += shards[i].size();
   }
   std::ofstream(fs::path(dir) / "model.safetensors.index.json")
-      << boost::json::serialize(boost::json::object{{"metadata", boost::json::object{{"total_size", total}}}, {"weight_map", wm}}) << "\n";
+      << boost::json::serialize(
+             boost::json::object{{"metadata", boost::json::object{{"total_size", total}}}, {"weight_map", wm}})
+      << "\n";
   write_official_config(dir, cfg);
   sum.shards = n;
   sum.bytes = total;

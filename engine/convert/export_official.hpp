@@ -29,6 +29,7 @@ struct ExportOfficialSummary {
 };
 
 // Throws ConvertError / GgufError on bad input or I/O failure. `dir` is created if needed.
-ExportOfficialSummary export_official(const std::string& gguf_path, const std::string& dir, const ExportOfficialOptions& opt = {});
+ExportOfficialSummary export_official(const std::string& gguf_path, const std::string& dir,
+                                      const ExportOfficialOptions& opt = {});
 
 }  // namespace ds4::convert

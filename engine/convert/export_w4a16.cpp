@@ -50,7 +50,9 @@ float int4_group_quantize(const float* x, int n, int8_t* q) {
 namespace {
 
 bool has(const std::string& s, const char* x) { return s.find(x) != std::string::npos; }
-bool ends(const std::string& s, const std::string& x) { return s.size() >= x.size() && s.compare(s.size() - x.size(), x.size(), x) == 0; }
+bool ends(const std::string& s, const std::string& x) {
+  return s.size() >= x.size() && s.compare(s.size() - x.size(), x.size(), x) == 0;
+}
 
 // One output tensor: its header entry and a producer that writes its bytes.
 struct Out {
@@ -70,7 +72,8 @@ std::vector<float> decode_all(const SourceTensor& w, const SourceTensor* scale) 
   const uint64_t in = w.shape.size() == 2 ? w.shape[1] : w.n_elements();
   std::vector<float> f(w.n_elements());
   const auto* b = reinterpret_cast<const uint8_t*>(w.data);
-  if (w.dtype == Dtype::F8_E4M3) decode_fp8_rows(b, reinterpret_cast<const uint8_t*>(scale->data), in, 0, w.shape[0], f.data());
+  if (w.dtype == Dtype::F8_E4M3)
+    decode_fp8_rows(b, reinterpret_cast<const uint8_t*>(scale->data), in, 0, w.shape[0], f.data());
   else if (w.dtype == Dtype::F32) std::memcpy(f.data(), w.data, w.n_bytes);
   else quant::traits(w.dtype == Dtype::F16 ? Type::F16 : Type::BF16).dequantize(w.data, f.data(), int64_t(f.size()));
   return f;
@@ -102,7 +105,8 @@ W4a16Result export_w4a16(const std::string& src_dir, const std::string& out_dir,
       auto compute = [t, scale, out, in, work, a, &experts] {
         if (!work->first.empty()) return;
         std::vector<float> f(out * in);
-        decode_fp4_rows(reinterpret_cast<const uint8_t*>(t->data), reinterpret_cast<const uint8_t*>(scale->data), in, 0, out, f.data());
+        decode_fp4_rows(reinterpret_cast<const uint8_t*>(t->data), reinterpret_cast<const uint8_t*>(scale->data), in, 0,
+                        out, f.data());
         work->first.assign(out * in / 8, 0);
         work->second.resize(out * in / 32);
         Snr s;
@@ -120,16 +124,18 @@ W4a16Result export_w4a16(const std::string& src_dir, const std::string& out_dir,
         a->snr_db = s.db();
         experts.sig += s.sig, experts.noise += s.noise;
       };
-      outs.push_back({base + ".weight_packed", Dtype::I32, {out, in / 8}, out * in / 2, [compute, work](std::ostream& o) {
-                        compute();
-                        o.write(reinterpret_cast<const char*>(work->first.data()), std::streamsize(work->first.size() * 4));
-                        work->first.shrink_to_fit();
-                      }});
-      outs.push_back({base + ".weight_scale", Dtype::BF16, {out, in / 32}, out * in / 32 * 2, [compute, work](std::ostream& o) {
-                        compute();
-                        o.write(reinterpret_cast<const char*>(work->second.data()), std::streamsize(work->second.size() * 2));
-                        *work = {};
-                      }});
+      outs.push_back(
+          {base + ".weight_packed", Dtype::I32, {out, in / 8}, out * in / 2, [compute, work](std::ostream& o) {
+             compute();
+             o.write(reinterpret_cast<const char*>(work->first.data()), std::streamsize(work->first.size() * 4));
+             work->first.shrink_to_fit();
+           }});
+      outs.push_back(
+          {base + ".weight_scale", Dtype::BF16, {out, in / 32}, out * in / 32 * 2, [compute, work](std::ostream& o) {
+             compute();
+             o.write(reinterpret_cast<const char*>(work->second.data()), std::streamsize(work->second.size() * 2));
+             *work = {};
+           }});
       outs.push_back({base + ".weight_shape", Dtype::I64, {2}, 16, [out, in](std::ostream& o) {
                         const int64_t s[2] = {int64_t(out), int64_t(in)};
                         o.write(reinterpret_cast<const char*>(s), 16);
@@ -148,7 +154,8 @@ W4a16Result export_w4a16(const std::string& src_dir, const std::string& out_dir,
                         std::vector<float> back(f.size());
                         quant::traits(Type::BF16).dequantize(b.data(), back.data(), int64_t(f.size()));
                         Snr s;
-                        for (size_t i = 0; i < f.size(); ++i) s.sig += double(f[i]) * f[i], s.noise += double(back[i] - f[i]) * (back[i] - f[i]);
+                        for (size_t i = 0; i < f.size(); ++i)
+                          s.sig += double(f[i]) * f[i], s.noise += double(back[i] - f[i]) * (back[i] - f[i]);
                         a->snr_db = s.db();
                         o.write(reinterpret_cast<const char*>(b.data()), std::streamsize(b.size() * 2));
                       }});
@@ -157,11 +164,12 @@ W4a16Result export_w4a16(const std::string& src_dir, const std::string& out_dir,
       outs.push_back({n, Dtype::F8_E4M3, t->shape, t->n_bytes, [t](std::ostream& o) {
                         o.write(reinterpret_cast<const char*>(t->data), std::streamsize(t->n_bytes));
                       }});
-      outs.push_back({base + ".weight_scale", Dtype::F32, scale->shape, scale->n_elements() * 4, [scale](std::ostream& o) {
-                        std::vector<float> f(scale->n_elements());
-                        for (size_t i = 0; i < f.size(); ++i) f[i] = e8m0_value(uint8_t(scale->data[i]));
-                        o.write(reinterpret_cast<const char*>(f.data()), std::streamsize(f.size() * 4));
-                      }});
+      outs.push_back(
+          {base + ".weight_scale", Dtype::F32, scale->shape, scale->n_elements() * 4, [scale](std::ostream& o) {
+             std::vector<float> f(scale->n_elements());
+             for (size_t i = 0; i < f.size(); ++i) f[i] = e8m0_value(uint8_t(scale->data[i]));
+             o.write(reinterpret_cast<const char*>(f.data()), std::streamsize(f.size() * 4));
+           }});
     } else {
       note(n, "copy", t->n_bytes);
       outs.push_back({n, t->dtype, t->shape, t->n_bytes, [t](std::ostream& o) {
@@ -187,7 +195,9 @@ W4a16Result export_w4a16(const std::string& src_dir, const std::string& out_dir,
     for (const Out* o : shards[si]) {
       json::array shape;
       for (uint64_t d : o->shape) shape.push_back(d);
-      hdr[o->name] = json::object{{"dtype", std::string(dtype_name(o->dtype))}, {"shape", shape}, {"data_offsets", json::array{off, off + o->bytes}}};
+      hdr[o->name] = json::object{{"dtype", std::string(dtype_name(o->dtype))},
+                                  {"shape", shape},
+                                  {"data_offsets", json::array{off, off + o->bytes}}};
       off += o->bytes;
       wm[o->name] = fname;
     }
@@ -211,7 +221,8 @@ W4a16Result export_w4a16(const std::string& src_dir, const std::string& out_dir,
   }
   res.shards = shards.size();
   std::ofstream(fs::path(out_dir) / "model.safetensors.index.json")
-      << json::serialize(json::object{{"metadata", json::object{{"total_size", res.bytes}}}, {"weight_map", wm}}) << "\n";
+      << json::serialize(json::object{{"metadata", json::object{{"total_size", res.bytes}}}, {"weight_map", wm}})
+      << "\n";
 
   // config.json + quantization_config; tokenizer.json as is.
   std::ifstream cin(fs::path(src_dir) / "config.json");
@@ -222,33 +233,47 @@ W4a16Result export_w4a16(const std::string& src_dir, const std::string& out_dir,
       {"quant_method", "compressed-tensors"},
       {"format", "mixed"},
       {"config_groups",
-       json::object{{"routed_experts", json::object{{"targets", json::array{"re:.*ffn\\.experts\\.\\d+\\.w[123]$"}},
-                                                    {"format", "pack-quantized"},
-                                                    {"weights", json::object{{"num_bits", 4}, {"type", "int"}, {"symmetric", true},
-                                                                             {"strategy", "group"}, {"group_size", 32}}},
-                                                    {"input_activations", nullptr}}},
-                    {"attention_fp8", json::object{{"targets", json::array{"re:.*attn\\.(wq_a|wq_b|wkv|wo_a|wo_b)$"}},
-                                                   {"format", "float-quantized"},
-                                                   {"weights", json::object{{"num_bits", 8}, {"type", "float"}, {"symmetric", true},
-                                                                            {"strategy", "block"}, {"block_structure", json::array{128, 128}}}},
-                                                   {"input_activations", nullptr}}}}},
-      {"ignore", json::array{"head", "re:.*shared_experts.*", "re:.*compressor.*", "re:.*indexer.*", "re:.*ffn\\.gate$"}}};
+       json::object{
+           {"routed_experts", json::object{{"targets", json::array{"re:.*ffn\\.experts\\.\\d+\\.w[123]$"}},
+                                           {"format", "pack-quantized"},
+                                           {"weights", json::object{{"num_bits", 4},
+                                                                    {"type", "int"},
+                                                                    {"symmetric", true},
+                                                                    {"strategy", "group"},
+                                                                    {"group_size", 32}}},
+                                           {"input_activations", nullptr}}},
+           {"attention_fp8", json::object{{"targets", json::array{"re:.*attn\\.(wq_a|wq_b|wkv|wo_a|wo_b)$"}},
+                                          {"format", "float-quantized"},
+                                          {"weights", json::object{{"num_bits", 8},
+                                                                   {"type", "float"},
+                                                                   {"symmetric", true},
+                                                                   {"strategy", "block"},
+                                                                   {"block_structure", json::array{128, 128}}}},
+                                          {"input_activations", nullptr}}}}},
+      {"ignore",
+       json::array{"head", "re:.*shared_experts.*", "re:.*compressor.*", "re:.*indexer.*", "re:.*ffn\\.gate$"}}};
   std::ofstream(fs::path(out_dir) / "config.json") << json::serialize(cfg) << "\n";
   if (fs::exists(fs::path(src_dir) / "tokenizer.json"))
-    fs::copy_file(fs::path(src_dir) / "tokenizer.json", fs::path(out_dir) / "tokenizer.json", fs::copy_options::overwrite_existing);
+    fs::copy_file(fs::path(src_dir) / "tokenizer.json", fs::path(out_dir) / "tokenizer.json",
+                  fs::copy_options::overwrite_existing);
   res.expert_snr_db = experts.db();
 
   // Audit: SNR per tensor.
   json::array ta;
   std::string txt = "ds4ctl export-w4a16 audit (SNR of the written values against the exact source)\n";
   for (const W4a16Tensor& t : res.tensors) {
-    ta.push_back(json::object{{"name", t.name}, {"kind", t.kind}, {"snr_db", std::isinf(t.snr_db) ? json::value(nullptr) : json::value(t.snr_db)},
+    ta.push_back(json::object{{"name", t.name},
+                              {"kind", t.kind},
+                              {"snr_db", std::isinf(t.snr_db) ? json::value(nullptr) : json::value(t.snr_db)},
                               {"bytes", t.bytes}});
-    txt += t.name + "  " + t.kind + "  " + (std::isinf(t.snr_db) ? std::string("exact") : std::to_string(t.snr_db) + " dB") + "\n";
+    txt += t.name + "  " + t.kind + "  " +
+           (std::isinf(t.snr_db) ? std::string("exact") : std::to_string(t.snr_db) + " dB") + "\n";
   }
   txt += "routed experts overall: " + std::to_string(res.expert_snr_db) + " dB\n";
   std::ofstream(fs::path(out_dir) / "w4a16.audit.json")
-      << json::serialize(json::object{{"expert_snr_db", res.expert_snr_db}, {"shards", res.shards}, {"bytes", res.bytes}, {"tensors", ta}}) << "\n";
+      << json::serialize(json::object{
+             {"expert_snr_db", res.expert_snr_db}, {"shards", res.shards}, {"bytes", res.bytes}, {"tensors", ta}})
+      << "\n";
   std::ofstream(fs::path(out_dir) / "w4a16.audit.txt") << txt;
   return res;
 }

@@ -24,8 +24,8 @@ struct W4a16Options {
 };
 
 struct W4a16Tensor {
-  std::string name, kind;   // kind: int4_group32 | fp8_block | bf16 | copy
-  double snr_db = 0;        // signal-to-noise of the written values vs the source (inf: exact)
+  std::string name, kind;  // kind: int4_group32 | fp8_block | bf16 | copy
+  double snr_db = 0;       // signal-to-noise of the written values vs the source (inf: exact)
   uint64_t bytes = 0;
 };
 

@@ -16,7 +16,8 @@ Imatrix read_imatrix(const std::string& path) {
   if (!in) throw ConvertError(path, "", "cannot open the imatrix file");
   auto i32 = [&](const char* what) {
     int32_t v;
-    if (!in.read(reinterpret_cast<char*>(&v), 4)) throw ConvertError(path, "", std::string("truncated imatrix: reading ") + what);
+    if (!in.read(reinterpret_cast<char*>(&v), 4))
+      throw ConvertError(path, "", std::string("truncated imatrix: reading ") + what);
     return v;
   };
   Imatrix m;
@@ -25,9 +26,11 @@ Imatrix read_imatrix(const std::string& path) {
   for (int32_t i = 0; i < n; ++i) {
     ImatrixEntry e;
     const int32_t len = i32("a name length");
-    if (len <= 0 || len > 4096) throw ConvertError(path, "", "bad name length " + std::to_string(len) + " at entry " + std::to_string(i));
+    if (len <= 0 || len > 4096)
+      throw ConvertError(path, "", "bad name length " + std::to_string(len) + " at entry " + std::to_string(i));
     e.name.resize(size_t(len));
-    if (!in.read(e.name.data(), len)) throw ConvertError(path, "", "truncated imatrix name at entry " + std::to_string(i));
+    if (!in.read(e.name.data(), len))
+      throw ConvertError(path, "", "truncated imatrix name at entry " + std::to_string(i));
     e.ncall = i32("a call count");
     const int32_t nval = i32("a value count");
     if (nval < 1 || nval > (1 << 28)) throw ConvertError(path, e.name, "bad value count " + std::to_string(nval));

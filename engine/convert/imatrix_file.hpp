@@ -13,7 +13,7 @@
 namespace ds4::convert {
 
 struct ImatrixEntry {
-  std::string name;     // GGUF tensor name
+  std::string name;  // GGUF tensor name
   int32_t ncall = 0;
   std::vector<float> values;
 };

@@ -16,6 +16,7 @@
 
 namespace ds4::convert {
 
-std::vector<Invariant> check_invariants(const std::string& gguf_path, const OfficialConfig& cfg, const ConvertPlan& plan);
+std::vector<Invariant> check_invariants(const std::string& gguf_path, const OfficialConfig& cfg,
+                                        const ConvertPlan& plan);
 
 }  // namespace ds4::convert

@@ -69,11 +69,13 @@ void verify_sidecar(const std::string& main_gguf, const std::string& sidecar_ggu
     if (!f->has(fp) || !f->has(id))
       throw ConvertError(f->path(), "", "has no " + fp + " / " + id + " (not written by ds4ctl convert)");
   if (s.get<std::string>(fp) != m.get<std::string>(fp))
-    throw ConvertError(sidecar_gguf, "", "MTP sidecar from another source revision: fingerprint " + s.get<std::string>(fp) +
-                                             ", the main model's is " + m.get<std::string>(fp));
+    throw ConvertError(sidecar_gguf, "",
+                       "MTP sidecar from another source revision: fingerprint " + s.get<std::string>(fp) +
+                           ", the main model's is " + m.get<std::string>(fp));
   if (s.get<std::string>(id) != m.get<std::string>(id))
-    throw ConvertError(sidecar_gguf, "", "MTP sidecar from another conversion: artifact " + s.get<std::string>(id) +
-                                             ", the main model is " + m.get<std::string>(id));
+    throw ConvertError(sidecar_gguf, "",
+                       "MTP sidecar from another conversion: artifact " + s.get<std::string>(id) +
+                           ", the main model is " + m.get<std::string>(id));
   if (s.get_or<std::string>("ds4d.convert.role", "") != "mtp")
     throw ConvertError(sidecar_gguf, "", "is not an MTP sidecar (ds4d.convert.role != mtp)");
 }

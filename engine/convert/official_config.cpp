@@ -102,13 +102,15 @@ OfficialConfig read_official_config(const std::string& dir) {
     d.compress_ratios.push_back(static_cast<uint32_t>(x.as_int64()));
   }
   if (d.compress_ratios.size() < d.n_layer)
-    throw ConvertError(cpath, "", "compress_ratios has " + std::to_string(d.compress_ratios.size()) + " entries for " +
-                                      std::to_string(d.n_layer) + " layers");
+    throw ConvertError(cpath, "",
+                       "compress_ratios has " + std::to_string(d.compress_ratios.size()) + " entries for " +
+                           std::to_string(d.n_layer) + " layers");
   d.compress_ratios.resize(d.n_layer);
   for (size_t i = 0; i < d.n_layer; ++i)
     if (d.compress_ratios[i] != 0 && d.compress_ratios[i] != 4 && d.compress_ratios[i] != 128)
-      throw ConvertError(cpath, "", "compress_ratios[" + std::to_string(i) + "] = " + std::to_string(d.compress_ratios[i]) +
-                                        " (allowed: 0, 4, 128)");
+      throw ConvertError(cpath, "",
+                         "compress_ratios[" + std::to_string(i) + "] = " + std::to_string(d.compress_ratios[i]) +
+                             " (allowed: 0, 4, 128)");
   const json::value& rs = r.need("rope_scaling");
   if (!rs.is_object()) throw ConvertError(cpath, "", "key 'rope_scaling' must be an object");
   const Reader rr{cpath, rs.as_object()};
@@ -128,12 +130,15 @@ OfficialConfig read_official_config(const std::string& dir) {
   c.token_types.assign(d.n_vocab, 0);
   auto place = [&](const std::string& tok, int64_t id, int32_t type) {
     if (id < 0 || id >= int64_t(d.n_vocab))
-      throw ConvertError(tpath, "", "token '" + tok + "' has id " + std::to_string(id) + ", outside vocab_size " + std::to_string(d.n_vocab));
+      throw ConvertError(
+          tpath, "",
+          "token '" + tok + "' has id " + std::to_string(id) + ", outside vocab_size " + std::to_string(d.n_vocab));
     c.tokens[id] = tok;
     c.token_types[id] = type;
   };
   for (const auto& kv : vocab->as_object()) {
-    if (!kv.value().is_int64()) throw ConvertError(tpath, "", "vocab id of '" + std::string(kv.key()) + "' is not an integer");
+    if (!kv.value().is_int64())
+      throw ConvertError(tpath, "", "vocab id of '" + std::string(kv.key()) + "' is not an integer");
     place(std::string(kv.key()), kv.value().as_int64(), 1);
   }
   if (const json::value* added = t.if_contains("added_tokens"); added && added->is_array())
@@ -142,7 +147,8 @@ OfficialConfig read_official_config(const std::string& dir) {
         throw ConvertError(tpath, "", "added_tokens entries need id and content");
       const bool special = a.as_object().if_contains("special") && a.as_object().at("special").is_bool() &&
                            a.as_object().at("special").as_bool();
-      place(std::string(a.as_object().at("content").as_string()), a.as_object().at("id").to_number<int64_t>(), special ? 3 : 1);
+      place(std::string(a.as_object().at("content").as_string()), a.as_object().at("id").to_number<int64_t>(),
+            special ? 3 : 1);
     }
   for (uint32_t i = 0; i < d.n_vocab; ++i)
     if (c.token_types[i] == 0) throw ConvertError(tpath, "", "no token has id " + std::to_string(i));
@@ -286,9 +292,10 @@ void write_official_config(const std::string& dir, const OfficialConfig& c) {
   }
   json::array merges;
   for (const std::string& m : c.merges) merges.push_back(json::string(m));
-  json::object tok{{"version", "1.0"},
-                   {"added_tokens", std::move(added)},
-                   {"model", json::object{{"type", "BPE"}, {"vocab", std::move(vocab)}, {"merges", std::move(merges)}}}};
+  json::object tok{
+      {"version", "1.0"},
+      {"added_tokens", std::move(added)},
+      {"model", json::object{{"type", "BPE"}, {"vocab", std::move(vocab)}, {"merges", std::move(merges)}}}};
   std::ofstream(fs::path(dir) / "tokenizer.json") << json::serialize(tok) << "\n";
 }
 

@@ -28,7 +28,7 @@ struct OfficialConfig {
   uint32_t rope_orig_ctx = 65536;
   uint64_t context_length = 1048576;
   int32_t bos_id = 0, eos_id = 1;
-  std::string config_json;     // the file's bytes (part of the source fingerprint)
+  std::string config_json;  // the file's bytes (part of the source fingerprint)
 
   std::vector<std::string> tokens, merges;
   std::vector<int32_t> token_types;  // 1 normal, 3 special
@@ -38,7 +38,8 @@ struct OfficialConfig {
 OfficialConfig read_official_config(const std::string& dir);
 // Sets every deepseek4.* and tokenizer.ggml.* key the engine reads.
 // `tokenizer` false leaves out the tokenizer.ggml.* keys (the MTP sidecar uses the main file's).
-void set_ds4_metadata(gguf::GgufWriter& w, const OfficialConfig& c, const std::string& model_name, bool tokenizer = true);
+void set_ds4_metadata(gguf::GgufWriter& w, const OfficialConfig& c, const std::string& model_name,
+                      bool tokenizer = true);
 // The inverse (fixture generator): config and tokenizer from a DS4 GGUF's metadata.
 OfficialConfig config_from_gguf(const gguf::GgufFile& f);
 void write_official_config(const std::string& dir, const OfficialConfig& c);

@@ -12,7 +12,7 @@ namespace {
 
 // Code 8 is E2M1's negative zero; it decodes to +0.0f, as GGML's MXFP4 table does, so the two
 // layouts dequantize to identical bits.
-constexpr float kE2M1[16] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f,
+constexpr float kE2M1[16] = {0.0f, 0.5f,  1.0f,  1.5f,  2.0f,  3.0f,  4.0f,  6.0f,
                              0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f};
 
 const std::array<float, 256>& e4m3_table() {
@@ -90,7 +90,8 @@ void decode_fp8_rows(const uint8_t* w, const uint8_t* scale, uint64_t in, uint64
       const uint64_t c1 = std::min(in, (cb + 1) * 128);
       for (uint64_t c = cb * 128; c < c1; ++c) {
         const float v = t[src[c]];
-        if (std::isnan(v)) throw std::runtime_error("NaN FP8 value at row " + std::to_string(row) + ", column " + std::to_string(c));
+        if (std::isnan(v))
+          throw std::runtime_error("NaN FP8 value at row " + std::to_string(row) + ", column " + std::to_string(c));
         dst[c] = v * s;
       }
     }

@@ -11,9 +11,9 @@ struct NamePair {
 };
 
 constexpr NamePair kGlobal[] = {
-    {"token_embd.weight", "embed.weight"},        {"output_norm.weight", "norm.weight"},
-    {"output.weight", "head.weight"},             {"output_hc_base.weight", "hc_head_base"},
-    {"output_hc_fn.weight", "hc_head_fn"},        {"output_hc_scale.weight", "hc_head_scale"},
+    {"token_embd.weight", "embed.weight"}, {"output_norm.weight", "norm.weight"},
+    {"output.weight", "head.weight"},      {"output_hc_base.weight", "hc_head_base"},
+    {"output_hc_fn.weight", "hc_head_fn"}, {"output_hc_scale.weight", "hc_head_scale"},
 };
 
 constexpr NamePair kLayer[] = {
@@ -73,14 +73,18 @@ std::optional<std::string> official_name(const gguf::TensorRule& rule) {
 std::optional<ExpertName> official_expert_name(const gguf::TensorRule& rule) {
   if (rule.layer < 0) return std::nullopt;
   const std::string_view l = local(rule.name);
-  const char* part = l == "ffn_gate_exps.weight" ? ".w1" : l == "ffn_up_exps.weight" ? ".w3" : l == "ffn_down_exps.weight" ? ".w2" : nullptr;
+  const char* part = l == "ffn_gate_exps.weight"   ? ".w1"
+                     : l == "ffn_up_exps.weight"   ? ".w3"
+                     : l == "ffn_down_exps.weight" ? ".w2"
+                                                   : nullptr;
   if (!part) return std::nullopt;
   return ExpertName{"layers." + std::to_string(rule.layer) + ".ffn.experts.", part};
 }
 
 std::string scale_name_for(const std::string& weight_name) {
   const std::string_view suffix = ".weight";
-  if (weight_name.size() > suffix.size() && weight_name.compare(weight_name.size() - suffix.size(), suffix.size(), suffix) == 0)
+  if (weight_name.size() > suffix.size() &&
+      weight_name.compare(weight_name.size() - suffix.size(), suffix.size(), suffix) == 0)
     return weight_name.substr(0, weight_name.size() - suffix.size()) + ".scale";
   return weight_name + ".scale";
 }

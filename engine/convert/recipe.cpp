@@ -1,9 +1,10 @@
 // Recipes: built-in tables, TOML loading and the engine-constraint check; see recipe.hpp.
 #include "engine/convert/recipe.hpp"
 
+#include <toml++/toml.h>
+
 #include <algorithm>
 #include <cctype>
-#include <toml++/toml.h>
 
 #include "engine/convert/convert_error.hpp"
 
@@ -13,16 +14,19 @@ using quant::Type;
 
 namespace {
 
-constexpr Slot kSlots[] = {Slot::RoutedGateUp, Slot::RoutedDown,      Slot::Attention, Slot::SharedExpert,
-                           Slot::OutputHead,   Slot::Embedding,       Slot::HyperConnection, Slot::Router,
-                           Slot::CompressorIndexer, Slot::Scalars,    Slot::Ids};
+constexpr Slot kSlots[] = {Slot::RoutedGateUp,    Slot::RoutedDown, Slot::Attention,
+                           Slot::SharedExpert,    Slot::OutputHead, Slot::Embedding,
+                           Slot::HyperConnection, Slot::Router,     Slot::CompressorIndexer,
+                           Slot::Scalars,         Slot::Ids};
 
-bool ends_with(std::string_view s, std::string_view x) { return s.size() >= x.size() && s.substr(s.size() - x.size()) == x; }
+bool ends_with(std::string_view s, std::string_view x) {
+  return s.size() >= x.size() && s.substr(s.size() - x.size()) == x;
+}
 
 std::map<Slot, Type> base_slots() {
-  return {{Slot::Attention, Type::Q8_0}, {Slot::SharedExpert, Type::Q8_0}, {Slot::OutputHead, Type::Q8_0},
-          {Slot::Embedding, Type::F16},  {Slot::HyperConnection, Type::F16}, {Slot::Router, Type::F16},
-          {Slot::CompressorIndexer, Type::F16}, {Slot::Scalars, Type::F32}, {Slot::Ids, Type::I32}};
+  return {{Slot::Attention, Type::Q8_0},        {Slot::SharedExpert, Type::Q8_0},   {Slot::OutputHead, Type::Q8_0},
+          {Slot::Embedding, Type::F16},         {Slot::HyperConnection, Type::F16}, {Slot::Router, Type::F16},
+          {Slot::CompressorIndexer, Type::F16}, {Slot::Scalars, Type::F32},         {Slot::Ids, Type::I32}};
 }
 
 Recipe builtin(std::string_view name) {
@@ -32,7 +36,8 @@ Recipe builtin(std::string_view name) {
   if (name == "q2") r.slots[Slot::RoutedGateUp] = Type::IQ2_XXS, r.slots[Slot::RoutedDown] = Type::Q2_K;
   else if (name == "q4") r.slots[Slot::RoutedGateUp] = Type::Q4_K, r.slots[Slot::RoutedDown] = Type::Q4_K;
   else if (name == "mxfp4") r.slots[Slot::RoutedGateUp] = Type::MXFP4, r.slots[Slot::RoutedDown] = Type::MXFP4;
-  else throw ConvertError("", "", "unknown recipe '" + std::string(name) + "' (built-in: q2, q4, mxfp4, or a .toml file)");
+  else
+    throw ConvertError("", "", "unknown recipe '" + std::string(name) + "' (built-in: q2, q4, mxfp4, or a .toml file)");
   return r;
 }
 
@@ -68,7 +73,8 @@ Slot slot_of(const gguf::TensorRule& rule) {
   if (ends_with(rule.name, "ffn_gate_tid2eid.weight")) return Slot::Ids;
   if (rule.dims.size() == 1) return Slot::Scalars;
   switch (rule.family) {
-    case Family::RoutedExperts: return ends_with(rule.name, "ffn_down_exps.weight") ? Slot::RoutedDown : Slot::RoutedGateUp;
+    case Family::RoutedExperts:
+      return ends_with(rule.name, "ffn_down_exps.weight") ? Slot::RoutedDown : Slot::RoutedGateUp;
     case Family::Attention: return Slot::Attention;
     case Family::SharedExpert: return Slot::SharedExpert;
     case Family::Embedding: return Slot::Embedding;
@@ -89,7 +95,8 @@ Type Recipe::type_for(const gguf::TensorRule& rule) const {
 
 std::string Recipe::canonical() const {
   std::string s;
-  for (const auto& [slot, t] : slots) s += std::string(slot_name(slot)) + "=" + std::string(quant::type_info(t).name) + "\n";
+  for (const auto& [slot, t] : slots)
+    s += std::string(slot_name(slot)) + "=" + std::string(quant::type_info(t).name) + "\n";
   for (const auto& [n, t] : tensor_overrides) s += n + "=" + std::string(quant::type_info(t).name) + "\n";
   return s;
 }
@@ -102,10 +109,12 @@ Type parse_type_name(std::string_view name) {
     for (char& c : o) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     return o;
   };
-  for (Type t : {Type::F32, Type::F16, Type::BF16, Type::Q8_0, Type::Q2_K, Type::Q4_K, Type::IQ2_XXS, Type::MXFP4, Type::I32})
+  for (Type t :
+       {Type::F32, Type::F16, Type::BF16, Type::Q8_0, Type::Q2_K, Type::Q4_K, Type::IQ2_XXS, Type::MXFP4, Type::I32})
     if (lower(quant::type_info(t).name) == lower(name)) return t;
-  throw ConvertError("", "", "unknown tensor type '" + std::string(name) +
-                                 "' (known: f32, f16, bf16, q8_0, q2_K, q4_K, iq2_xxs, mxfp4, i32)");
+  throw ConvertError(
+      "", "",
+      "unknown tensor type '" + std::string(name) + "' (known: f32, f16, bf16, q8_0, q2_K, q4_K, iq2_xxs, mxfp4, i32)");
 }
 
 Recipe load_recipe(const std::string& name_or_path) {
@@ -136,7 +145,8 @@ Recipe load_recipe(const std::string& name_or_path) {
   if (const toml::table* slots = tbl["slots"].as_table())
     for (const auto& [k, v] : *slots) r.slots[parse_slot(k.str(), file)] = type_of(v, "slots." + std::string(k.str()));
   if (const toml::table* ts = tbl["tensors"].as_table())
-    for (const auto& [k, v] : *ts) r.tensor_overrides[std::string(k.str())] = type_of(v, "tensors." + std::string(k.str()));
+    for (const auto& [k, v] : *ts)
+      r.tensor_overrides[std::string(k.str())] = type_of(v, "tensors." + std::string(k.str()));
   return r;
 }
 
@@ -152,19 +162,21 @@ std::vector<std::string> check_recipe(const Recipe& r, const std::vector<gguf::T
     std::string allowed;
     for (Type a : rule.allowed) allowed += (allowed.empty() ? "" : "|") + std::string(quant::type_info(a).name);
     if (std::find(rule.allowed.begin(), rule.allowed.end(), t) == rule.allowed.end()) {
-      bad.push_back("tensor '" + rule.name + "' would get type " + std::string(quant::type_info(t).name) +
-                    " (slot " + std::string(slot_name(slot_of(rule))) + "), but the engine loads it only as " + allowed);
+      bad.push_back("tensor '" + rule.name + "' would get type " + std::string(quant::type_info(t).name) + " (slot " +
+                    std::string(slot_name(slot_of(rule))) + "), but the engine loads it only as " + allowed);
       continue;
     }
     const uint32_t be = quant::type_info(t).block_elems;
     if (rule.dims[0] % be != 0)
-      bad.push_back("tensor '" + rule.name + "': rows of " + std::to_string(rule.dims[0]) + " elements are not a multiple of " +
-                    std::string(quant::type_info(t).name) + "'s block of " + std::to_string(be));
+      bad.push_back("tensor '" + rule.name + "': rows of " + std::to_string(rule.dims[0]) +
+                    " elements are not a multiple of " + std::string(quant::type_info(t).name) + "'s block of " +
+                    std::to_string(be));
     if (ends_with(rule.name, "ffn_gate_exps.weight")) gate_type[rule.layer] = t;
     if (ends_with(rule.name, "ffn_up_exps.weight") && gate_type.count(rule.layer) && gate_type[rule.layer] != t)
       bad.push_back("tensor '" + rule.name + "' would get type " + std::string(quant::type_info(t).name) +
                     " but the gate experts of layer " + std::to_string(rule.layer) + " get " +
-                    std::string(quant::type_info(gate_type[rule.layer]).name) + " (the engine needs gate and up equal)");
+                    std::string(quant::type_info(gate_type[rule.layer]).name) +
+                    " (the engine needs gate and up equal)");
   }
   return bad;
 }

@@ -38,14 +38,23 @@
 namespace ds4::convert {
 
 enum class Slot {
-  RoutedGateUp, RoutedDown, Attention, SharedExpert, OutputHead, Embedding, HyperConnection, Router,
-  CompressorIndexer, Scalars, Ids,
+  RoutedGateUp,
+  RoutedDown,
+  Attention,
+  SharedExpert,
+  OutputHead,
+  Embedding,
+  HyperConnection,
+  Router,
+  CompressorIndexer,
+  Scalars,
+  Ids,
 };
 std::string_view slot_name(Slot s);
 Slot slot_of(const gguf::TensorRule& rule);
 
 struct Recipe {
-  std::string name;                                // "q2", "q4", "mxfp4" or the TOML path
+  std::string name;  // "q2", "q4", "mxfp4" or the TOML path
   std::map<Slot, quant::Type> slots;
   std::map<std::string, quant::Type> tensor_overrides;
 

@@ -29,9 +29,9 @@ struct DtypeInfo {
   size_t size;
 };
 constexpr DtypeInfo kDtypes[] = {
-    {Dtype::F32, "F32", 4},         {Dtype::F16, "F16", 2}, {Dtype::BF16, "BF16", 2},
+    {Dtype::F32, "F32", 4},         {Dtype::F16, "F16", 2},         {Dtype::BF16, "BF16", 2},
     {Dtype::F8_E4M3, "F8_E4M3", 1}, {Dtype::F8_E8M0, "F8_E8M0", 1}, {Dtype::I8, "I8", 1},
-    {Dtype::U8, "U8", 1},           {Dtype::I32, "I32", 4}, {Dtype::I64, "I64", 8},
+    {Dtype::U8, "U8", 1},           {Dtype::I32, "I32", 4},         {Dtype::I64, "I64", 8},
 };
 
 const DtypeInfo* find_dtype(std::string_view name) {
@@ -79,7 +79,8 @@ std::unique_ptr<Shard> Shard::open(const std::string& path) {
   s->size_ = static_cast<uint64_t>(st.st_size);
   if (s->size_ < 8) {
     ::close(fd);
-    throw ConvertError(path, "", "truncated: " + std::to_string(s->size_) + " bytes, shorter than the 8-byte header length");
+    throw ConvertError(path, "",
+                       "truncated: " + std::to_string(s->size_) + " bytes, shorter than the 8-byte header length");
   }
   void* p = ::mmap(nullptr, s->size_, PROT_READ, MAP_PRIVATE, fd, 0);
   const int e = errno;
@@ -90,8 +91,9 @@ std::unique_ptr<Shard> Shard::open(const std::string& path) {
   uint64_t hlen = 0;
   std::memcpy(&hlen, s->base_, 8);
   if (hlen > s->size_ - 8)
-    throw ConvertError(path, "", "truncated: header length " + std::to_string(hlen) + " runs past the end of the " +
-                                     std::to_string(s->size_) + "-byte file");
+    throw ConvertError(path, "",
+                       "truncated: header length " + std::to_string(hlen) + " runs past the end of the " +
+                           std::to_string(s->size_) + "-byte file");
   s->header_len_ = hlen;
   json::value root;
   try {
@@ -110,7 +112,8 @@ std::unique_ptr<Shard> Shard::open(const std::string& path) {
     const json::value* sh = o.if_contains("shape");
     const json::value* off = o.if_contains("data_offsets");
     if (!dt || !dt->is_string() || !sh || !sh->is_array() || !off || !off->is_array() || off->as_array().size() != 2)
-      throw ConvertError(path, name, "header entry needs dtype (string), shape (array) and data_offsets ([begin, end])");
+      throw ConvertError(path, name,
+                         "header entry needs dtype (string), shape (array) and data_offsets ([begin, end])");
     const DtypeInfo* di = find_dtype(std::string_view(dt->as_string()));
     if (!di) throw ConvertError(path, name, "unknown dtype '" + std::string(dt->as_string()) + "'");
     SourceTensor t;
@@ -126,12 +129,13 @@ std::unique_ptr<Shard> Shard::open(const std::string& path) {
       n *= d;
     }
     if (n * di->size != en - b)
-      throw ConvertError(path, name, "holds " + std::to_string(en - b) + " bytes, but shape and dtype " +
-                                         std::string(di->name) + " need " + std::to_string(n * di->size));
+      throw ConvertError(path, name,
+                         "holds " + std::to_string(en - b) + " bytes, but shape and dtype " + std::string(di->name) +
+                             " need " + std::to_string(n * di->size));
     if (en > data_len)
-      throw ConvertError(path, name, "truncated file: the tensor's data [" + std::to_string(b) + ", " +
-                                         std::to_string(en) + ") runs past the end of the data section (" +
-                                         std::to_string(data_len) + " bytes)");
+      throw ConvertError(path, name,
+                         "truncated file: the tensor's data [" + std::to_string(b) + ", " + std::to_string(en) +
+                             ") runs past the end of the data section (" + std::to_string(data_len) + " bytes)");
     t.n_bytes = en - b;
     t.file_offset = data_start + b;
     t.data = s->base_ + t.file_offset;
@@ -180,7 +184,8 @@ Checkpoint Checkpoint::open(const std::string& dir) {
     const json::value* wm = root.is_object() ? root.as_object().if_contains("weight_map") : nullptr;
     if (!wm || !wm->is_object()) throw ConvertError(index.string(), "", "has no weight_map object");
     for (const auto& kv : wm->as_object()) {
-      if (!kv.value().is_string()) throw ConvertError(index.string(), std::string(kv.key()), "weight_map value is not a file name");
+      if (!kv.value().is_string())
+        throw ConvertError(index.string(), std::string(kv.key()), "weight_map value is not a file name");
       const std::string f(kv.value().as_string());
       placed[std::string(kv.key())] = f;
       if (std::find(files.begin(), files.end(), f) == files.end()) files.push_back(f);
@@ -223,7 +228,8 @@ Checkpoint Checkpoint::open(const std::string& dir) {
   }
   for (const auto& [t, f] : placed)
     if (!c.by_name_.count(t))
-      throw ConvertError((fs::path(dir) / f).string(), t, "listed in model.safetensors.index.json but not in the shard");
+      throw ConvertError((fs::path(dir) / f).string(), t,
+                         "listed in model.safetensors.index.json but not in the shard");
   return c;
 }
 
@@ -264,7 +270,8 @@ void write_shard(const std::string& path, const std::vector<ShardEntry>& tensors
   const uint64_t n = h.size();
   out.write(reinterpret_cast<const char*>(&n), 8);
   out.write(h.data(), static_cast<std::streamsize>(h.size()));
-  for (const ShardEntry& t : tensors) out.write(reinterpret_cast<const char*>(t.bytes.data()), static_cast<std::streamsize>(t.bytes.size()));
+  for (const ShardEntry& t : tensors)
+    out.write(reinterpret_cast<const char*>(t.bytes.data()), static_cast<std::streamsize>(t.bytes.size()));
   out.close();
   if (!out) throw ConvertError(tmp, "", "write failed");
   fs::rename(tmp, path);

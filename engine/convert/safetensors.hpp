@@ -32,8 +32,8 @@ struct SourceTensor {
   std::vector<uint64_t> shape;  // safetensors order: outermost first (row-major [out, in])
   const std::byte* data = nullptr;
   uint64_t n_bytes = 0;
-  uint64_t file_offset = 0;     // absolute offset of the data in its shard
-  size_t shard = 0;             // index into Checkpoint::shards()
+  uint64_t file_offset = 0;  // absolute offset of the data in its shard
+  size_t shard = 0;          // index into Checkpoint::shards()
 
   uint64_t n_elements() const;
 };

@@ -105,8 +105,8 @@ Ds4Dims Ds4Dims::from_metadata(const GgufFile& f) {
     if (f.has(p + key)) u32(p + key, 0, 0);
   d.compress_ratios = f.get_array<uint32_t>(p + "attention.compress_ratios");
   if (d.compress_ratios.size() < d.n_layer)
-    fail(p + "attention.compress_ratios", "has " + std::to_string(d.compress_ratios.size()) + " entries for " +
-                                              std::to_string(d.n_layer) + " layers");
+    fail(p + "attention.compress_ratios",
+         "has " + std::to_string(d.compress_ratios.size()) + " entries for " + std::to_string(d.n_layer) + " layers");
   d.compress_ratios.resize(d.n_layer);
   for (size_t i = 0; i < d.compress_ratios.size(); ++i)
     if (d.compress_ratios[i] != 0 && d.compress_ratios[i] != 4 && d.compress_ratios[i] != 128)

@@ -20,11 +20,18 @@
 namespace ds4::gguf {
 
 enum class Family {
-  RoutedExperts, Attention, SharedExpert, Embedding, OutputHead, Router, HyperConnection,
-  CompressorIndexer, Norms,
+  RoutedExperts,
+  Attention,
+  SharedExpert,
+  Embedding,
+  OutputHead,
+  Router,
+  HyperConnection,
+  CompressorIndexer,
+  Norms,
 };
 inline constexpr Family kAllFamilies[] = {
-    Family::RoutedExperts, Family::Attention, Family::SharedExpert, Family::Embedding,       Family::OutputHead,
+    Family::RoutedExperts, Family::Attention,       Family::SharedExpert,      Family::Embedding, Family::OutputHead,
     Family::Router,        Family::HyperConnection, Family::CompressorIndexer, Family::Norms,
 };
 std::string_view family_name(Family f);

@@ -17,7 +17,8 @@ uint64_t pad_to(uint64_t n, uint64_t align) { return n + (align - n % align) % a
 
 class Bytes {
  public:
-  template <class T> void put(T x) {
+  template <class T>
+  void put(T x) {
     const auto* p = reinterpret_cast<const std::byte*>(&x);
     out.insert(out.end(), p, p + sizeof(T));
   }
@@ -37,8 +38,9 @@ class Bytes {
             put<uint64_t>(x.items.size());
             for (const Value& item : x.items) {
               if (item.type() != x.elem_type)
-                throw GgufError("", std::nullopt, "array element of type " + item.type_description() +
-                                                      " in an array of " + std::string(value_type_name(x.elem_type)));
+                throw GgufError("", std::nullopt,
+                                "array element of type " + item.type_description() + " in an array of " +
+                                    std::string(value_type_name(x.elem_type)));
               put_value(item);
             }
           } else if constexpr (std::is_same_v<T, bool>) {
@@ -80,8 +82,9 @@ void GgufWriter::add(Tensor t) {
   }
   t.n_bytes = quant::row_bytes(t.type, t.dims[0]) * (n / t.dims[0]);
   if (!t.fill && t.data.size() != t.n_bytes)
-    throw GgufError("", std::nullopt, where + "data has " + std::to_string(t.data.size()) + " bytes, shape and type need " +
-                                          std::to_string(t.n_bytes));
+    throw GgufError("", std::nullopt,
+                    where + "data has " + std::to_string(t.data.size()) + " bytes, shape and type need " +
+                        std::to_string(t.n_bytes));
   for (const Tensor& o : tensors_)
     if (o.name == t.name) throw GgufError("", std::nullopt, "duplicate tensor name '" + t.name + "'");
   tensors_.push_back(std::move(t));
@@ -146,7 +149,8 @@ uint64_t GgufWriter::file_size() const {
   return n;
 }
 
-template <class Sink> void GgufWriter::emit(Sink& sink) const {
+template <class Sink>
+void GgufWriter::emit(Sink& sink) const {
   const std::vector<std::byte> h = header();
   sink(std::span<const std::byte>(h));
   static const std::byte zeros[256] = {};

@@ -49,7 +49,7 @@ class GgufWriter {
   };
   Layout layout() const;
 
-  void write(const std::string& path) const;   // throws GgufError on I/O failure
+  void write(const std::string& path) const;  // throws GgufError on I/O failure
   std::vector<std::byte> write_to_memory() const;
 
  private:
@@ -67,7 +67,8 @@ class GgufWriter {
   };
   void add(Tensor t);
   std::vector<std::byte> header() const;  // everything up to the data section, padding included
-  template <class Sink> void emit(Sink& sink) const;
+  template <class Sink>
+  void emit(Sink& sink) const;
 
   uint32_t alignment_ = 32;
   std::vector<Entry> kvs_;

@@ -32,8 +32,9 @@ CollectResult collect(const std::string& model_path, const std::string& text, co
   const tokenizer::Tokenizer tok = tokenizer::Tokenizer::from_gguf(model->gguf());
   const std::vector<int32_t> ids = tok.encode(text);
   const uint32_t n = std::max<uint32_t>(2, opt.chunk_tokens);
-  if (ids.size() < n - 1) throw std::runtime_error("calibration text has " + std::to_string(ids.size()) +
-                                                   " tokens, fewer than one chunk of " + std::to_string(n));
+  if (ids.size() < n - 1)
+    throw std::runtime_error("calibration text has " + std::to_string(ids.size()) +
+                             " tokens, fewer than one chunk of " + std::to_string(n));
   CollectResult r;
   for (size_t at = 0; at + (n - 1) <= ids.size(); at += n - 1) {
     if (opt.max_chunks && r.chunks >= opt.max_chunks) break;
@@ -60,7 +61,8 @@ CollectResult collect(const std::string& model_path, const std::string& text, co
       if (a.rows[s] == 0) continue;
       ++hit;
       for (int64_t i = 0; i < a.cols; ++i)
-        e.values[s * size_t(a.cols) + size_t(i)] = float(a.sum2[s * size_t(a.cols) + size_t(i)] / double(a.rows[s]) * r.chunks);
+        e.values[s * size_t(a.cols) + size_t(i)] =
+            float(a.sum2[s * size_t(a.cols) + size_t(i)] / double(a.rows[s]) * r.chunks);
     }
     if (routed) {
       ++r.expert_entries;

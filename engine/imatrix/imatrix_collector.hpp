@@ -28,8 +28,8 @@ class Collector : public ActivationObserver {
 
   struct Accum {
     int64_t cols = 0;
-    std::vector<double> sum2;      // n_slots x cols
-    std::vector<uint64_t> rows;    // per slot (expert, or slot 0 for dense)
+    std::vector<double> sum2;    // n_slots x cols
+    std::vector<uint64_t> rows;  // per slot (expert, or slot 0 for dense)
   };
   const std::map<std::string, Accum, std::less<>>& accums() const { return acc_; }
 
@@ -41,7 +41,7 @@ struct CollectOptions {
   uint32_t chunk_tokens = 512;
   uint32_t max_chunks = 0;  // 0: all the text
   unsigned threads = 0;
-  std::string dataset;      // recorded in the file (the text's path)
+  std::string dataset;  // recorded in the file (the text's path)
 };
 
 struct LayerCoverage {

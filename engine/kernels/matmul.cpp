@@ -15,8 +15,7 @@ size_t weight_row_bytes(const WeightView& w) {
   return static_cast<size_t>(quant::row_bytes(w.type, static_cast<uint64_t>(w.cols)));
 }
 
-WeightView expert_view(quant::Type type, const void* base, int64_t rows, int64_t cols, int64_t n_experts,
-                       int64_t e) {
+WeightView expert_view(quant::Type type, const void* base, int64_t rows, int64_t cols, int64_t n_experts, int64_t e) {
   if (e < 0 || e >= n_experts)
     throw std::out_of_range("expert " + std::to_string(e) + " out of range [0, " + std::to_string(n_experts) + ")");
   const size_t rb = static_cast<size_t>(quant::row_bytes(type, static_cast<uint64_t>(cols)));
@@ -27,7 +26,8 @@ WeightView expert_view(quant::Type type, const void* base, int64_t rows, int64_t
 void quantize_activations(quant::Type vec_dot_type, const float* x, int n, int64_t cols, std::vector<uint8_t>& out) {
   const size_t arb = quant::act_row_bytes(vec_dot_type, cols);
   out.resize(static_cast<size_t>(n) * arb);
-  for (int t = 0; t < n; t++) quant::quantize_activation(vec_dot_type, x + static_cast<size_t>(t) * cols, out.data() + t * arb, cols);
+  for (int t = 0; t < n; t++)
+    quant::quantize_activation(vec_dot_type, x + static_cast<size_t>(t) * cols, out.data() + t * arb, cols);
 }
 
 void matmul(ThreadPool& pool, const WeightView& w, const void* act, size_t act_row_bytes, int n_rows_act, float* out,
@@ -63,10 +63,8 @@ void matmul(ThreadPool& pool, const WeightView& w, const void* act, size_t act_r
     }
   };
   // Small products are not worth waking the pool; the values are the same either way.
-  if (static_cast<double>(rb) * w.rows * n_rows_act < 64 * 1024)
-    rows(0, w.rows);
-  else
-    pool.parallel_for(w.rows, rows);
+  if (static_cast<double>(rb) * w.rows * n_rows_act < 64 * 1024) rows(0, w.rows);
+  else pool.parallel_for(w.rows, rows);
 }
 
 void matmul_f32(ThreadPool& pool, const WeightView& w, const float* x, int n_rows_act, float* out, quant::Isa isa) {

@@ -73,12 +73,14 @@ void remember_logits(Context::State& st, uint32_t n_vocab, uint64_t pos, const f
 void Context::truncate(size_t n) {
   State& s = *state_;
   const size_t size = s.tokens.size();
-  if (n > size) throw std::out_of_range("truncate to " + std::to_string(n) + " tokens: the context holds only " + std::to_string(size));
+  if (n > size)
+    throw std::out_of_range("truncate to " + std::to_string(n) + " tokens: the context holds only " +
+                            std::to_string(size));
   if (n == size) return;
   if (n + s.rollback < s.high_water)
-    throw std::out_of_range("truncate to " + std::to_string(n) + " tokens: only the last " + std::to_string(s.rollback) +
-                            " tokens before the furthest point reached (" + std::to_string(s.high_water) +
-                            ") can be taken back");
+    throw std::out_of_range("truncate to " + std::to_string(n) + " tokens: only the last " +
+                            std::to_string(s.rollback) + " tokens before the furthest point reached (" +
+                            std::to_string(s.high_water) + ") can be taken back");
   if (n < s.rollback_floor)
     throw std::out_of_range("truncate to " + std::to_string(n) + " tokens: cannot go behind the last restore point (" +
                             std::to_string(s.rollback_floor) + ")");
@@ -88,8 +90,13 @@ void Context::truncate(size_t n) {
   const size_t slots = s.logit_pos.size();
   if (n > 0 && slots && s.logit_pos[(n - 1) % slots] == int64_t(n - 1))
     s.logits.assign(s.logit_ring.begin() + ((n - 1) % slots) * V, s.logit_ring.begin() + ((n - 1) % slots + 1) * V);
-  else
-    s.logits.clear();
+  else s.logits.clear();
+}
+
+size_t Context::truncate_floor() const {
+  const State& s = *state_;
+  const uint64_t ring = s.high_water > s.rollback ? s.high_water - s.rollback : 0;
+  return size_t(std::min<uint64_t>(s.tokens.size(), std::max<uint64_t>(ring, s.rollback_floor)));
 }
 
 std::span<const float> Context::prefill(std::span<const int32_t> tokens, ProgressFn progress) {
@@ -107,9 +114,7 @@ std::span<const float> Context::prefill(std::span<const int32_t> tokens, Progres
     const size_t b = c * kChunk, e = std::min(n, b + kChunk);
     std::function<void(uint32_t)> on_layer;
     if (progress)
-      on_layer = [&](uint32_t il) {
-        progress((double(c) + double(il + 1) / L) / double(n_chunks), "prefill");
-      };
+      on_layer = [&](uint32_t il) { progress((double(c) + double(il + 1) / L) / double(n_chunks), "prefill"); };
     model::forward_batch(m, s.layers, tokens.data() + b, int(e - b), uint32_t(s.tokens.size()), false, s.logits.data(),
                          s.scratch, on_layer);
     s.tokens.insert(s.tokens.end(), tokens.begin() + b, tokens.begin() + e);
@@ -119,9 +124,7 @@ std::span<const float> Context::prefill(std::span<const int32_t> tokens, Progres
   return s.logits;
 }
 
-std::span<const float> Context::decode(int32_t token) {
-  return prefill(std::span<const int32_t>(&token, 1));
-}
+std::span<const float> Context::decode(int32_t token) { return prefill(std::span<const int32_t>(&token, 1)); }
 
 std::vector<std::vector<float>> Context::verify(std::span<const int32_t> tokens) {
   State& s = *state_;

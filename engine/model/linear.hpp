@@ -25,7 +25,7 @@ namespace ds4::model {
 struct Exec {
   kernels::ThreadPool* pool = nullptr;
   bool exact = false;
-  quant::Isa isa = quant::Isa::Scalar;  // best ISA available
+  quant::Isa isa = quant::Isa::Scalar;     // best ISA available
   ActivationObserver* observer = nullptr;  // LoadOptions::activation_observer (null: off)
 
   // Float formats only in their exact-order variant; the integer kernels are exact as they are.
@@ -48,14 +48,12 @@ struct QuantAct {
 quant::Type vec_dot_type_of(quant::Type weight_type);
 
 // Quantizes n rows of `cols` floats (row stride `stride` floats) for weights of `weight_type`.
-void quantize_rows(quant::Type weight_type, const float* x, int n, int64_t cols, QuantAct& out,
-                   int64_t stride = -1);
+void quantize_rows(quant::Type weight_type, const float* x, int n, int64_t cols, QuantAct& out, int64_t stride = -1);
 
 // out[t * w.rows + r] = w_row_r . act_row_t.
 void matmul(const Exec& ex, const kernels::WeightView& w, const QuantAct& act, float* out);
 // Same with an explicit activation pointer and row stride in bytes (sub-ranges of a QuantAct).
-void matmul_raw(const Exec& ex, const kernels::WeightView& w, const void* act, size_t act_row_bytes,
-                int n, float* out);
+void matmul_raw(const Exec& ex, const kernels::WeightView& w, const void* act, size_t act_row_bytes, int n, float* out);
 
 // Quantize and multiply: out [n][w.ne[1]] = W . x[t] for t < n (x rows of w.ne[0] floats).
 void project(const Exec& ex, const Tensor& w, const float* x, int n, float* out, QuantAct& scratch);

@@ -24,15 +24,17 @@
 
 namespace ds4 {
 
-namespace gguf { class GgufFile; }
+namespace gguf {
+class GgufFile;
+}
 class ActivationObserver;  // activation_observer.hpp
 
 enum class Arithmetic { Exact, Fast };
 
 struct LoadOptions {
-  unsigned threads = 0;                    // 0: std::thread::hardware_concurrency()
+  unsigned threads = 0;  // 0: std::thread::hardware_concurrency()
   Arithmetic arithmetic = Arithmetic::Fast;
-  bool populate = false;                   // prefault the whole mapping at load (MAP_POPULATE)
+  bool populate = false;  // prefault the whole mapping at load (MAP_POPULATE)
   // Sees every projection input (activation_observer.hpp); not owned, must outlive the model.
   ActivationObserver* activation_observer = nullptr;
 };
@@ -43,7 +45,7 @@ using ProgressFn = std::function<void(double fraction, std::string_view stage)>;
 using LoadProgress = ProgressFn;
 
 struct ModelInfo {
-  std::string name;                        // general.name
+  std::string name;  // general.name
   uint32_t n_layer = 0, n_embd = 0, n_vocab = 0;
   uint32_t n_head = 0, head_dim = 0, n_rot = 0;
   uint32_t q_lora_rank = 0, out_lora_rank = 0, n_out_group = 0;
@@ -51,12 +53,12 @@ struct ModelInfo {
   uint32_t n_hash_layer = 0, sliding_window = 0;
   uint32_t indexer_heads = 0, indexer_head_dim = 0, indexer_top_k = 0;
   uint32_t n_hc = 0, sinkhorn_iters = 0;
-  uint64_t context_length = 0;             // metadata context_length (not validated)
-  std::vector<uint32_t> compress_ratios;   // per layer: 0, 4 or 128
-  std::string expert_types;                // e.g. "iq2_xxs/iq2_xxs/q2_K" (gate/up/down)
-  uint64_t weight_bytes = 0;               // bytes of all tensor data in the file
+  uint64_t context_length = 0;                 // metadata context_length (not validated)
+  std::vector<uint32_t> compress_ratios;       // per layer: 0, 4 or 128
+  std::string expert_types;                    // e.g. "iq2_xxs/iq2_xxs/q2_K" (gate/up/down)
+  uint64_t weight_bytes = 0;                   // bytes of all tensor data in the file
   uint64_t active_weight_bytes_per_token = 0;  // dense weights + n_expert_used experts per layer
-  unsigned threads = 0;                    // size of the model's thread pool
+  unsigned threads = 0;                        // size of the model's thread pool
   Arithmetic arithmetic = Arithmetic::Fast;
 };
 
@@ -113,12 +115,14 @@ class Context {
   // n-1 if they were computed (decode, verify, the end of a prefill), else empty. Throws
   // std::out_of_range with the reason, leaving the context untouched, when n is out of reach.
   void truncate(size_t n);
+  // The smallest n truncate(n) accepts now (size() when nothing can be taken back).
+  size_t truncate_floor() const;
 
-  std::span<const float> logits() const;          // logits after the last token (empty if none)
+  std::span<const float> logits() const;  // logits after the last token (empty if none)
   const std::vector<int32_t>& tokens() const;
-  size_t size() const;                            // tokens in the context
-  uint32_t capacity() const;                      // maximum tokens
-  uint64_t cache_bytes() const;                   // bytes held by this context's caches
+  size_t size() const;           // tokens in the context
+  uint32_t capacity() const;     // maximum tokens
+  uint64_t cache_bytes() const;  // bytes held by this context's caches
 
   // Complete state as bytes: versioned, checksummed header, then tokens, logits and caches.
   std::vector<uint8_t> snapshot() const;

@@ -25,8 +25,7 @@ uint32_t req_u32(const gguf::GgufFile& f, const char* key) { return f.get<uint32
 float req_f32(const gguf::GgufFile& f, const char* key) { return f.get<float>(k(key)); }
 
 void expect_u32(const gguf::GgufFile& f, const char* key, uint32_t got, uint32_t want) {
-  if (got != want)
-    fail(f, "metadata " + k(key) + " = " + std::to_string(got) + ", expected " + std::to_string(want));
+  if (got != want) fail(f, "metadata " + k(key) + " = " + std::to_string(got) + ", expected " + std::to_string(want));
 }
 
 std::string dims_str(const std::vector<uint64_t>& d) {
@@ -117,27 +116,29 @@ ModelConfig read_config(const gguf::GgufFile& f) {
   need(c.n_layer > 0 && c.n_embd > 0 && c.n_vocab > 0 && c.n_head > 0, "deepseek4 dimensions must be positive");
   need(c.n_rot > 0 && c.n_rot % 2 == 0 && c.n_rot < c.head_dim && c.n_rot <= 512,
        "deepseek4.rope.dimension_count must be even and smaller than attention.key_length");
-  need((c.head_dim - c.n_rot) % 64 == 0, "attention.key_length - rope.dimension_count must be a multiple of 64 (FP8 KV blocks)");
-  need(c.n_out_group > 0 && c.n_head % c.n_out_group == 0, "attention.head_count must be a multiple of output_group_count");
+  need((c.head_dim - c.n_rot) % 64 == 0,
+       "attention.key_length - rope.dimension_count must be a multiple of 64 (FP8 KV blocks)");
+  need(c.n_out_group > 0 && c.n_head % c.n_out_group == 0,
+       "attention.head_count must be a multiple of output_group_count");
   need(c.group_dim() % 32 == 0, "output group width must be a multiple of 32");
   need(c.n_hc >= 1 && c.n_hc <= 16, "hyper_connection.count must be in 1..16");
   need(c.n_expert_used >= 1 && c.n_expert_used <= 32 && c.n_expert_used <= c.n_expert && c.n_expert <= 1024,
        "expert_used_count must be in 1..min(32, expert_count), expert_count <= 1024");
   need(c.n_hash_layer <= c.n_layer, "hash_layer_count exceeds block_count");
   need(c.n_swa > 0, "attention.sliding_window must be positive");
-  need(c.compress_ratio.size() >= c.n_layer, "metadata deepseek4.attention.compress_ratios has " +
-                                                 std::to_string(c.compress_ratio.size()) +
-                                                 " entries, fewer than deepseek4.block_count = " + std::to_string(c.n_layer));
-  need(c.swiglu_clamp.size() >= c.n_layer, "metadata deepseek4.swiglu_clamp_exp has " +
-                                               std::to_string(c.swiglu_clamp.size()) +
-                                               " entries, fewer than deepseek4.block_count = " + std::to_string(c.n_layer));
+  need(c.compress_ratio.size() >= c.n_layer,
+       "metadata deepseek4.attention.compress_ratios has " + std::to_string(c.compress_ratio.size()) +
+           " entries, fewer than deepseek4.block_count = " + std::to_string(c.n_layer));
+  need(c.swiglu_clamp.size() >= c.n_layer,
+       "metadata deepseek4.swiglu_clamp_exp has " + std::to_string(c.swiglu_clamp.size()) +
+           " entries, fewer than deepseek4.block_count = " + std::to_string(c.n_layer));
   c.compress_ratio.resize(c.n_layer);
   c.swiglu_clamp.resize(c.n_layer);
   bool any4 = false;
   for (uint32_t il = 0; il < c.n_layer; il++) {
     const uint32_t r = c.compress_ratio[il];
-    need(r == 0 || r == 4 || r == 128,
-         "metadata deepseek4.attention.compress_ratios[" + std::to_string(il) + "] = " + std::to_string(r) + ", expected 0, 4 or 128");
+    need(r == 0 || r == 4 || r == 128, "metadata deepseek4.attention.compress_ratios[" + std::to_string(il) +
+                                           "] = " + std::to_string(r) + ", expected 0, 4 or 128");
     any4 |= r == 4;
   }
   if (any4) {
@@ -181,7 +182,8 @@ Weights bind_weights(const gguf::GgufFile& f, const ModelConfig& c) {
     l.attn_kv = b.get(p + "attn_kv.weight", {T::Q8_0}, {D, hd});
     l.attn_kv_a_norm = b.get(p + "attn_kv_a_norm.weight", {T::F32}, {hd});
     l.attn_sinks = b.get(p + "attn_sinks.weight", {T::F32}, {c.n_head});
-    l.attn_output_a = b.get(p + "attn_output_a.weight", {T::Q8_0}, {c.group_dim(), uint64_t(c.n_out_group) * c.out_lora_rank});
+    l.attn_output_a =
+        b.get(p + "attn_output_a.weight", {T::Q8_0}, {c.group_dim(), uint64_t(c.n_out_group) * c.out_lora_rank});
     l.attn_output_b = b.get(p + "attn_output_b.weight", {T::Q8_0}, {uint64_t(c.n_out_group) * c.out_lora_rank, D});
     if (ratio != 0) {
       const uint64_t W = (ratio == 4 ? 2 : 1) * hd;
@@ -192,7 +194,8 @@ Weights bind_weights(const gguf::GgufFile& f, const ModelConfig& c) {
     }
     if (ratio == 4) {
       const uint64_t Wi = 2 * uint64_t(c.idx_dim);
-      l.indexer_q_b = b.get(p + "indexer.attn_q_b.weight", {T::F16}, {c.q_lora_rank, uint64_t(c.idx_heads) * c.idx_dim});
+      l.indexer_q_b =
+          b.get(p + "indexer.attn_q_b.weight", {T::F16}, {c.q_lora_rank, uint64_t(c.idx_heads) * c.idx_dim});
       l.indexer_proj = b.get(p + "indexer.proj.weight", {T::F16}, {D, c.idx_heads});
       l.indexer_compressor.ape = b.get(p + "indexer_compressor_ape.weight", {T::F16}, {Wi, 4});
       l.indexer_compressor.kv = b.get(p + "indexer_compressor_kv.weight", {T::F16}, {D, Wi});
@@ -227,7 +230,8 @@ kernels::WeightView model::Tensor::rows(int64_t row0, int64_t n) const {
 }
 
 kernels::WeightView model::Tensor::expert(int64_t e) const {
-  if (ndim != 3 || e < 0 || uint64_t(e) >= ne[2]) throw std::out_of_range("expert index out of range in tensor " + name);
+  if (ndim != 3 || e < 0 || uint64_t(e) >= ne[2])
+    throw std::out_of_range("expert index out of range in tensor " + name);
   const uint64_t rb = quant::row_bytes(type, ne[0]);
   return {type, data + uint64_t(e) * ne[1] * rb, int64_t(ne[1]), int64_t(ne[0])};
 }
@@ -303,13 +307,13 @@ std::shared_ptr<Model> Model::load(const std::filesystem::path& path, const Load
   info.weight_bytes = total;
   const uint64_t embd_bytes = impl->w.token_embd.bytes;
   // Per token: every dense tensor, one embedding row, and n_used of n_expert experts per layer.
-  info.active_weight_bytes_per_token = (total - experts - embd_bytes) + embd_bytes / c.n_vocab +
-                                       experts / c.n_expert * c.n_expert_used;
+  info.active_weight_bytes_per_token =
+      (total - experts - embd_bytes) + embd_bytes / c.n_vocab + experts / c.n_expert * c.n_expert_used;
 
   uint64_t fp = 0xcbf29ce484222325ULL;
-  const uint32_t dims[] = {c.n_layer, c.n_embd, c.n_vocab, c.n_head, c.head_dim, c.n_rot, c.q_lora_rank,
-                           c.out_lora_rank, c.n_out_group, c.n_expert, c.n_expert_used, c.n_ff, c.n_swa,
-                           c.idx_heads, c.idx_dim, c.idx_top_k, c.n_hc};
+  const uint32_t dims[] = {c.n_layer,     c.n_embd,        c.n_vocab,     c.n_head,    c.head_dim,      c.n_rot,
+                           c.q_lora_rank, c.out_lora_rank, c.n_out_group, c.n_expert,  c.n_expert_used, c.n_ff,
+                           c.n_swa,       c.idx_heads,     c.idx_dim,     c.idx_top_k, c.n_hc};
   fp = fnv1a(fp, dims, sizeof dims);
   fp = fnv1a(fp, c.compress_ratio.data(), c.compress_ratio.size() * sizeof(uint32_t));
   fp = fnv1a(fp, impl->w.output.data, std::min<uint64_t>(impl->w.output.bytes, 4096));

@@ -140,7 +140,8 @@ void moe_forward(const Exec& ex, const ModelConfig& cfg, const LayerWeights& lw,
     const int n = int(pairs.size());
     gather_rows(s.midq, pairs, 1, s.gather);  // one hidden row per pair
     if (ex.observer)
-      for (uint32_t pair : pairs) ex.observer->observe(lw.ffn_down_exps.name, int(e), s.mid.data() + size_t(pair) * F, F);
+      for (uint32_t pair : pairs)
+        ex.observer->observe(lw.ffn_down_exps.name, int(e), s.mid.data() + size_t(pair) * F, F);
     tmp.resize(size_t(n) * D);
     matmul(ex, lw.ffn_down_exps.expert(e), s.gather, tmp.data());
     for (int i = 0; i < n; i++)

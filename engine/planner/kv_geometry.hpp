@@ -18,28 +18,28 @@
 namespace ds4::planner {
 
 struct KvLayer {
-  uint32_t ratio = 0;          // 0: raw window only
-  uint32_t overlap = 1;        // compressor overlap factor ("coff"): 2 for ratio 4 in DS4 Flash
-  bool indexer = false;        // keeps indexer rows + index compressor state
+  uint32_t ratio = 0;    // 0: raw window only
+  uint32_t overlap = 1;  // compressor overlap factor ("coff"): 2 for ratio 4 in DS4 Flash
+  bool indexer = false;  // keeps indexer rows + index compressor state
 };
 
 struct KvGeometry {
   std::vector<KvLayer> layers;
-  uint32_t latent_dim = 512;   // width of a raw/compressed latent row (attention.key_length)
-  uint32_t indexer_dim = 128;  // width of an indexer row (attention.indexer.key_length)
-  uint32_t window = 128;       // logical raw window (attention.sliding_window)
-  uint32_t drafter_layers = 0; // MTP blocks: one raw ring each, no compressor
+  uint32_t latent_dim = 512;    // width of a raw/compressed latent row (attention.key_length)
+  uint32_t indexer_dim = 128;   // width of an indexer row (attention.indexer.key_length)
+  uint32_t window = 128;        // logical raw window (attention.sliding_window)
+  uint32_t drafter_layers = 0;  // MTP blocks: one raw ring each, no compressor
 
   // DeepSeek V4 Flash as shipped: 43 layers, ratios 0,0,4,128,4,128,...,4.
   static KvGeometry ds4_flash();
 };
 
 struct KvCost {
-  uint32_t raw_cap = 0;            // rows per raw ring (GPU rule)
-  uint64_t bytes_per_token = 0;    // compressed + indexer rows per context token, all layers
-  uint64_t raw_ring_bytes = 0;     // fixed: raw rings of every layer (and drafter)
-  uint64_t state_bytes = 0;        // fixed: compressor + index compressor states
-  uint64_t spare_row_bytes = 0;    // fixed: the 2 extra rows per compressed/indexer buffer
+  uint32_t raw_cap = 0;          // rows per raw ring (GPU rule)
+  uint64_t bytes_per_token = 0;  // compressed + indexer rows per context token, all layers
+  uint64_t raw_ring_bytes = 0;   // fixed: raw rings of every layer (and drafter)
+  uint64_t state_bytes = 0;      // fixed: compressor + index compressor states
+  uint64_t spare_row_bytes = 0;  // fixed: the 2 extra rows per compressed/indexer buffer
   uint64_t fixed_bytes() const { return raw_ring_bytes + state_bytes + spare_row_bytes; }
   uint64_t total(uint64_t context) const { return bytes_per_token * context + fixed_bytes(); }
 };

@@ -58,17 +58,13 @@ Isa detect_isa() {
     const std::string v(env);
     if (v == "scalar" || v == "generic") return Isa{Arch::Generic, Order::Fast};
     Arch want;
-    if (v == "avx2")
-      want = Arch::Avx2;
-    else if (v == "neon")
-      want = Arch::Neon;
-    else if (v == "dotprod" || v == "neon-dotprod")
-      want = Arch::NeonDotprod;
-    else
-      throw std::runtime_error("DS4D_ISA=" + v + ": unknown (use scalar, avx2, neon or dotprod)");
+    if (v == "avx2") want = Arch::Avx2;
+    else if (v == "neon") want = Arch::Neon;
+    else if (v == "dotprod" || v == "neon-dotprod") want = Arch::NeonDotprod;
+    else throw std::runtime_error("DS4D_ISA=" + v + ": unknown (use scalar, avx2, neon or dotprod)");
     if (!d.supported[static_cast<size_t>(want)])
-      throw std::runtime_error("DS4D_ISA=" + v + ": this build or CPU cannot run " + kArchNames[static_cast<size_t>(want)] +
-                               " kernels");
+      throw std::runtime_error("DS4D_ISA=" + v + ": this build or CPU cannot run " +
+                               kArchNames[static_cast<size_t>(want)] + " kernels");
     return Isa{want, Order::Fast};
   }
   for (Arch a : {Arch::NeonDotprod, Arch::Neon, Arch::Avx2})

@@ -6,7 +6,7 @@
 
 namespace ds4::quant::detail {
 
-#define DS4_QUANT_FAMILY(name)                                    \
+#define DS4_QUANT_FAMILY(name) \
   void dequantize_##name(const void* src, float* dst, int64_t n); \
   void quantize_##name(const float* src, void* dst, int64_t n);
 
@@ -21,8 +21,8 @@ DS4_QUANT_FAMILY(mxfp4)
 #undef DS4_QUANT_FAMILY
 
 void dequantize_q8_k(const void* src, float* dst, int64_t n);
-// Activation quantizers (docs/quant.md §activation-quantization), into the layouts documented in quant.hpp: the references every
-// architecture's activation quantizer must match byte for byte.
+// Activation quantizers (docs/quant.md §activation-quantization), into the layouts documented in quant.hpp: the
+// references every architecture's activation quantizer must match byte for byte.
 void quantize_act_q8_0(const float* src, void* dst, int64_t n);
 void quantize_act_q8_k(const float* src, void* dst, int64_t n);
 void quantize_act_f32(const float* src, void* dst, int64_t n);

@@ -1,8 +1,8 @@
 // FP8 (E4M3FN) and FP4 (E2M1) quantize-dequantize simulations and the 128-point Hadamard
-// rotation used by DeepSeek V4's KV cache and indexer (docs/quant.md §format-simulations). They are part of the model graph:
-// leaving them out changes attention and indexer top-k. The arithmetic mirrors ds4's CPU code
-// (division by the power-of-two scale, log2f/ceilf/ldexpf for the scale, f32 |difference|
-// comparisons for nearest-value search) so the results match it bit for bit.
+// rotation used by DeepSeek V4's KV cache and indexer (docs/quant.md §format-simulations). They are part of the model
+// graph: leaving them out changes attention and indexer top-k. The arithmetic mirrors ds4's CPU code (division by the
+// power-of-two scale, log2f/ceilf/ldexpf for the scale, f32 |difference| comparisons for nearest-value search) so the
+// results match it bit for bit.
 #include "engine/quant/fp_sim.hpp"
 
 #include <array>
@@ -56,10 +56,8 @@ float e4m3fn_round(float x) {
   int lo = 0, hi = 126;  // largest code with value <= ax
   while (lo < hi) {
     const int mid = (lo + hi + 1) / 2;
-    if (t[mid] <= ax)
-      lo = mid;
-    else
-      hi = mid - 1;
+    if (t[mid] <= ax) lo = mid;
+    else hi = mid - 1;
   }
   int best = lo;
   if (best < 126) {
@@ -73,7 +71,8 @@ void fp8_e4m3_simulate_block64(float* x) { simulate_scaled_block(x, 64, 448.0f, 
 
 void fp8_kv_simulate_row(float* x, int n_nope) {
   if (n_nope < 0 || n_nope % 64 != 0)
-    throw std::invalid_argument("FP8 KV simulation needs a multiple of 64 non-RoPE dims, got " + std::to_string(n_nope));
+    throw std::invalid_argument("FP8 KV simulation needs a multiple of 64 non-RoPE dims, got " +
+                                std::to_string(n_nope));
   for (int off = 0; off < n_nope; off += 64) fp8_e4m3_simulate_block64(x + off);
 }
 

@@ -1,9 +1,9 @@
 // Q8_K: the activation format for the K-quant and IQ2 expert dots (GGML block_q8_K layout,
 // f32 d, 256 int8, 16 int16 sums of 16). Never a weight format here.
 //
-// Quantization (ds4.c ds4_quantize_row_q8_K, docs/quant.md §activation-quantization): per 256-block find the element with the
-// largest |x| (first one wins: strict > scan) and keep its signed value `max`. If amax == 0 the
-// block is all zero (d = 0). Otherwise iscale = -127.0f / max; q = lrintf(iscale * x) clamped to
+// Quantization (ds4.c ds4_quantize_row_q8_K, docs/quant.md §activation-quantization): per 256-block find the element
+// with the largest |x| (first one wins: strict > scan) and keep its signed value `max`. If amax == 0 the block is all
+// zero (d = 0). Otherwise iscale = -127.0f / max; q = lrintf(iscale * x) clamped to
 // [-128, 127]; bsums[j] = Σ q[16j..16j+15]; d = 1.0f / iscale. Note the negative scale: the
 // max element maps to exactly -127 and d has the opposite sign of max.
 #include <cmath>

@@ -80,11 +80,11 @@ using DotMultiFn = void (*)(const void* w, const void* act, size_t act_stride, i
 // Format traits: what a type is, independent of any CPU. Indexed by Type.
 struct Traits {
   Type type;
-  uint32_t block_elems, block_bytes;      // weight-format geometry (block_bytes = sizeof the block)
-  Type vec_dot_type;                      // what the activation is quantized to for dot()
-  DequantizeFn dequantize = nullptr;      // to_float; null for I32
-  QuantizeFn quantize = nullptr;          // from_float: weight quantizer (Q8_K: the activation quantizer); null for I32
-  bool has_dot = false;                   // a weight format with a dot product (all but Q8_K, I32)
+  uint32_t block_elems, block_bytes;  // weight-format geometry (block_bytes = sizeof the block)
+  Type vec_dot_type;                  // what the activation is quantized to for dot()
+  DequantizeFn dequantize = nullptr;  // to_float; null for I32
+  QuantizeFn quantize = nullptr;      // from_float: weight quantizer (Q8_K: the activation quantizer); null for I32
+  bool has_dot = false;               // a weight format with a dot product (all but Q8_K, I32)
   // Activation side: only meaningful on entries that are someone's vec_dot_type (F32, Q8_0,
   // Q8_K). act_block_bytes is the activation layout's block size (see above), 0 elsewhere.
   uint32_t act_block_bytes = 0;
@@ -95,9 +95,9 @@ struct Traits {
 // from its fallback. Null where the type has none (no dot for Q8_K/I32; dot_multi only where
 // some architecture implements it; quantize_activation only on activation types).
 struct CpuKernels {
-  DotFn dot = nullptr;                      // Order::Fast
-  DotFn dot_exact = nullptr;                // Order::Exact: bit-identical to the generic dot
-  DotMultiFn dot_multi = nullptr;           // several activation rows, each == dot_exact
+  DotFn dot = nullptr;                       // Order::Fast
+  DotFn dot_exact = nullptr;                 // Order::Exact: bit-identical to the generic dot
+  DotMultiFn dot_multi = nullptr;            // several activation rows, each == dot_exact
   QuantizeFn quantize_activation = nullptr;  // bit-identical to Traits::quantize_activation
 };
 

@@ -53,8 +53,13 @@ constexpr size_t kSlots = 40;
 
 template <class Block>
 constexpr Traits format(Type t, uint32_t elems, Type vdt, DequantizeFn deq, QuantizeFn q) {
-  return {.type = t, .block_elems = elems, .block_bytes = sizeof(Block), .vec_dot_type = vdt, .dequantize = deq,
-          .quantize = q, .has_dot = true};
+  return {.type = t,
+          .block_elems = elems,
+          .block_bytes = sizeof(Block),
+          .vec_dot_type = vdt,
+          .dequantize = deq,
+          .quantize = q,
+          .has_dot = true};
 }
 
 constexpr std::array<Traits, kSlots> make_table() {
@@ -80,7 +85,10 @@ constexpr std::array<Traits, kSlots> make_table() {
   q8_k.act_block_bytes = sizeof(BlockQ8_K);
   q8_k.quantize_activation = quantize_act_q8_k;
   put(q8_k);
-  put({.type = Type::I32, .block_elems = 1, .block_bytes = sizeof(int32_t), .vec_dot_type = Type::I32});  // tid2eid tables: plain ints
+  put({.type = Type::I32,
+       .block_elems = 1,
+       .block_bytes = sizeof(int32_t),
+       .vec_dot_type = Type::I32});  // tid2eid tables: plain ints
   return tab;
 }
 

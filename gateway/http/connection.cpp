@@ -2,6 +2,9 @@
 // See connection.hpp.
 #include "gateway/http/connection.hpp"
 
+#include <poll.h>
+#include <spdlog/spdlog.h>
+
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -14,9 +17,6 @@
 #include <boost/beast/http/empty_body.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/write.hpp>
-#include <spdlog/spdlog.h>
-#include <poll.h>
-
 #include <cctype>
 #include <cerrno>
 #include <string>
@@ -136,7 +136,8 @@ class BodyReservation {
 Connection::Connection(tcp::socket socket, ConnectionHost& host) : stream_(std::move(socket)), host_(host) {}
 
 void Connection::start() {
-  net::co_spawn(stream_.get_executor(), [self = shared_from_this()] { return self->serve(); }, net::detached);
+  net::co_spawn(
+      stream_.get_executor(), [self = shared_from_this()] { return self->serve(); }, net::detached);
 }
 
 void Connection::on_server_stop() {
@@ -244,7 +245,8 @@ net::awaitable<void> Connection::serve() {
       }
       if (hec == bhttp::error::body_limit) {
         host_.metrics.count_request("other", 413);
-        co_await reject_and_close(version, 413, "request body exceeds " + std::to_string(cfg.max_body_bytes) + " bytes");
+        co_await reject_and_close(version, 413,
+                                  "request body exceeds " + std::to_string(cfg.max_body_bytes) + " bytes");
         break;
       }
       if (hec) {
@@ -269,8 +271,7 @@ net::awaitable<void> Connection::serve() {
         // they would hold up /health and every stream served by that thread.
         d = co_await net::co_spawn(
             host_.handler_executor(),
-            [&]() -> net::awaitable<Router::Dispatched> { co_return host_.router.dispatch(ctx); },
-            net::use_awaitable);
+            [&]() -> net::awaitable<Router::Dispatched> { co_return host_.router.dispatch(ctx); }, net::use_awaitable);
       } else {
         d = host_.router.dispatch(ctx);
       }
@@ -332,8 +333,7 @@ net::awaitable<bool> Connection::write_deferred(const HttpRequest& req, Response
       // Stopping, and this client (queued, or its reply not begun) has had nothing yet.
       channel.consumer_closed();
       status = 503;
-      Reply r = api_error(503, "the server is shutting down; retry against the restarted service", {},
-                          "shutting_down");
+      Reply r = api_error(503, "the server is shutting down; retry against the restarted service", {}, "shutting_down");
       r.head.headers.emplace_back("Retry-After", "5");
       host_.router.decorate(r.head, Router::origin_of(req));
       count_request(status);

@@ -14,13 +14,13 @@
 // reply is sent an interim "100 Continue", which a closed socket answers with a reset; after
 // a FIN the socket is polled every 50 ms for that reset, and the connection ends after the
 // reply.
+#include <atomic>
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
-#include <atomic>
 #include <chrono>
 #include <memory>
 #include <optional>
@@ -89,17 +89,18 @@ class Connection : public std::enable_shared_from_this<Connection> {
   boost::beast::tcp_stream stream_;
   boost::beast::flat_buffer buffer_;
   ConnectionHost& host_;
-  std::atomic<bool> idle_{true};              // waiting for a request's first bytes
+  std::atomic<bool> idle_{true};  // waiting for a request's first bytes
   std::atomic<std::chrono::steady_clock::rep> idle_since_{std::chrono::steady_clock::now().time_since_epoch().count()};
   std::shared_ptr<ResponseChannel> channel_;  // the deferred reply being written
   struct Uncounted {
     std::string endpoint;
     std::chrono::steady_clock::time_point received;
   };
-  std::optional<Uncounted> uncounted_;        // the request being answered, not yet counted
+  std::optional<Uncounted> uncounted_;  // the request being answered, not yet counted
   bool peer_half_closed_ = false;
   bool stop_requested_ = false;  // the server stops past its drain: finish the reply, then close
-  std::optional<std::chrono::steady_clock::time_point> stop_deadline_;             // the client shut down its sending side (FIN seen)
+  std::optional<std::chrono::steady_clock::time_point>
+      stop_deadline_;  // the client shut down its sending side (FIN seen)
 };
 
 }  // namespace ds4::http

@@ -25,9 +25,9 @@ using HeaderList = std::vector<std::pair<std::string, std::string>>;
 
 struct ResponseHead {
   unsigned status = 200;
-  HeaderList headers;       // besides Content-Length / Transfer-Encoding / Connection
-  bool streaming = false;   // chunked body follows as send_chunk() calls
-  std::string body;         // the whole body when not streaming
+  HeaderList headers;      // besides Content-Length / Transfer-Encoding / Connection
+  bool streaming = false;  // chunked body follows as send_chunk() calls
+  std::string body;        // the whole body when not streaming
 };
 
 class ResponseChannel : public std::enable_shared_from_this<ResponseChannel> {

@@ -131,9 +131,10 @@ Router::Dispatched Router::dispatch(RequestContext& ctx) const {
     if (host == req.end()) {
       if (req.version() >= 11) return {api_error(400, "the request has no Host header", {}, "missing_host"), "other"};
     } else if (std::string_view value(host->value().data(), host->value().size()); !host_allowed(value)) {
-      return {api_error(403, "Host '" + std::string(value) +
-                                 "' is not allowed (loopback names and server.allowed_hosts are); this guards "
-                                 "against DNS rebinding",
+      return {api_error(403,
+                        "Host '" + std::string(value) +
+                            "' is not allowed (loopback names and server.allowed_hosts are); this guards "
+                            "against DNS rebinding",
                         {}, "host_not_allowed", "permission_error"),
               "other"};
     }
@@ -161,21 +162,23 @@ Router::Dispatched Router::dispatch(RequestContext& ctx) const {
     allow += (allow.empty() ? "" : ", ") + route.method + (route.method == "GET" ? ", HEAD" : "");
   }
   if (!match) {
-    if (allow.empty())
-      return {api_error(404, "unknown endpoint " + std::string(ctx.path), {}, "not_found"), "other"};
-    Reply r = api_error(405, std::string(method) + " is not allowed on " + std::string(ctx.path) + " (allowed: " +
-                                 allow + ")", {}, "method_not_allowed");
+    if (allow.empty()) return {api_error(404, "unknown endpoint " + std::string(ctx.path), {}, "not_found"), "other"};
+    Reply r = api_error(
+        405, std::string(method) + " is not allowed on " + std::string(ctx.path) + " (allowed: " + allow + ")", {},
+        "method_not_allowed");
     r.head.headers.emplace_back("Allow", allow);
     return {std::move(r), std::string(ctx.path)};
   }
   if (method == "POST") {
     auto type = req.find(http::field::content_type);
-    std::string_view value = type == req.end() ? std::string_view() : std::string_view(type->value().data(), type->value().size());
+    std::string_view value =
+        type == req.end() ? std::string_view() : std::string_view(type->value().data(), type->value().size());
     std::string media = lower(value.substr(0, value.find(';')));
     while (!media.empty() && media.back() == ' ') media.pop_back();
     if (media != "application/json")
-      return {api_error(415, "POST bodies must be Content-Type: application/json" +
-                                 (value.empty() ? std::string(" (none was sent)") : ", not '" + std::string(value) + "'"),
+      return {api_error(415,
+                        "POST bodies must be Content-Type: application/json" +
+                            (value.empty() ? std::string(" (none was sent)") : ", not '" + std::string(value) + "'"),
                         {}, "unsupported_media_type"),
               match->path};
   }

@@ -7,29 +7,30 @@
 // longest-idle keep-alive connection is closed to make room, or the newcomer gets a 503. Should
 // accept still run out of descriptors, a spare one is given up to take the waiting connection
 // off the backlog (else the listener stays readable and the loop spins), the warning is
-// rate-limited, and the loop pauses 20 ms. Every accepted socket gets its own strand and Connection. stop(drain) closes the
-// listener, tells idle connections to close and busy ones to close after their response, waits
-// up to `drain` for the busy ones, then aborts the rest (which cancels their generations), waits
-// for every connection to end and joins the threads.
+// rate-limited, and the loop pauses 20 ms. Every accepted socket gets its own strand and Connection. stop(drain) closes
+// the listener, tells idle connections to close and busy ones to close after their response, waits up to `drain` for
+// the busy ones, then aborts the rest (which cancels their generations), waits for every connection to end and joins
+// the threads.
 #include "gateway/http/server.hpp"
 
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/strand.hpp>
-#include <boost/asio/use_awaitable.hpp>
-#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
 #include <boost/asio/thread_pool.hpp>
-#include <fcntl.h>
-#include <sys/resource.h>
-#include <sys/socket.h>
-#include <unistd.h>
+#include <boost/asio/use_awaitable.hpp>
 #include <condition_variable>
-#include <fmt/format.h>
 #include <mutex>
-#include <spdlog/spdlog.h>
 #include <thread>
 #include <unordered_map>
 #include <unordered_set>
@@ -115,8 +116,8 @@ struct Server::Impl final : ConnectionHost {
   Impl(ServerConfig cfg, serving::Service& service, serving::Metrics& metrics)
       : ConnectionHost(config_storage, router_storage, metrics),
         config_storage(std::move(cfg)),
-        router_storage(RouterOptions{config_storage.api_key, config_storage.cors_origins,
-                                     config_storage.allowed_hosts, config_storage.host}),
+        router_storage(RouterOptions{config_storage.api_key, config_storage.cors_origins, config_storage.allowed_hosts,
+                                     config_storage.host}),
         service(service),
         acceptor(ioc),
         handlers(std::max(1u, config_storage.handler_threads)) {
@@ -196,8 +197,8 @@ struct Server::Impl final : ConnectionHost {
       tcp::socket socket(std::move(strand_socket));  // keeps the strand as its executor
       beast_no_delay(socket);
       if (open_connections() >= connection_cap && !shed_idle_connection()) {
-        cap_warning.warn(fmt::format("http: {} connections open (the cap), none idle; refusing new ones with 503",
-                                     connection_cap));
+        cap_warning.warn(
+            fmt::format("http: {} connections open (the cap), none idle; refusing new ones with 503", connection_cap));
         refuse_connection(socket.release());
         continue;
       }
@@ -257,10 +258,10 @@ void Server::start() {
   auto address = net::ip::make_address(s.config.host == "localhost" ? "127.0.0.1" : s.config.host, ec);
   if (ec) throw ServerConfigError(fmt::format("http: bad listen address '{}': {}", s.config.host, ec.message()));
   if (!is_loopback_address(s.config.host) && s.config.api_key.empty() && !s.config.allow_unauthenticated_remote)
-    throw ServerConfigError(fmt::format(
-        "http: refusing to listen on {} without an API key: anyone who can reach it could use the model. "
-        "Set server.api_key_file, bind to 127.0.0.1, or set server.allow_unauthenticated_remote = true",
-        s.config.host));
+    throw ServerConfigError(
+        fmt::format("http: refusing to listen on {} without an API key: anyone who can reach it could use the model. "
+                    "Set server.api_key_file, bind to 127.0.0.1, or set server.allow_unauthenticated_remote = true",
+                    s.config.host));
   // Descriptors: leave room beyond the connections for the model files, logs and a spare.
   const size_t fds = descriptor_limit();
   s.connection_cap = std::min(s.config.max_connections, fds > 64 ? fds - 32 : fds / 2);
@@ -274,16 +275,18 @@ void Server::start() {
   if (!ec) s.acceptor.bind(endpoint, ec);
   if (!ec) s.acceptor.listen(net::socket_base::max_listen_connections, ec);
   if (ec)
-    throw std::runtime_error(fmt::format("http: cannot listen on {}:{}: {}", s.config.host, s.config.port, ec.message()));
+    throw std::runtime_error(
+        fmt::format("http: cannot listen on {}:{}: {}", s.config.host, s.config.port, ec.message()));
   s.bound_port = s.acceptor.local_endpoint().port();
   s.started = true;
   net::co_spawn(s.ioc, s.accept_loop(), net::detached);
   unsigned n = std::max(1u, s.config.io_threads);
   for (unsigned i = 0; i < n; ++i) s.threads.emplace_back([&s] { s.ioc.run(); });
-  spdlog::info("http: listening on {}:{} ({} io threads, {} handler threads, auth {}, {} CORS origins, up to {} "
-               "connections)",
-               s.config.host, s.bound_port, n, std::max(1u, s.config.handler_threads),
-               s.config.api_key.empty() ? "off" : "on", s.config.cors_origins.size(), s.connection_cap);
+  spdlog::info(
+      "http: listening on {}:{} ({} io threads, {} handler threads, auth {}, {} CORS origins, up to {} "
+      "connections)",
+      s.config.host, s.bound_port, n, std::max(1u, s.config.handler_threads), s.config.api_key.empty() ? "off" : "on",
+      s.config.cors_origins.size(), s.connection_cap);
 }
 
 uint16_t Server::port() const { return impl_->bound_port; }

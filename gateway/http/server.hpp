@@ -36,8 +36,8 @@ struct ServerConfig {
   std::vector<std::string> allowed_hosts;
   // start() refuses a non-loopback address without an api_key unless this is set.
   bool allow_unauthenticated_remote = false;
-  size_t max_header_bytes = 64 * 1024;        // larger: 431
-  size_t max_body_bytes = 64 * 1024 * 1024;   // larger: 413
+  size_t max_header_bytes = 64 * 1024;                    // larger: 431
+  size_t max_body_bytes = 64 * 1024 * 1024;               // larger: 413
   size_t max_tokenize_response_bytes = 16 * 1024 * 1024;  // a longer /tokenize answer: 413
   // Open connections at most. At the cap an idle keep-alive connection is closed to make room;
   // when none is idle the newcomer gets 503 and is closed. Also bounded by RLIMIT_NOFILE.
@@ -48,9 +48,9 @@ struct ServerConfig {
   // Threads that run POST handlers (JSON parsing, rendering, tokenization) off the io threads,
   // so /health and streams stay responsive under heavy requests.
   unsigned handler_threads = 2;
-  std::chrono::milliseconds read_timeout{30'000};   // reading one request once it started
-  std::chrono::milliseconds idle_timeout{60'000};   // keep-alive wait for the next request
-  std::chrono::milliseconds write_timeout{30'000};  // one write to a client that does not drain
+  std::chrono::milliseconds read_timeout{30'000};          // reading one request once it started
+  std::chrono::milliseconds idle_timeout{60'000};          // keep-alive wait for the next request
+  std::chrono::milliseconds write_timeout{30'000};         // one write to a client that does not drain
   std::chrono::milliseconds request_timeout{30 * 60'000};  // one generation, queue included
   // The model name clients see in /v1/models and in responses ("" : the backend's id).
   std::string model_name;

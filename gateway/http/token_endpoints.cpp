@@ -67,9 +67,10 @@ void add_token_endpoints(Router& router, EndpointEnv env) {
           out += std::to_string(tokens[i]);
         }
         if (out.size() > max_response)
-          return api_error(413, "the /tokenize answer would exceed " + std::to_string(max_response) + " bytes (" +
-                                    std::to_string(tokens.size()) + " tokens" + (pieces ? " with pieces" : "") +
-                                    "); send less text" + (pieces ? " or with_pieces false" : ""),
+          return api_error(413,
+                           "the /tokenize answer would exceed " + std::to_string(max_response) + " bytes (" +
+                               std::to_string(tokens.size()) + " tokens" + (pieces ? " with pieces" : "") +
+                               "); send less text" + (pieces ? " or with_pieces false" : ""),
                            "content", "response_too_large");
       }
       out += "]}";
@@ -92,9 +93,11 @@ void add_token_endpoints(Router& router, EndpointEnv env) {
       const json::array& arr = it->value().get_array();
       for (size_t i = 0; i < arr.size(); ++i) {
         std::string param = "tokens[" + std::to_string(i) + "]";
-        if (!arr[i].is_int64() && !arr[i].is_uint64()) throw protocol::RequestError(param, param + " must be an integer");
+        if (!arr[i].is_int64() && !arr[i].is_uint64())
+          throw protocol::RequestError(param, param + " must be an integer");
         // Ids above INT64_MAX arrive as uint64: quote them as they were sent, never wrapped negative.
-        std::string shown = arr[i].is_int64() ? std::to_string(arr[i].get_int64()) : std::to_string(arr[i].get_uint64());
+        std::string shown =
+            arr[i].is_int64() ? std::to_string(arr[i].get_int64()) : std::to_string(arr[i].get_uint64());
         bool in_range = arr[i].is_int64() ? arr[i].get_int64() >= 0 &&
                                                 static_cast<uint64_t>(arr[i].get_int64()) < b.backend->vocab_size()
                                           : arr[i].get_uint64() < b.backend->vocab_size();

@@ -9,8 +9,18 @@
 // they cannot drift apart again (before this, only chat sent keep-alives and only chat carried
 // the ds4d object on streams).
 //
+// Waiting keeps the connection busy, for streamed and non-streamed requests alike (agent
+// clients and proxies drop idle connections):
+//   on_queued            stream: SSE head once, then `: queued, position N` (every queue tick);
+//                        non-streamed, from the first tick after the submit on: a 200 JSON head
+//                        (chunked) once, then a newline per tick
+//   on_prefill_progress  the same at most every 5 s: `: prefill` / a newline (non-streamed: once
+//                        it has waited 5 s)
+// A non-streamed body that follows such a head is the JSON document after leading whitespace
+// (valid JSON); a failure after it keeps the committed 200 and sends the API's error object as
+// the body (the SSE analogue is the error event after the head).
+//
 // Sequence on the engine worker:
-//   on_prefill_progress  stream: SSE head once, then `: prefill` at most every 5 s
 //   on_prefilled         stream: head, then format.open(usage) once
 //   on_text              text mode: format.text(); chat mode: parser events -> format.events()
 //                        (returns false once the tool-call block closed: decoding stops there)
@@ -84,6 +94,7 @@ class TurnStream final : public serving::GenerationSink {
   // Before submitting: where the response goes.
   void attach(std::weak_ptr<ResponseChannel> channel) { channel_ = std::move(channel); }
 
+  void on_queued(size_t position) override;
   void on_prefill_progress(size_t done, size_t total) override;
   void on_prefilled(const serving::GenerationUsage& usage) override;
   bool on_text(std::string_view bytes) override;
@@ -91,6 +102,8 @@ class TurnStream final : public serving::GenerationSink {
 
  private:
   void send_head();
+  void keep_alive(std::string_view sse_comment);
+  void answer(ResponseChannel& channel, ResponseHead head);
   void open(const serving::GenerationUsage& usage);
   void deliver(std::string_view text);
   void handle(const std::vector<protocol::Event>& events);
@@ -105,6 +118,10 @@ class TurnStream final : public serving::GenerationSink {
   bool head_sent_ = false;
   bool opened_ = false;
   std::chrono::steady_clock::time_point last_keepalive_;
+  std::chrono::steady_clock::time_point created_;  // about when it was submitted
+  size_t queued_calls_ = 0;
+  // No lock: on_queued runs under the service's queue lock, and the worker takes the job off the
+  // queue under that lock before its first callback, so the calls never overlap.
 };
 
 // The finish reason a client sees for a chat-shaped turn: tool_calls for a complete block,

@@ -38,9 +38,9 @@
 namespace ds4::protocol {
 
 struct AnthropicRequest {
-    ChatRequest chat;
-    std::vector<std::string> message_paths;
-    std::vector<std::string> ignored_tools;
+  ChatRequest chat;
+  std::vector<std::string> message_paths;
+  std::vector<std::string> ignored_tools;
 };
 
 // Throws RequestError naming the JSON path.

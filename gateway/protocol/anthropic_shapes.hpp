@@ -28,16 +28,16 @@ enum class StopReason { EndTurn, MaxTokens, StopSequence, ToolUse };
 const char* stop_reason_name(StopReason reason);  // "end_turn", ...
 
 struct ToolUse {
-    std::string id;
-    std::string name;
-    std::string arguments_json;  // parsed into `input`; not an object -> {}
+  std::string id;
+  std::string name;
+  std::string arguments_json;  // parsed into `input`; not an object -> {}
 };
 
 struct MessageOutput {
-    std::optional<std::string> thinking;
-    std::string signature;  // sent with the thinking block
-    std::string text;
-    std::vector<ToolUse> tool_uses;
+  std::optional<std::string> thinking;
+  std::string signature;  // sent with the thinking block
+  std::string text;
+  std::vector<ToolUse> tool_uses;
 };
 
 boost::json::object usage_json(const openai::Usage& usage);

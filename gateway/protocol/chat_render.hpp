@@ -29,6 +29,9 @@
 //  * reasoning_missing: the turn had reasoning, the render keeps reasoning for this message,
 //    and the client sent none. Warn repairs it with the stored bytes.
 //  * reasoning_changed: the client sent different reasoning. Rendered as the client sent it.
+// Warn also restores reasoning the template would drop (tool-less thinking chats, turns before
+// the last user message) for turns we recognise: not a violation (clients are told to drop it),
+// but the cache holds it, so restoring it is what makes those turns prefix-cache hits.
 // In Off mode no checks run and client text is rendered as sent (DSML replay by id still on).
 #pragma once
 
@@ -46,23 +49,23 @@ namespace ds4::protocol {
 inline constexpr size_t kThinkMaxMinContext = 393216;  // Think Max needs at least this context
 
 struct RenderOptions {
-    size_t context_length = 0;  // engine context in tokens; Max thinking needs >= 393216
-    bool exact_replay = true;   // false forces canonical DSML for every call (debugging)
+  size_t context_length = 0;  // engine context in tokens; Max thinking needs >= 393216
+  bool exact_replay = true;   // false forces canonical DSML for every call (debugging)
 };
 
 struct RenderResult {
-    std::string text;  // full DS4 prompt
-    // Sorted, non-overlapping byte ranges [begin, end) of `text` that are the client's own text
-    // (system/user/tool content, assistant content and reasoning, tool-call argument values,
-    // tool schemas), so the server can count protocol tokens as the rest.
-    std::vector<std::pair<size_t, size_t>> client_spans;
-    std::vector<ContractViolation> violations;
-    Thinking thinking = Thinking::High;  // effective mode (Max may have been downgraded)
-    bool tools_active = false;
-    uint64_t turn_anchor = 0;  // anchor of the turn about to be generated (make_turn_contract)
-    size_t replayed_blocks = 0;    // assistant messages rendered with exact sampled DSML
-    size_t canonical_blocks = 0;   // assistant messages with calls rendered canonically
-    size_t repaired_reasoning = 0; // reasoning_missing repaired from the store
+  std::string text;  // full DS4 prompt
+  // Sorted, non-overlapping byte ranges [begin, end) of `text` that are the client's own text
+  // (system/user/tool content, assistant content and reasoning, tool-call argument values,
+  // tool schemas), so the server can count protocol tokens as the rest.
+  std::vector<std::pair<size_t, size_t>> client_spans;
+  std::vector<ContractViolation> violations;
+  Thinking thinking = Thinking::High;  // effective mode (Max may have been downgraded)
+  bool tools_active = false;
+  uint64_t turn_anchor = 0;       // anchor of the turn about to be generated (make_turn_contract)
+  size_t replayed_blocks = 0;     // assistant messages rendered with exact sampled DSML
+  size_t canonical_blocks = 0;    // assistant messages with calls rendered canonically
+  size_t repaired_reasoning = 0;  // reasoning_missing repaired from the store
 };
 
 // Max needs kThinkMaxMinContext; below that it is High, as in ds4.
@@ -77,9 +80,9 @@ RenderResult render_chat(const ChatRequest& request, const ContractStore* store,
 //   tail = "<｜Assistant｜>" + ("<think>" | "</think>");
 // raw: both empty. For token-id prompts the server tokenizes head and tail around the ids.
 struct CompletionFrame {
-    std::string head;
-    std::string tail;
-    Thinking thinking = Thinking::High;
+  std::string head;
+  std::string tail;
+  Thinking thinking = Thinking::High;
 };
 CompletionFrame completion_frame(const CompletionRequest& request, const RenderOptions& options = {});
 

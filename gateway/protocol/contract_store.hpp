@@ -53,24 +53,24 @@ enum class ViolationKind { ReasoningMissing, ReasoningChanged, UnknownToolCallId
 const char* violation_kind_name(ViolationKind kind);  // "reasoning_missing", ...
 
 struct ContractViolation {
-    size_t message_index = 0;  // index into ChatRequest::messages
-    ViolationKind kind = ViolationKind::ReasoningMissing;
-    std::string detail;        // what differs, e.g. which tool call id
-    std::string fix_hint;      // what the client should do instead
+  size_t message_index = 0;  // index into ChatRequest::messages
+  ViolationKind kind = ViolationKind::ReasoningMissing;
+  std::string detail;    // what differs, e.g. which tool call id
+  std::string fix_hint;  // what the client should do instead
 };
 
 struct CallContract {
-    std::string id;
-    std::string name;
-    std::string arguments_json;  // the canonical arguments we reported to the client
+  std::string id;
+  std::string name;
+  std::string arguments_json;  // the canonical arguments we reported to the client
 };
 
 struct TurnContract {
-    uint64_t fingerprint = 0;              // turn_fingerprint(anchor, content)
-    std::optional<std::string> reasoning;  // exact sampled reasoning bytes
-    std::string content;                   // the content we reported
-    std::string dsml_block;                // exact sampled DSML block; empty when no calls
-    std::vector<CallContract> calls;
+  uint64_t fingerprint = 0;              // turn_fingerprint(anchor, content)
+  std::optional<std::string> reasoning;  // exact sampled reasoning bytes
+  std::string content;                   // the content we reported
+  std::string dsml_block;                // exact sampled DSML block; empty when no calls
+  std::vector<CallContract> calls;
 };
 
 uint64_t fnv1a64(std::string_view bytes, uint64_t seed = 0xcbf29ce484222325ULL);
@@ -81,52 +81,56 @@ uint64_t turn_fingerprint(uint64_t anchor, std::string_view content);
 TurnContract make_turn_contract(uint64_t anchor, const ParsedMessage& message);
 
 struct ContractStoreError : std::runtime_error {
-    using std::runtime_error::runtime_error;
+  using std::runtime_error::runtime_error;
 };
 
 class ContractStore {
-public:
-    static constexpr size_t kDefaultMaxBytes = size_t{256} << 20;
-    static constexpr size_t kEntryOverheadBytes = 128;  // counted per turn and per call id
+ public:
+  static constexpr size_t kDefaultMaxBytes = size_t{256} << 20;
+  static constexpr size_t kEntryOverheadBytes = 128;  // counted per turn and per call id
 
-    explicit ContractStore(size_t max_bytes = kDefaultMaxBytes);
-    ContractStore(const ContractStore&) = delete;
-    ContractStore& operator=(const ContractStore&) = delete;
+  explicit ContractStore(size_t max_bytes = kDefaultMaxBytes);
+  ContractStore(const ContractStore&) = delete;
+  ContractStore& operator=(const ContractStore&) = delete;
 
-    // Lookups are const for callers but move the turn to the front of the LRU order.
-    // Adds (or replaces, when an id or fingerprint is already known) a turn; evicts LRU turns
-    // while over budget. A single turn larger than the budget is not stored.
-    void remember(TurnContract turn);
+  // Lookups are const for callers but move the turn to the front of the LRU order.
+  // Adds (or replaces, when an id or fingerprint is already known) a turn; evicts LRU turns
+  // while over budget. A single turn larger than the budget is not stored.
+  void remember(TurnContract turn);
 
-    std::optional<TurnContract> find_by_tool_call_id(std::string_view id) const;
-    std::optional<TurnContract> find_by_fingerprint(uint64_t fingerprint) const;
+  std::optional<TurnContract> find_by_tool_call_id(std::string_view id) const;
+  std::optional<TurnContract> find_by_fingerprint(uint64_t fingerprint) const;
 
-    size_t bytes() const;      // memory counted for the budget
-    size_t size() const;       // number of turns
-    size_t max_bytes() const;
+  size_t bytes() const;  // memory counted for the budget
+  size_t size() const;   // number of turns
+  size_t max_bytes() const;
 
-    std::string serialize() const;
-    // Replaces the whole content with the image's turns (LRU order preserved). Throws
-    // ContractStoreError on a bad magic, unknown version, truncation, bad lengths or checksum.
-    void deserialize(std::string_view image);
+  std::string serialize() const;
+  // Replaces the whole content with the image's turns (LRU order preserved). Throws
+  // ContractStoreError on a bad magic, unknown version, truncation, bad lengths or checksum.
+  void deserialize(std::string_view image);
+  // Adds the image's turns to the present ones (a turn already known is replaced), as the
+  // newest; evicts LRU turns while over budget. Same errors as deserialize().
+  void merge(std::string_view image);
 
-private:
-    struct Entry {
-        TurnContract turn;
-        size_t cost = 0;
-    };
-    using List = std::list<Entry>;
-    void evict_locked();
-    void erase_locked(List::iterator it);
-    void insert_locked(TurnContract turn);
-    static size_t cost(const TurnContract& turn);
+ private:
+  struct Entry {
+    TurnContract turn;
+    size_t cost = 0;
+  };
+  using List = std::list<Entry>;
+  void load_image(std::string_view image, bool replace);
+  void evict_locked();
+  void erase_locked(List::iterator it);
+  void insert_locked(TurnContract turn);
+  static size_t cost(const TurnContract& turn);
 
-    mutable std::mutex mutex_;
-    size_t max_bytes_;
-    size_t bytes_ = 0;
-    mutable List lru_;  // front = most recently used
-    std::unordered_map<std::string, List::iterator> by_id_;
-    std::unordered_map<uint64_t, List::iterator> by_fingerprint_;
+  mutable std::mutex mutex_;
+  size_t max_bytes_;
+  size_t bytes_ = 0;
+  mutable List lru_;  // front = most recently used
+  std::unordered_map<std::string, List::iterator> by_id_;
+  std::unordered_map<uint64_t, List::iterator> by_fingerprint_;
 };
 
 }  // namespace ds4::protocol

@@ -40,13 +40,13 @@
 namespace ds4::protocol {
 
 struct ResponsesRequest {
-    ChatRequest chat;  // instructions first (when given), then the input
-    bool has_instructions = false;
-    std::vector<std::string> message_paths;
-    std::vector<std::string> ignored_tools;
-    std::vector<std::string> ignored_items;
-    std::optional<std::string> previous_response_id;
-    bool reasoning_summary = false;  // reasoning.summary was set (auto/concise/detailed)
+  ChatRequest chat;  // instructions first (when given), then the input
+  bool has_instructions = false;
+  std::vector<std::string> message_paths;
+  std::vector<std::string> ignored_tools;
+  std::vector<std::string> ignored_items;
+  std::optional<std::string> previous_response_id;
+  bool reasoning_summary = false;  // reasoning.summary was set (auto/concise/detailed)
 };
 
 // Throws RequestError naming the JSON path.

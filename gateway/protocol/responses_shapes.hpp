@@ -33,10 +33,10 @@ boost::json::object function_call_item(std::string_view id, std::string_view cal
                                        std::string_view arguments, bool done);
 
 struct ResponseMeta {
-    std::string id;
-    int64_t created_at = 0;
-    std::string model;
-    std::optional<std::string> previous_response_id;
+  std::string id;
+  int64_t created_at = 0;
+  std::string model;
+  std::optional<std::string> previous_response_id;
 };
 
 // `usage` null: omitted (in-progress snapshots). `error_message` set for failed responses.

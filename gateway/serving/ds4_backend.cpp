@@ -2,6 +2,9 @@
 #include "gateway/serving/ds4_backend.hpp"
 
 #include <spdlog/spdlog.h>
+#include <xxhash.h>
+
+#include "engine/gguf/gguf_reader.hpp"
 
 namespace ds4::serving {
 
@@ -17,6 +20,10 @@ class Ds4Sequence final : public EngineSequence {
     else context_.prefill(tokens);
   }
   std::span<const float> logits() const override { return context_.logits(); }
+  size_t truncate_floor() const override { return context_.truncate_floor(); }
+  void truncate(size_t n) override { context_.truncate(n); }
+  std::vector<uint8_t> snapshot() const override { return context_.snapshot(); }
+  void restore(std::span<const uint8_t> state) override { context_.restore(state); }
 
  private:
   Context context_;
@@ -24,13 +31,20 @@ class Ds4Sequence final : public EngineSequence {
 
 Ds4Backend::Ds4Backend(std::shared_ptr<const Model> model, tokenizer::Tokenizer tokenizer, std::string model_id,
                        ContextOptions context_options)
-    : model_(std::move(model)), tokenizer_(std::move(tokenizer)), model_id_(std::move(model_id)),
+    : model_(std::move(model)),
+      tokenizer_(std::move(tokenizer)),
+      model_id_(std::move(model_id)),
       context_options_(context_options) {
   if (model_id_.empty()) model_id_ = model_->info().name.empty() ? "ds4" : model_->info().name;
   // The context decides its capacity (metadata context_length, capped). Build the live one now,
   // so its size is known and its memory is allocated before the service reports ready.
   first_sequence_ = std::make_unique<Ds4Sequence>(model_, context_options_);
   context_length_ = first_sequence_->capacity();
+  // The GGUF header, metadata and tensor table (everything before the data section) name the
+  // architecture, the tokenizer and every tensor's type, shape and offset.
+  const auto& file = model_->gguf();
+  fingerprint_ = XXH64(file.base(), std::min<uint64_t>(file.data_offset(), file.size()), 0x44533443);
+  if (fingerprint_ == 0) fingerprint_ = 1;
 }
 
 std::shared_ptr<Ds4Backend> Ds4Backend::load(const std::filesystem::path& path, const LoadOptions& load_options,

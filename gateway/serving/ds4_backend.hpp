@@ -34,6 +34,8 @@ class Ds4Backend final : public EngineBackend {
   std::string decode(std::span<const Token> tokens) const override { return tokenizer_.decode(tokens); }
   std::string token_bytes(Token token) const override { return tokenizer_.token_bytes(token); }
   bool is_end_of_generation(Token token) const override { return token == tokenizer_.eos(); }
+  // XXH64 of the GGUF up to its data section (header, metadata, tensor table).
+  uint64_t fingerprint() const override { return fingerprint_; }
   std::unique_ptr<EngineSequence> new_sequence() override;
 
   const tokenizer::Tokenizer& tokenizer() const { return tokenizer_; }
@@ -44,6 +46,7 @@ class Ds4Backend final : public EngineBackend {
   std::string model_id_;
   ContextOptions context_options_;
   size_t context_length_ = 0;
+  uint64_t fingerprint_ = 0;
   std::unique_ptr<EngineSequence> first_sequence_;  // handed to the worker by new_sequence()
 };
 

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -30,8 +31,23 @@ class EngineSequence {
   virtual void clear() = 0;
   // Appends tokens (prefill for several, decode for one). Throws on engine errors.
   virtual void append(std::span<const Token> tokens) = 0;
-  // The next-token logits after the last appended token (empty before the first append).
+  // The next-token logits after the last appended token (empty before the first append, and
+  // possibly after truncate()).
   virtual std::span<const float> logits() const = 0;
+
+  // Restore points (the prefix cache uses them; a sequence without them is only ever extended
+  // or cleared). truncate(n) takes the sequence back to its first n tokens, bit-identically to
+  // one that only saw those, for truncate_floor() <= n <= size (the engine's rollback rings).
+  virtual size_t truncate_floor() const { return tokens().size(); }
+  virtual void truncate(size_t n) {
+    if (n != tokens().size()) throw std::logic_error("this engine sequence cannot truncate");
+  }
+  // The whole state as bytes (self-checking) and back; restore() throws with the reason and
+  // leaves the sequence untouched on a bad image. Empty snapshot(): not supported.
+  virtual std::vector<uint8_t> snapshot() const { return {}; }
+  virtual void restore(std::span<const uint8_t> /*state*/) {
+    throw std::logic_error("this engine sequence cannot restore snapshots");
+  }
 };
 
 class EngineBackend {
@@ -49,6 +65,9 @@ class EngineBackend {
   virtual std::string token_bytes(Token token) const = 0;
   // EOS (and any other token that ends a turn for good).
   virtual bool is_end_of_generation(Token token) const = 0;
+  // Identifies the model (weights layout and tokenizer) for checkpoints; 0: unknown, checkpoints
+  // are not kept.
+  virtual uint64_t fingerprint() const { return 0; }
   // The live sequence; called once by the engine worker.
   virtual std::unique_ptr<EngineSequence> new_sequence() = 0;
 };

@@ -30,17 +30,21 @@ enum class FinishReason {
 };
 const char* finish_reason_name(FinishReason reason);
 
-// How the prompt met the live context.
+// Where the reused prompt prefix came from (see service.hpp).
 enum class CacheOutcome {
-  cold,  // the live context was empty
-  live,  // the live context was a prefix of the prompt and was extended
-  miss,  // the live context diverged from the prompt and was discarded
+  cold,  // nothing reused, the live context was empty
+  live,  // the live context, extended or taken back to the first differing token
+  miss,  // nothing reused, the live context diverged from the prompt
+  warm,  // a warm session (snapshot in RAM) was restored
+  disk,  // a disk KV checkpoint was restored
 };
-const char* cache_outcome_name(CacheOutcome outcome);
+const char* cache_outcome_name(CacheOutcome outcome);  // "cold", "live", "miss", "warm", "disk"
+// The client-facing source: "live", "warm", "disk" or "none" (cold and miss).
+const char* cache_source_name(CacheOutcome outcome);
 
 struct GenerationUsage {
   size_t prompt_tokens = 0;
-  size_t cached_tokens = 0;      // prompt tokens reused from the live context (not prefilled)
+  size_t cached_tokens = 0;      // prompt tokens reused from a restore point (not prefilled)
   size_t completion_tokens = 0;  // sampled tokens, EOS excluded
   CacheOutcome cache = CacheOutcome::cold;
   double queue_seconds = 0;
@@ -59,6 +63,11 @@ struct GenerationResult {
 class GenerationSink {
  public:
   virtual ~GenerationSink() = default;
+  // While the job waits in the queue: its 1-based position, at submit when it has to wait and
+  // then every ServiceConfig::queue_keepalive, so a stream can open at once and send keep-alive
+  // comments to clients with idle timeouts. Called with the service's queue lock held (from the
+  // submitting thread or the service's ticker): keep it short and do not call the Service.
+  virtual void on_queued(size_t /*position*/) {}
   // Between prefill chunks: `done` of `total` prompt tokens are in the context (cached ones
   // included). Lets a stream send keep-alive comments during a long prefill.
   virtual void on_prefill_progress(size_t /*done*/, size_t /*total*/) {}
@@ -88,7 +97,7 @@ inline CancelFlag make_cancel_flag() { return std::make_shared<std::atomic<bool>
 struct GenerationJob {
   std::vector<Token> prompt;
   sampler::SamplerConfig sampling;  // seed 0: a fresh random seed for this job
-  size_t max_tokens = 0;  // 0: until EOS or the context is full
+  size_t max_tokens = 0;            // 0: until EOS or the context is full
   std::vector<std::string> stop;
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
   CancelFlag cancelled = make_cancel_flag();  // checked before every token and prefill chunk

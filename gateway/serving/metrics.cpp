@@ -6,38 +6,46 @@ namespace {
 
 // Tokens per second: the full model decodes a few to a few tens per second on the CPU and
 // prefills hundreds to thousands; the tiny test model is far faster, hence the wide range.
-const std::vector<double> kThroughputBuckets = {0.5, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 50000};
+const std::vector<double> kThroughputBuckets = {0.5, 1,   2,    5,    10,   20,    50,   100,
+                                                200, 500, 1000, 2000, 5000, 10000, 50000};
 const std::vector<double> kSecondsBuckets = {0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800};
 
 }  // namespace
 
 Metrics::Metrics() {
   auto& r = registry_;
-  requests_ = &r.counter("ds4d_http_requests_total", "HTTP requests by endpoint and status code.",
-                         {"endpoint", "status"});
-  request_duration_ = &r.histogram("ds4d_http_request_duration_seconds",
-                                   "Time from request read to response end, by endpoint.", kSecondsBuckets,
-                                   {"endpoint"});
+  requests_ =
+      &r.counter("ds4d_http_requests_total", "HTTP requests by endpoint and status code.", {"endpoint", "status"});
+  request_duration_ =
+      &r.histogram("ds4d_http_request_duration_seconds", "Time from request read to response end, by endpoint.",
+                   kSecondsBuckets, {"endpoint"});
   prompt_tokens_ = &r.counter("ds4d_prompt_tokens_total", "Prompt tokens of finished generations.");
   completion_tokens_ = &r.counter("ds4d_completion_tokens_total", "Sampled tokens of finished generations.");
-  cached_tokens_ = &r.counter("ds4d_cached_tokens_total", "Prompt tokens reused from the live context.");
+  cached_tokens_ =
+      &r.counter("ds4d_cached_tokens_total", "Prompt tokens reused from a restore point (live, warm or disk).");
   prefill_throughput_ = &r.histogram("ds4d_prefill_throughput_tokens_per_second",
-                                     "Prefill speed of each generation's uncached prompt suffix.",
-                                     kThroughputBuckets);
-  decode_throughput_ = &r.histogram("ds4d_decode_throughput_tokens_per_second",
-                                    "Decode speed of each generation.", kThroughputBuckets);
+                                     "Prefill speed of each generation's uncached prompt suffix.", kThroughputBuckets);
+  decode_throughput_ =
+      &r.histogram("ds4d_decode_throughput_tokens_per_second", "Decode speed of each generation.", kThroughputBuckets);
   prefill_seconds_ = &r.counter("ds4d_prefill_seconds_total", "Time spent in prefill.");
   decode_seconds_ = &r.counter("ds4d_decode_seconds_total", "Time spent sampling and decoding.");
   ttft_ = &r.histogram("ds4d_time_to_first_token_seconds", "Time from enqueue to the first sampled token.",
                        kSecondsBuckets);
   queue_depth_ = &r.gauge("ds4d_queue_depth", "Generation jobs waiting for the engine worker.");
   running_ = &r.gauge("ds4d_requests_running", "Generation jobs the engine worker is running (0 or 1).");
-  rejections_ = &r.counter("ds4d_rejected_requests_total", "Generation requests refused before running, by reason.",
-                           {"reason"});
-  contract_violations_ = &r.counter("ds4d_contract_violations_total",
-                                    "Requests whose history broke an echo contract, by kind and mode.",
-                                    {"kind", "mode"});
+  rejections_ =
+      &r.counter("ds4d_rejected_requests_total", "Generation requests refused before running, by reason.", {"reason"});
+  contract_violations_ =
+      &r.counter("ds4d_contract_violations_total", "Requests whose history broke an echo contract, by kind and mode.",
+                 {"kind", "mode"});
   cache_outcomes_ = &r.counter("ds4d_prefix_cache_total", "Prefix reuse outcome of each generation.", {"outcome"});
+  checkpoint_events_ =
+      &r.counter("ds4d_kv_checkpoint_events_total",
+                 "KV checkpoint writes, reads, evictions, rejections and removals, by reason.", {"event", "reason"});
+  checkpoint_bytes_ =
+      &r.counter("ds4d_kv_checkpoint_bytes_total", "Bytes of KV checkpoint files, by event.", {"event"});
+  kv_entries_ = &r.gauge("ds4d_kv_cache_entries", "Restore points held, by level (warm: RAM, disk).", {"level"});
+  kv_bytes_ = &r.gauge("ds4d_kv_cache_bytes", "Bytes of restore points held, by level (warm: RAM, disk).", {"level"});
   mem_available_ = &r.gauge("ds4d_host_mem_available_bytes", "MemAvailable from /proc/meminfo.");
   memory_floor_ = &r.gauge("ds4d_memory_floor_bytes", "MemAvailable below which new work is refused.");
   psi_some_ = &r.gauge("ds4d_psi_memory_some_avg10_ratio", "Memory pressure stall (some), 10 s average, 0-1.");
@@ -73,6 +81,14 @@ void Metrics::count_contract_violation(std::string_view kind, std::string_view m
   contract_violations_->add({std::string(kind), std::string(mode)}, 1);
 }
 void Metrics::count_cache_outcome(std::string_view outcome) { cache_outcomes_->add({std::string(outcome)}, 1); }
+void Metrics::count_checkpoint_event(std::string_view event, std::string_view reason, double bytes) {
+  checkpoint_events_->add({std::string(event), std::string(reason)}, 1);
+  if (bytes > 0) checkpoint_bytes_->add({std::string(event)}, bytes);
+}
+void Metrics::set_kv_cache_usage(std::string_view level, double entries, double bytes) {
+  kv_entries_->set({std::string(level)}, entries);
+  kv_bytes_->set({std::string(level)}, bytes);
+}
 void Metrics::set_mem_available_bytes(double bytes) { mem_available_->set({}, bytes); }
 void Metrics::set_memory_floor_bytes(double bytes) { memory_floor_->set({}, bytes); }
 void Metrics::set_psi_memory_some_avg10_ratio(double ratio) { psi_some_->set({}, ratio); }

@@ -37,6 +37,11 @@ class Metrics {
   void count_contract_violation(std::string_view kind, std::string_view mode);
   // Cache outcome of one generation: "live" (live context reused), "miss", "cold" (empty context).
   void count_cache_outcome(std::string_view outcome);
+  // KV checkpoints: event "write", "read", "evict", "reject" or "remove" with its reason (see
+  // cache::DiskStore) and the bytes of the file concerned.
+  void count_checkpoint_event(std::string_view event, std::string_view reason, double bytes);
+  // What the prefix cache holds: level "warm" (RAM) or "disk".
+  void set_kv_cache_usage(std::string_view level, double entries, double bytes);
 
   // Set by the daemon.
   void set_mem_available_bytes(double bytes);
@@ -58,9 +63,9 @@ class Metrics {
  private:
   PrometheusRegistry registry_;
   MetricFamily *requests_, *request_duration_, *prompt_tokens_, *completion_tokens_, *cached_tokens_,
-      *prefill_throughput_, *decode_throughput_, *prefill_seconds_, *decode_seconds_, *ttft_,
-      *queue_depth_, *running_, *rejections_, *contract_violations_, *cache_outcomes_, *mem_available_,
-      *memory_floor_, *psi_some_, *psi_full_, *load_progress_, *model_loaded_;
+      *prefill_throughput_, *decode_throughput_, *prefill_seconds_, *decode_seconds_, *ttft_, *queue_depth_, *running_,
+      *rejections_, *contract_violations_, *cache_outcomes_, *checkpoint_events_, *checkpoint_bytes_, *kv_entries_,
+      *kv_bytes_, *mem_available_, *memory_floor_, *psi_some_, *psi_full_, *load_progress_, *model_loaded_;
 };
 
 }  // namespace ds4::serving

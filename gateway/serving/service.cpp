@@ -1,10 +1,12 @@
-// The engine worker: queue, admission, prefix reuse, prefill, decode loop. See service.hpp.
+// The engine worker's life: model lifecycle, admission, the queue and the worker loop. One job's
+// run is in service_turn.cpp, prefix reuse in prefix_reuse.cpp. See service.hpp.
 #include "gateway/serving/service.hpp"
+
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <optional>
 #include <random>
-#include <spdlog/spdlog.h>
 
 #include "gateway/serving/stop_sequence_filter.hpp"
 
@@ -13,37 +15,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
-
-uint64_t fresh_seed() {
-  static std::atomic<uint64_t> counter{0};
-  std::random_device rd;
-  uint64_t s = (static_cast<uint64_t>(rd()) << 32) ^ rd() ^ (counter.fetch_add(1) * 0x9e3779b97f4a7c15ULL);
-  return s ? s : 1;
-}
-
-// When the live tokens are not a token prefix of the prompt but their bytes are a byte prefix of
-// the prompt's bytes, returns live tokens + the tokenization of the remaining prompt text. (Never
-// slice the prompt's own tokenization at a byte boundary: BPE may merge across it.)
-std::optional<std::vector<Token>> extend_by_text(const EngineBackend& backend, const std::vector<Token>& live,
-                                                 const std::vector<Token>& prompt) {
-  try {
-    std::string live_text = backend.decode(live);
-    std::string prompt_text = backend.decode(prompt);
-    if (prompt_text.size() < live_text.size() || prompt_text.compare(0, live_text.size(), live_text) != 0)
-      return std::nullopt;
-    std::vector<Token> out = live;
-    auto suffix = backend.encode(std::string_view(prompt_text).substr(live_text.size()));
-    out.insert(out.end(), suffix.begin(), suffix.end());
-    return out;
-  } catch (const std::exception& e) {
-    spdlog::debug("serving: text prefix match failed: {}", e.what());
-    return std::nullopt;
-  }
-}
-
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 }  // namespace
 
 const char* finish_reason_name(FinishReason reason) {
@@ -65,12 +37,25 @@ const char* cache_outcome_name(CacheOutcome outcome) {
     case CacheOutcome::cold: return "cold";
     case CacheOutcome::live: return "live";
     case CacheOutcome::miss: return "miss";
+    case CacheOutcome::warm: return "warm";
+    case CacheOutcome::disk: return "disk";
   }
   return "unknown";
 }
 
+const char* cache_source_name(CacheOutcome outcome) {
+  switch (outcome) {
+    case CacheOutcome::live: return "live";
+    case CacheOutcome::warm: return "warm";
+    case CacheOutcome::disk: return "disk";
+    case CacheOutcome::cold:
+    case CacheOutcome::miss: return "none";
+  }
+  return "none";
+}
+
 Service::Service(ServiceConfig config, Metrics& metrics)
-    : config_(config), metrics_(metrics), contracts_(config.contract_store_bytes) {
+    : config_(config), metrics_(metrics), contracts_(config.contract_store_bytes), hot_(config.hot_bytes) {
   metrics_.set_model_loaded(false);
   metrics_.set_load_progress_ratio(0);
   metrics_.set_queue_depth(0);
@@ -95,9 +80,32 @@ void Service::set_backend(std::shared_ptr<EngineBackend> backend) {
     if (backend_) throw std::logic_error("Service::set_backend: a model is already set");
     if (state_ == ServiceState::stopping) return;
     backend_ = std::move(backend);
+    // The checkpoint directory is indexed before the service reports ready, so the first
+    // request after a restart already finds its checkpoint.
+    cache::DiskStoreConfig dc;
+    dc.dir = config_.cache_dir;
+    dc.budget_bytes = config_.disk_bytes;
+    dc.model_fingerprint = backend_->fingerprint();
+    disk_ =
+        std::make_unique<cache::DiskStore>(dc, [this](std::string_view event, std::string_view reason, uint64_t bytes) {
+          metrics_.count_checkpoint_event(event, reason, double(bytes));
+        });
+    if (!config_.cache_dir.empty() && config_.disk_bytes > 0 && !dc.model_fingerprint)
+      spdlog::warn("serving: the engine gives no model fingerprint; disk KV checkpoints are off");
+    metrics_.set_kv_cache_usage("disk", double(disk_->files()), double(disk_->bytes()));
+    // The echo contracts of the turns in those checkpoints: requests render against them before
+    // the worker loads anything, so they must be back before the first request.
+    disk_->for_each_contracts([this](const std::string& image) {
+      try {
+        contracts_.merge(image);
+      } catch (const std::exception& e) {
+        spdlog::warn("kv checkpoints: contract records unreadable: {}", e.what());
+      }
+    });
     state_ = ServiceState::ready;
     progress_ = 1;
     worker_ = std::thread([this] { worker_main(); });
+    ticker_ = std::thread([this] { ticker_main(); });
   }
   metrics_.set_load_progress_ratio(1);
   metrics_.set_model_loaded(true);
@@ -173,8 +181,7 @@ std::optional<Refusal> Service::submit(GenerationJob job) {
   if (gate) {
     if (auto reason = gate()) {
       metrics_.count_rejection("memory_floor");
-      return Refusal{503, "memory_floor", "not enough free memory to start new work: " + *reason,
-                     config_.retry_after};
+      return Refusal{503, "memory_floor", "not enough free memory to start new work: " + *reason, config_.retry_after};
     }
   }
   std::deque<Queued> gone;  // finished outside the lock
@@ -200,6 +207,8 @@ std::optional<Refusal> Service::submit(GenerationJob job) {
                         config_.retry_after};
     } else {
       queue_.push_back(Queued{std::move(job), Clock::now()});
+      // It has to wait: say so now, so a stream opens before the engine gets to it.
+      if (running_ || queue_.size() > 1) queue_.back().job.sink->on_queued(queue_.size());
       cv_.notify_one();
     }
     metrics_.set_queue_depth(static_cast<long>(queue_.size()));
@@ -219,18 +228,40 @@ void Service::stop(std::chrono::milliseconds drain) {
   for (auto& q : dropped) finish_unrun(q, FinishReason::cancelled, "the server is shutting down");
   {
     std::unique_lock lock(mu_);
-    if (!idle_cv_.wait_for(lock, drain, [&] { return !running_; }) && running_cancel_)
-      running_cancel_->store(true);
+    if (!idle_cv_.wait_for(lock, drain, [&] { return !running_; }) && running_cancel_) running_cancel_->store(true);
     stop_worker_ = true;
     cv_.notify_all();
+    ticker_cv_.notify_all();
   }
   if (worker_.joinable()) worker_.join();
+  if (ticker_.joinable()) ticker_.join();
 }
 
 void Service::publish_live_tokens() {
   size_t n = sequence_ ? sequence_->tokens().size() : 0;
+  metrics_.set_kv_cache_usage("warm", double(hot_.size()), double(hot_.bytes()));
+  if (disk_) metrics_.set_kv_cache_usage("disk", double(disk_->files()), double(disk_->bytes()));
   std::lock_guard lock(mu_);
   live_tokens_ = n;
+  hot_sessions_published_ = hot_.size();
+  hot_bytes_published_ = hot_.bytes();
+}
+
+std::string Service::cache_health() const {
+  std::lock_guard lock(mu_);
+  return disk_ ? disk_->health() : std::string();
+}
+
+Service::CacheStats Service::cache_stats() const {
+  std::lock_guard lock(mu_);
+  CacheStats s;
+  s.warm_sessions = hot_sessions_published_;
+  s.warm_bytes = hot_bytes_published_;
+  if (disk_) {
+    s.disk_files = disk_->files();
+    s.disk_bytes = disk_->bytes();
+  }
+  return s;
 }
 
 void Service::finish_unrun(Queued& q, FinishReason reason, std::string error) {
@@ -240,6 +271,16 @@ void Service::finish_unrun(Queued& q, FinishReason reason, std::string error) {
   r.usage.prompt_tokens = q.job.prompt.size();
   r.usage.queue_seconds = seconds_since(q.enqueued);
   q.job.sink->on_finished(r);
+}
+
+void Service::ticker_main() {
+  std::unique_lock lock(mu_);
+  while (!stop_worker_) {
+    ticker_cv_.wait_for(lock, config_.queue_keepalive, [&] { return stop_worker_; });
+    if (stop_worker_) break;
+    size_t position = 0;
+    for (auto& q : queue_) q.job.sink->on_queued(++position);
+  }
 }
 
 void Service::worker_main() {
@@ -277,130 +318,8 @@ void Service::worker_main() {
     }
     idle_cv_.notify_all();
   }
-}
-
-void Service::run(Queued& q) {
-  GenerationJob& job = q.job;
-  EngineBackend& backend = *backend_;
-  EngineSequence& seq = *sequence_;
-  GenerationResult result;
-  GenerationUsage& usage = result.usage;
-  usage.prompt_tokens = job.prompt.size();
-  usage.queue_seconds = seconds_since(q.enqueued);
-
-  auto ended = [&](FinishReason reason) {
-    result.finish = reason;
-    return true;
-  };
-  auto interrupted = [&]() -> bool {
-    if (job.cancelled->load()) return ended(FinishReason::cancelled);
-    if (Clock::now() >= job.deadline) return ended(FinishReason::timeout);
-    return false;
-  };
-
-  try {
-    if (job.prompt.empty()) throw std::invalid_argument("empty prompt");
-    if (job.prompt.size() >= seq.capacity())
-      throw std::length_error("prompt has " + std::to_string(job.prompt.size()) + " tokens, context holds " +
-                              std::to_string(seq.capacity()));
-
-    // Prefix reuse: extend the live context when it is a prefix of the prompt.
-    const auto& live = seq.tokens();
-    if (live.empty()) {
-      usage.cache = CacheOutcome::cold;
-    } else if (live.size() <= job.prompt.size() && std::equal(live.begin(), live.end(), job.prompt.begin())) {
-      usage.cache = CacheOutcome::live;
-      usage.cached_tokens = live.size();
-    } else if (auto extended = extend_by_text(backend, live, job.prompt)) {
-      // The model sampled a spelling that re-tokenizes differently, but the bytes agree: keep the
-      // live tokens and use the prompt's tokenization only after them.
-      job.prompt = std::move(*extended);
-      if (job.prompt.size() >= seq.capacity())
-        throw std::length_error("prompt has " + std::to_string(job.prompt.size()) + " tokens, context holds " +
-                                std::to_string(seq.capacity()));
-      usage.prompt_tokens = job.prompt.size();
-      usage.cache = CacheOutcome::live;
-      usage.cached_tokens = live.size();
-    } else {
-      usage.cache = CacheOutcome::miss;
-      spdlog::debug("serving: live context ({} tokens) is not a prefix of the prompt ({} tokens); re-prefilling",
-                    live.size(), job.prompt.size());
-      seq.clear();
-    }
-    metrics_.count_cache_outcome(cache_outcome_name(usage.cache));
-
-    auto prefill_start = Clock::now();
-    std::span<const Token> rest(job.prompt.data() + usage.cached_tokens, job.prompt.size() - usage.cached_tokens);
-    bool stopped = false;
-    while (!rest.empty() && !(stopped = interrupted())) {
-      size_t n = std::min(rest.size(), std::max<size_t>(1, config_.prefill_chunk_tokens));
-      seq.append(rest.first(n));
-      rest = rest.subspan(n);
-      if (!rest.empty()) job.sink->on_prefill_progress(job.prompt.size() - rest.size(), job.prompt.size());
-    }
-    usage.prefill_seconds = seconds_since(prefill_start);
-    metrics_.observe_prefill(static_cast<long>(job.prompt.size() - usage.cached_tokens), usage.prefill_seconds);
-    if (stopped) {
-      // A half-prefilled prompt is still a valid prefix of it; keep it for a retry.
-      publish_live_tokens();
-      job.sink->on_finished(result);
-      return;
-    }
-    job.sink->on_prefilled(usage);
-
-    StopSequenceFilter stops(job.stop);
-    sampler::SamplerConfig sampling = job.sampling;
-    if (sampling.seed == 0) sampling.seed = fresh_seed();
-    sampler::Sampler sampler(sampling);
-    size_t room = seq.capacity() - seq.tokens().size();
-    size_t limit = job.max_tokens ? std::min(job.max_tokens, room) : room;
-    auto decode_start = Clock::now();
-    bool done = false;
-    while (!done) {
-      if (interrupted()) break;
-      if (usage.completion_tokens >= limit) {
-        ended(job.max_tokens && job.max_tokens <= room ? FinishReason::max_tokens : FinishReason::context_full);
-        break;
-      }
-      std::optional<Token> chosen = job.policy ? job.policy->choose(seq.logits()) : std::nullopt;
-      Token t = chosen ? *chosen : sampler.sample(seq.logits());
-      if (usage.completion_tokens == 0) metrics_.observe_time_to_first_token(seconds_since(q.enqueued));
-      if (backend.is_end_of_generation(t)) {
-        ended(FinishReason::eos);
-        break;
-      }
-      ++usage.completion_tokens;
-      result.completion.push_back(t);
-      std::string bytes = backend.token_bytes(t);
-      if (job.policy) job.policy->accepted(t, bytes);
-      auto out = stops.push(bytes);
-      bool keep_going = out.release.empty() || job.sink->on_text(out.release);
-      if (out.stopped) done = ended(FinishReason::stop_sequence);
-      else if (!keep_going) done = ended(FinishReason::consumer_stop);
-      else if (usage.completion_tokens < limit) seq.append(std::span<const Token>(&t, 1));
-    }
-    if (result.finish != FinishReason::stop_sequence) {
-      std::string tail = stops.flush();
-      if (!tail.empty()) job.sink->on_text(tail);
-    }
-    usage.decode_seconds = seconds_since(decode_start);
-    metrics_.observe_decode(static_cast<long>(usage.completion_tokens), usage.decode_seconds);
-  } catch (const std::exception& e) {
-    spdlog::error("serving: generation failed after {} prompt / {} sampled tokens: {}", usage.prompt_tokens,
-                  usage.completion_tokens, e.what());
-    result.finish = FinishReason::error;
-    result.error = e.what();
-    // The state may be half-updated; start clean next time.
-    try {
-      seq.clear();
-    } catch (const std::exception& e2) {
-      spdlog::error("serving: clearing the context failed too: {}", e2.what());
-    }
-  }
-  metrics_.add_tokens(static_cast<long>(usage.prompt_tokens), static_cast<long>(usage.completion_tokens),
-                      static_cast<long>(usage.cached_tokens));
-  publish_live_tokens();
-  job.sink->on_finished(result);
+  // Stopping: the queue is drained and nothing runs; what the RAM holds goes to disk.
+  if (sequence_) write_shutdown_checkpoints();
 }
 
 }  // namespace ds4::serving

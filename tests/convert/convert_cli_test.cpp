@@ -31,7 +31,8 @@ CliRun run(const std::string& args, const fs::path& dir) {
 
 TEST(ConvertCli, ConvertsWithAuditAndPlainProgress) {
   const fs::path d = scratch_dir("cli_ok");
-  const CliRun r = run("convert " + official_tiny().string() + " -o " + (d / "m.gguf").string() + " --recipe mxfp4 --threads 2", d);
+  const CliRun r =
+      run("convert " + official_tiny().string() + " -o " + (d / "m.gguf").string() + " --recipe mxfp4 --threads 2", d);
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("peak RSS"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("invariant routed_experts"), std::string::npos) << r.out;

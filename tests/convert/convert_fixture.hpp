@@ -2,7 +2,6 @@
 // Shared fixture for the converter tests: the ds4-tiny model exported once to the official
 // format (3 shards) in a temporary folder, helpers to copy it and rewrite one tensor's entry.
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <boost/json.hpp>
@@ -103,7 +102,8 @@ inline std::string shard_of(const fs::path& dir, const std::string& tensor) {
 }
 
 // Rewrites the shard holding `tensor`, letting `edit` change its entries (all of them).
-inline void rewrite_shard(const fs::path& dir, const std::string& file, const std::function<void(std::vector<ShardEntry>&)>& edit) {
+inline void rewrite_shard(const fs::path& dir, const std::string& file,
+                          const std::function<void(std::vector<ShardEntry>&)>& edit) {
   std::vector<ShardEntry> entries;
   {
     auto s = Shard::open((dir / file).string());

@@ -100,7 +100,8 @@ std::vector<std::byte> direct_bytes(const Checkpoint& ck, const gguf::TensorRule
     f.resize(ne0 * per * rule.dims[2]);
     for (uint32_t e = 0; e < rule.dims[2]; ++e)
       decode_fp4_rows(reinterpret_cast<const uint8_t*>(ck.find(en->weight(e))->data),
-                      reinterpret_cast<const uint8_t*>(ck.find(en->scale(e))->data), ne0, 0, per, f.data() + e * ne0 * per);
+                      reinterpret_cast<const uint8_t*>(ck.find(en->scale(e))->data), ne0, 0, per,
+                      f.data() + e * ne0 * per);
   } else {
     const SourceTensor* w = ck.find(*official_name(rule));
     const uint64_t rows = w->n_elements() / ne0;
@@ -119,7 +120,9 @@ std::vector<std::byte> direct_bytes(const Checkpoint& ck, const gguf::TensorRule
       decode_fp8_rows(reinterpret_cast<const uint8_t*>(w->data),
                       reinterpret_cast<const uint8_t*>(ck.find(scale_name_for(w->name))->data), ne0, 0, rows, f.data());
     else if (w->dtype == Dtype::F32) std::memcpy(f.data(), w->data, w->n_bytes);
-    else quant::traits(w->dtype == Dtype::F16 ? quant::Type::F16 : quant::Type::BF16).dequantize(w->data, f.data(), int64_t(f.size()));
+    else
+      quant::traits(w->dtype == Dtype::F16 ? quant::Type::F16 : quant::Type::BF16)
+          .dequantize(w->data, f.data(), int64_t(f.size()));
   }
   return quantize_rows(type, f.data(), f.size() / ne0, ne0);
 }
@@ -212,7 +215,8 @@ TEST(ConvertRoundTrip, AuditAccountsForEverySourceTensor) {
   EXPECT_EQ(weights + scales, ck.tensors().size());
   EXPECT_TRUE(a.at("skipped_sources").as_array().empty());
   bool coverage = false;
-  for (const auto& i : a.at("invariants").as_array()) coverage |= i.at("name").as_string() == "source_coverage" && i.at("ok").as_bool();
+  for (const auto& i : a.at("invariants").as_array())
+    coverage |= i.at("name").as_string() == "source_coverage" && i.at("ok").as_bool();
   EXPECT_TRUE(coverage);
   const auto& q8 = a.at("types").at("q8_0").as_object();
   EXPECT_GT(q8.at("rel_rmse").as_double(), 0.0);  // sampled, and Q8_0 is not lossless on FP8 input

@@ -1,6 +1,8 @@
 // W4A16 export: INT4 group-32 experts with the scale grid search, FP8 attention kept with F32
 // block scales, BF16 for shared expert/compressor/indexer, quantization_config, shard limit,
 // SNR in the audit.
+#include "engine/convert/export_w4a16.hpp"
+
 #include <gtest/gtest.h>
 
 #include <boost/json.hpp>
@@ -9,7 +11,6 @@
 #include <random>
 #include <sstream>
 
-#include "engine/convert/export_w4a16.hpp"
 #include "engine/convert/official_formats.hpp"
 #include "engine/quant/quant.hpp"
 #include "tests/convert/convert_fixture.hpp"
@@ -61,7 +62,8 @@ TEST(ExportW4a16, WritesCompressedTensorsShardsWithSnr) {
   const uint64_t rows = w->shape[0], in = w->shape[1] * 2;
   ASSERT_EQ(packed->shape, (std::vector<uint64_t>{rows, in / 8}));
   std::vector<float> ref(rows * in), sc(rows * in / 32);
-  decode_fp4_rows(reinterpret_cast<const uint8_t*>(w->data), reinterpret_cast<const uint8_t*>(ws->data), in, 0, rows, ref.data());
+  decode_fp4_rows(reinterpret_cast<const uint8_t*>(w->data), reinterpret_cast<const uint8_t*>(ws->data), in, 0, rows,
+                  ref.data());
   quant::traits(quant::Type::BF16).dequantize(scale->data, sc.data(), int64_t(sc.size()));
   const auto* words = reinterpret_cast<const uint32_t*>(packed->data);
   double sig = 0, noise = 0;
@@ -82,7 +84,8 @@ TEST(ExportW4a16, WritesCompressedTensorsShardsWithSnr) {
   EXPECT_EQ(0, std::memcmp(q8->data, src.find("layers.2.attn.wq_b.weight")->data, q8->n_bytes));
   const SourceTensor* q8s = ck.find("layers.2.attn.wq_b.weight_scale");
   ASSERT_TRUE(q8s && q8s->dtype == Dtype::F32);
-  EXPECT_EQ(reinterpret_cast<const float*>(q8s->data)[0], e8m0_value(uint8_t(src.find("layers.2.attn.wq_b.scale")->data[0])));
+  EXPECT_EQ(reinterpret_cast<const float*>(q8s->data)[0],
+            e8m0_value(uint8_t(src.find("layers.2.attn.wq_b.scale")->data[0])));
   EXPECT_EQ(ck.find("layers.2.attn.wq_b.scale"), nullptr);
   // Shared expert to BF16.
   EXPECT_EQ(ck.find("layers.2.ffn.shared_experts.w1.weight")->dtype, Dtype::BF16);

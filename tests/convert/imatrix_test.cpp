@@ -62,7 +62,8 @@ TEST(Imatrix, CollectWritesAGgmlFileWithCoverage) {
   const fs::path d = scratch_dir("imatrix_collect");
   std::string text;
   for (int i = 0; i < 40; ++i) text += "Explain how the compressed attention rows are pooled over windows of tokens. ";
-  const auto r = imatrix::collect(ds4_tiny_model(), text, {.chunk_tokens = 64, .max_chunks = 3, .threads = 2, .dataset = "calib.txt"});
+  const auto r = imatrix::collect(ds4_tiny_model(), text,
+                                  {.chunk_tokens = 64, .max_chunks = 3, .threads = 2, .dataset = "calib.txt"});
   EXPECT_EQ(r.chunks, 3u);
   EXPECT_EQ(r.expert_entries, 18u);  // 6 layers x gate/up/down
   ASSERT_EQ(r.coverage.size(), 6u);
@@ -133,8 +134,9 @@ TEST(Imatrix, BootstrapScriptRuns) {
   for (int i = 0; i < 20; ++i) text += "Calibration text for the bootstrap: convert, collect, convert again. ";
   std::ofstream(d / "calib.txt") << text;
   const std::string cmd = "RECIPE=mxfp4 THREADS=2 CHUNK=64 DS4CTL=" + std::string(DS4D_DS4CTL_BINARY) + " " +
-                          std::string(DS4D_SOURCE_DIR) + "/scripts/imatrix-bootstrap.sh " + official_tiny().string() + " " +
-                          (d / "out").string() + " " + (d / "calib.txt").string() + " > " + (d / "log").string() + " 2>&1";
+                          std::string(DS4D_SOURCE_DIR) + "/scripts/imatrix-bootstrap.sh " + official_tiny().string() +
+                          " " + (d / "out").string() + " " + (d / "calib.txt").string() + " > " + (d / "log").string() +
+                          " 2>&1";
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
   EXPECT_TRUE(fs::exists(d / "out" / "imatrix.dat"));
   const gguf::GgufFile f = gguf::GgufFile::open((d / "out" / "model.gguf").string());

@@ -29,7 +29,8 @@ ConvertError convert_error(const fs::path& src) {
   return ConvertError("", "", "");
 }
 
-void expect_names(const ConvertError& e, const std::string& file_part, const std::string& tensor, const std::string& what) {
+void expect_names(const ConvertError& e, const std::string& file_part, const std::string& tensor,
+                  const std::string& what) {
   const std::string m = e.what();
   EXPECT_NE(m.find(file_part), std::string::npos) << m;
   EXPECT_NE(m.find("'" + tensor + "'"), std::string::npos) << m;
@@ -84,7 +85,8 @@ TEST(MalformedCheckpoint, TruncatedFile) {
 TEST(MalformedCheckpoint, DuplicateTensor) {
   const fs::path d = copy_of_official("duplicate");
   const std::string name = "layers.0.ffn.gate.weight", home = shard_of(d, name);
-  const std::string other = home == "model-00001-of-00003.safetensors" ? "model-00002-of-00003.safetensors" : "model-00001-of-00003.safetensors";
+  const std::string other = home == "model-00001-of-00003.safetensors" ? "model-00002-of-00003.safetensors"
+                                                                       : "model-00001-of-00003.safetensors";
   ShardEntry copy;
   rewrite_shard(d, home, [&](auto& es) { copy = entry(es, name); });
   rewrite_shard(d, other, [&](auto& es) { es.push_back(copy); });
@@ -121,8 +123,9 @@ TEST(MalformedCheckpoint, MissingTensor) {
 TEST(MalformedCheckpoint, UnknownTensorHasNoTarget) {
   const fs::path d = copy_of_official("unknown_tensor");
   fs::remove(d / "model.safetensors.index.json");
-  rewrite_shard(d, "model-00001-of-00003.safetensors",
-                [&](auto& es) { es.push_back({"layers.0.attn.extra_bias", Dtype::F32, {4}, std::vector<std::byte>(16)}); });
+  rewrite_shard(d, "model-00001-of-00003.safetensors", [&](auto& es) {
+    es.push_back({"layers.0.attn.extra_bias", Dtype::F32, {4}, std::vector<std::byte>(16)});
+  });
   expect_names(convert_error(d), "model-00001-of-00003.safetensors", "layers.0.attn.extra_bias", "lands in no target");
 }
 

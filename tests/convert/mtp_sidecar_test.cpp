@@ -1,10 +1,11 @@
 // The MTP sidecar: converted next to the main file, bound to the source fingerprint, and a
 // sidecar made from another revision of the checkpoint rejected.
+#include "engine/convert/mtp_sidecar.hpp"
+
 #include <gtest/gtest.h>
 
 #include "engine/convert/convert_error.hpp"
 #include "engine/convert/converter.hpp"
-#include "engine/convert/mtp_sidecar.hpp"
 #include "engine/gguf/gguf_reader.hpp"
 #include "tests/convert/convert_fixture.hpp"
 
@@ -76,7 +77,10 @@ TEST(MtpSidecar, IncompleteMtpBlockIsAMissingTensor) {
   fs::remove(src / "model.safetensors.index.json");
   const std::string name = "mtp.0.h_proj.weight";
   rewrite_shard(src, shard_of(official_with_mtp(), name), [&](auto& es) {
-    es.erase(std::remove_if(es.begin(), es.end(), [&](const ShardEntry& e) { return e.name.rfind(name, 0) == 0 || e.name == "mtp.0.h_proj.scale"; }), es.end());
+    es.erase(std::remove_if(
+                 es.begin(), es.end(),
+                 [&](const ShardEntry& e) { return e.name.rfind(name, 0) == 0 || e.name == "mtp.0.h_proj.scale"; }),
+             es.end());
   });
   try {
     convert(src, src / "o.gguf");

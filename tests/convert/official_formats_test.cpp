@@ -1,5 +1,7 @@
 // The official number formats: E4M3/E8M0/E2M1 values, FP8/FP4 encode-decode, and the FP4 ->
 // GGUF MXFP4 repack checked against GGML's own MXFP4 vectors (both nibble orders).
+#include "engine/convert/official_formats.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -8,7 +10,6 @@
 #include <iterator>
 #include <random>
 
-#include "engine/convert/official_formats.hpp"
 #include "engine/quant/quant.hpp"
 
 namespace ds4::convert {
@@ -19,8 +20,8 @@ TEST(OfficialFormats, KnownValues) {
   EXPECT_EQ(e8m0_value(130), 8.0f);
   EXPECT_EQ(e8m0_value(0), std::ldexp(1.0f, -127));
   EXPECT_TRUE(std::isnan(e8m0_value(0xff)));
-  EXPECT_EQ(e4m3_value(0x38), 1.0f);     // exponent 7, mantissa 0
-  EXPECT_EQ(e4m3_value(0x7e), 448.0f);   // the largest finite value
+  EXPECT_EQ(e4m3_value(0x38), 1.0f);                  // exponent 7, mantissa 0
+  EXPECT_EQ(e4m3_value(0x7e), 448.0f);                // the largest finite value
   EXPECT_EQ(e4m3_value(0x01), std::ldexp(1.0f, -9));  // smallest subnormal
   EXPECT_EQ(e4m3_value(0xb8), -1.0f);
   EXPECT_TRUE(std::isnan(e4m3_value(0x7f)));
@@ -77,7 +78,7 @@ TEST(OfficialFormats, Fp4RepackMatchesGgmlMxfp4Vectors) {
   std::memcpy(h, b.data() + 4, sizeof h);  // version, type, rows, per_row, row_bytes, ...
   ASSERT_EQ(h[1], 39u);
   const uint32_t rows = h[2], n = h[3], rb = h[4];
-  size_t pos = 4 + 4 * 8;  // magic, then 8 u32 fields
+  size_t pos = 4 + 4 * 8;       // magic, then 8 u32 fields
   pos += size_t(rows) * n * 4;  // src
   const uint8_t* quant = b.data() + pos;
   const float* dequant = reinterpret_cast<const float*>(b.data() + pos + size_t(rows) * rb);

@@ -1,12 +1,13 @@
 // Recipes: built-ins, TOML, and the engine's type constraints checked before any byte is
 // written (the field's "token_embd.weight has type q8_0, expected f16" after 80 GiB).
+#include "engine/convert/recipe.hpp"
+
 #include <gtest/gtest.h>
 
 #include <fstream>
 
 #include "engine/convert/convert_error.hpp"
 #include "engine/convert/converter.hpp"
-#include "engine/convert/recipe.hpp"
 #include "engine/gguf/forge/forge.hpp"
 #include "engine/quant/quant.hpp"
 #include "tests/convert/convert_fixture.hpp"
@@ -16,7 +17,9 @@ namespace {
 
 using quant::Type;
 
-std::vector<gguf::TensorRule> tiny_catalogue() { return gguf::ds4_tensor_catalogue(gguf::forge::forge_preset("tiny").dims); }
+std::vector<gguf::TensorRule> tiny_catalogue() {
+  return gguf::ds4_tensor_catalogue(gguf::forge::forge_preset("tiny").dims);
+}
 
 const gguf::TensorRule& rule(const std::vector<gguf::TensorRule>& c, const std::string& name) {
   for (const auto& r : c)
@@ -41,8 +44,9 @@ TEST(Recipe, BuiltinsAreLoadableAndPickTheShippingTypes) {
 
 TEST(Recipe, TomlOverridesSlotsAndTensors) {
   const fs::path d = scratch_dir("toml");
-  std::ofstream(d / "r.toml") << "base = \"q4\"\n[slots]\nrouted_down = \"q2_K\"\n[tensors]\n\"blk.2.ffn_up_exps.weight\" = \"q2_K\"\n"
-                                 "\"blk.2.ffn_gate_exps.weight\" = \"q2_K\"\n";
+  std::ofstream(d / "r.toml")
+      << "base = \"q4\"\n[slots]\nrouted_down = \"q2_K\"\n[tensors]\n\"blk.2.ffn_up_exps.weight\" = \"q2_K\"\n"
+         "\"blk.2.ffn_gate_exps.weight\" = \"q2_K\"\n";
   const Recipe r = load_recipe((d / "r.toml").string());
   const auto cat = tiny_catalogue();
   EXPECT_EQ(r.type_for(rule(cat, "blk.1.ffn_gate_exps.weight")), Type::Q4_K);

@@ -8,8 +8,8 @@
 #include <regex>
 #include <sstream>
 
-#include "config/config_loader.hpp"
 #include "../supervisor/test_sysroot.hpp"
+#include "config/config_loader.hpp"
 
 namespace ds4::config {
 namespace {
@@ -24,7 +24,8 @@ struct Env {
   }
 };
 
-Config load(std::vector<std::string> args, const Env& env, ConfigLoader** keep = nullptr, KeyScope scope = KeyScope::daemon) {
+Config load(std::vector<std::string> args, const Env& env, ConfigLoader** keep = nullptr,
+            KeyScope scope = KeyScope::daemon) {
   static std::unique_ptr<CLI::App> app;
   static std::unique_ptr<ConfigLoader> loader;
   app = std::make_unique<CLI::App>("test");
@@ -57,17 +58,18 @@ TEST(Config, DefaultsWithoutAFile) {
 
 TEST(Config, FlagBeatsEnvBeatsFileBeatsDefault) {
   testing::TempDir d;
-  const std::string f = config_file(d, "[server]\nport = 9000\nhost = \"0.0.0.0\"\nmax_queue = 3\n"
-                                       "[memory]\nfloor = \"2GiB\"\n[log]\nlevel = \"debug\"\n");
+  const std::string f = config_file(d,
+                                    "[server]\nport = 9000\nhost = \"0.0.0.0\"\nmax_queue = 3\n"
+                                    "[memory]\nfloor = \"2GiB\"\n[log]\nlevel = \"debug\"\n");
   Env env;
   env.vars["DS4D_SERVER_PORT"] = "9100";
   env.vars["DS4D_SERVER_MAX_QUEUE"] = "5";
   ConfigLoader* l = nullptr;
   const Config c = load({"--config", f, "--port", "9200", "--memory-floor=3GiB"}, env, &l);
-  EXPECT_EQ(c.server.port, 9200);            // flag (alias)
-  EXPECT_EQ(c.server.max_queue, 5u);         // env over file
-  EXPECT_EQ(c.server.host, "0.0.0.0");       // file
-  EXPECT_EQ(c.memory.floor, 3ull << 30);     // flag over file
+  EXPECT_EQ(c.server.port, 9200);         // flag (alias)
+  EXPECT_EQ(c.server.max_queue, 5u);      // env over file
+  EXPECT_EQ(c.server.host, "0.0.0.0");    // file
+  EXPECT_EQ(c.memory.floor, 3ull << 30);  // flag over file
   EXPECT_EQ(c.log.level, "debug");
   EXPECT_EQ(c.server.drain_timeout_s, 60u);  // default
   EXPECT_EQ(l->origins().at("server.port"), "flag --server-port");
@@ -133,7 +135,8 @@ TEST(Config, PrintConfigRoundTrips) {
   const std::string text = render_config(c, l->origins());
   EXPECT_NE(text.find("server.port = 1234  # flag --server-port"), std::string::npos) << text;
   EXPECT_NE(text.find("memory.earlyoom_dropin = \"/etc/systemd/system/earlyoom.service.d/50-ds4d.conf\""),
-            std::string::npos) << text;
+            std::string::npos)
+      << text;
   EXPECT_NE(text.find("# memory.earlyoom_term_percent = (unset)"), std::string::npos) << text;
   const std::string f = config_file(d, text);
   const Config back = load({"--config", f}, Env{});

@@ -16,9 +16,9 @@
 #include <thread>
 
 #include "../supervisor/test_sysroot.hpp"
+#include "host/oom_adjust.hpp"
 #include "http_get.hpp"
 #include "supervisor/notify_relay.hpp"
-#include "host/oom_adjust.hpp"
 
 namespace ds4::daemon {
 namespace {
@@ -44,19 +44,27 @@ class DaemonBinary : public ::testing::Test {
   }
   void set_available_gib(uint64_t gib) {
     write_file(dir.path() / "meminfo", testing::meminfo_text(64ull << 20, gib << 20, 0, 0));
-    write_file(dir.path() / "psi", "some avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"
-                                   "full avg10=0.00 avg60=0.00 avg300=0.00 total=0\n");
+    write_file(dir.path() / "psi",
+               "some avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"
+               "full avg10=0.00 avg60=0.00 avg300=0.00 total=0\n");
   }
   std::string config() {
     const std::string p = dir.str() + "/ds4d.toml";
-    write_file(p, "[model]\npath = \"" + tiny_model() + "\"\ncontext = 4096\npin = \"none\"\nthreads = 2\n"
-                  "[server]\nport = 0\ndrain_timeout_s = 60\n"
-                  "[memory]\nfloor = \"4GiB\"\npoll_ms = 20\nmeminfo_path = \"" + dir.str() + "/meminfo\"\n"
-                  "psi_path = \"" + dir.str() + "/psi\"\noom_score_adj = 500\n"
-                  "swap_size = 0\n"
-                  "[cache]\nhot_bytes = \"64MiB\"\n"
-                  "[log]\nlevel = \"debug\"\n"
-                  "[supervisor]\nuser = \"root\"\ndaemon = \"" DS4D_DAEMON_BIN "\"\n");
+    write_file(p, "[model]\npath = \"" + tiny_model() +
+                      "\"\ncontext = 4096\npin = \"none\"\nthreads = 2\n"
+                      "[server]\nport = 0\ndrain_timeout_s = 60\n"
+                      "[memory]\nfloor = \"4GiB\"\npoll_ms = 20\nmeminfo_path = \"" +
+                      dir.str() +
+                      "/meminfo\"\n"
+                      "psi_path = \"" +
+                      dir.str() +
+                      "/psi\"\noom_score_adj = 500\n"
+                      "swap_size = 0\n"
+                      "[cache]\nhot_bytes = \"64MiB\"\ndir = \"" +
+                      dir.str() +
+                      "/kv\"\n"
+                      "[log]\nlevel = \"debug\"\n"
+                      "[supervisor]\nuser = \"root\"\ndaemon = \"" DS4D_DAEMON_BIN "\"\n");
     return p;
   }
   pid_t start(const std::string& exe, std::vector<std::string> args, const std::string& notify,
@@ -109,7 +117,8 @@ class DaemonBinary : public ::testing::Test {
   std::string seen;
 };
 
-constexpr const char* kChat = R"({"messages":[{"role":"user","content":"Hello there"}],"max_tokens":4,"temperature":0})";
+constexpr const char* kChat =
+    R"({"messages":[{"role":"user","content":"Hello there"}],"max_tokens":4,"temperature":0})";
 
 TEST_F(DaemonBinary, ReportsReadinessServesAndPingsTheWatchdog) {
   const pid_t d = start(DS4D_DAEMON_BIN, {"--config", config()}, systemd.address(), "400000");
@@ -192,19 +201,22 @@ TEST_F(DaemonBinary, SigtermDrainsTheRequestInFlight) {
   auto completion = [](const std::string& prompt) {
     return R"({"prompt":")" + prompt + R"(","raw":true,"max_tokens":16,"temperature":0})";
   };
-  const testing::HttpResponse probe = testing::http_request(port, "POST", "/v1/completions", completion(prompt_of(2000)));
+  const testing::HttpResponse probe =
+      testing::http_request(port, "POST", "/v1/completions", completion(prompt_of(2000)));
   ASSERT_EQ(probe.status, 400) << probe.raw;
   std::smatch m;
   const std::string probe_body = probe.body();
   ASSERT_TRUE(std::regex_search(probe_body, m, std::regex(R"("n_prompt_tokens":(\d+))"))) << probe.raw;
   const int reps = static_cast<int>(2000LL * 3700 / std::stoll(m[1].str()));
   const std::string body = completion(prompt_of(reps));
-  auto inflight = std::async(std::launch::async, [&] { return testing::http_request(port, "POST", "/v1/completions", body); });
+  auto inflight =
+      std::async(std::launch::async, [&] { return testing::http_request(port, "POST", "/v1/completions", body); });
   bool running = false;
   const auto deadline = std::chrono::steady_clock::now() + 30s;
   while (!running && std::chrono::steady_clock::now() < deadline &&
          inflight.wait_for(0ms) != std::future_status::ready) {
-    running = testing::http_request(port, "GET", "/metrics").body().find("ds4d_requests_running 1") != std::string::npos;
+    running =
+        testing::http_request(port, "GET", "/metrics").body().find("ds4d_requests_running 1") != std::string::npos;
   }
   ASSERT_TRUE(running) << "the request finished before it was seen running";
   kill(d, SIGTERM);

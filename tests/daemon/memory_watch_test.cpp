@@ -1,11 +1,12 @@
 // Memory watch: admission decisions at the floor and the PSI limit, the watch thread following a
 // changing (fake) /proc/meminfo, and a missing meminfo refusing rather than admitting blindly.
+#include "daemon/memory_watch.hpp"
+
 #include <gtest/gtest.h>
 
 #include <thread>
 
 #include "../supervisor/test_sysroot.hpp"
-#include "daemon/memory_watch.hpp"
 
 namespace ds4::daemon {
 namespace {

@@ -1,5 +1,7 @@
 // Weight pinning: mlock really locks (VmLck grows), an RLIMIT_MEMLOCK too small gives the message
 // that names the limit and LimitMEMLOCK, and --pin cuda without libcudart.so says so.
+#include "daemon/weight_pin.hpp"
+
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <sys/resource.h>
@@ -8,8 +10,6 @@
 
 #include <fstream>
 #include <vector>
-
-#include "daemon/weight_pin.hpp"
 
 namespace ds4::daemon {
 namespace {

@@ -3,14 +3,14 @@
 // reproduces a way the gateway used to drop a response without a word.
 #include <gtest/gtest.h>
 
-#include <boost/json.hpp>
 #include <algorithm>
 #include <atomic>
+#include <boost/json.hpp>
 #include <cstdio>
 #include <random>
+#include <string>
 #include <thread>
 #include <vector>
-#include <string>
 
 #include "tests/gateway/server_harness.hpp"
 
@@ -26,8 +26,8 @@ const std::string kStreamBody =
 
 std::string request_head(const std::string& body, bool keep_alive) {
   return "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-         "Content-Length: " + std::to_string(body.size()) + "\r\n" +
-         (keep_alive ? "" : "Connection: close\r\n") + "\r\n";
+         "Content-Length: " +
+         std::to_string(body.size()) + "\r\n" + (keep_alive ? "" : "Connection: close\r\n") + "\r\n";
 }
 
 void pause_us(int us) {
@@ -130,13 +130,11 @@ TEST(GatewayConnection, TransferEncodingIsStrict) {
     std::string headers;
     unsigned status;
   };
-  for (const Case& k : {Case{"Transfer-Encoding: xchunked\r\n", 501},
-                        Case{"Transfer-Encoding: chunked, identity\r\n", 501},
-                        Case{"Transfer-Encoding: gzip, chunked\r\n", 501},
-                        Case{"Transfer-Encoding: chunked, chunked\r\n", 400},
-                        Case{"Transfer-Encoding: identity\r\nTransfer-Encoding: chunked\r\n", 501},
-                        Case{"Transfer-Encoding: ,\r\n", 400},
-                        Case{"Transfer-Encoding: xchunked\r\nContent-Length: 5\r\n", 400}}) {
+  for (const Case& k :
+       {Case{"Transfer-Encoding: xchunked\r\n", 501}, Case{"Transfer-Encoding: chunked, identity\r\n", 501},
+        Case{"Transfer-Encoding: gzip, chunked\r\n", 501}, Case{"Transfer-Encoding: chunked, chunked\r\n", 400},
+        Case{"Transfer-Encoding: identity\r\nTransfer-Encoding: chunked\r\n", 501},
+        Case{"Transfer-Encoding: ,\r\n", 400}, Case{"Transfer-Encoding: xchunked\r\nContent-Length: 5\r\n", 400}}) {
     HttpTestClient c(h.server->port());
     c.write_raw("POST /tokenize HTTP/1.1\r\nHost: 127.0.0.1\r\n" + k.headers + "\r\n" + smuggled);
     auto r = c.read();
@@ -153,8 +151,10 @@ TEST(GatewayConnection, TransferEncodingIsStrict) {
   std::string body = R"({"content":"hi"})";
   char size[16];
   std::snprintf(size, sizeof size, "%zx", body.size());
-  ok.write_raw("POST /tokenize HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-               "Transfer-Encoding: Chunked\r\n\r\n" + std::string(size) + "\r\n" + body + "\r\n0\r\n\r\n");
+  ok.write_raw(
+      "POST /tokenize HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+      "Transfer-Encoding: Chunked\r\n\r\n" +
+      std::string(size) + "\r\n" + body + "\r\n0\r\n\r\n");
   auto r = ok.read();
   EXPECT_EQ(r.result_int(), 200);
   EXPECT_EQ(r.body(), R"({"tokens":[104,105]})");
@@ -268,8 +268,10 @@ TEST(GatewayConnection, InFlightBodyBytesAreBudgeted) {
   auto chunked = h.client();
   char line[32];
   std::snprintf(line, sizeof line, "%zx\r\n", size);
-  chunked.write_raw("POST /tokenize HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-                    "Transfer-Encoding: chunked\r\n\r\n" + std::string(line) + std::string(size, ' ') + "\r\n");
+  chunked.write_raw(
+      "POST /tokenize HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+      "Transfer-Encoding: chunked\r\n\r\n" +
+      std::string(line) + std::string(size, ' ') + "\r\n");
   EXPECT_EQ(chunked.read().result_int(), 503);
   // Once the first body is gone its bytes are free again.
   first.close();

@@ -7,6 +7,10 @@
 // every other token is only one logit below it, so only greedy sampling (temperature 0) is
 // sure to follow the script. Hooks let a test
 // slow decoding down or hold the worker inside append() to fill the queue deterministically.
+// Restore points are off by default (like an engine without them); `rollback` > 0 lets
+// truncate() take back that many tokens, `snapshots` enables snapshot()/restore() (the image
+// is the tokens and the reply position), and `poison_restores` makes a restored sequence fail
+// at its next append (a checkpoint that loads but breaks the engine).
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -44,14 +48,22 @@ class ScriptedBackend : public serving::EngineBackend {
     return t == kEos ? std::string() : std::string(1, static_cast<char>(t));
   }
   bool is_end_of_generation(serving::Token t) const override { return t == kEos; }
+  uint64_t fingerprint() const override { return model_fingerprint; }
   std::unique_ptr<serving::EngineSequence> new_sequence() override;
+
+  // Restore-point controls (see above).
+  size_t rollback = 0;
+  bool snapshots = false;
+  uint64_t model_fingerprint = 0;
+  std::atomic<bool> poison_restores{false};
+  std::atomic<long> restores{0};
 
   // Test controls.
   std::atomic<bool> endless{false};
   std::atomic<bool> flat_logits{false};
   std::atomic<int> decode_delay_ms{0};
-  std::atomic<long> appended_tokens{0};  // every token ever appended
-  std::atomic<long> prefilled_tokens{0}; // tokens appended in multi-token appends
+  std::atomic<long> appended_tokens{0};   // every token ever appended
+  std::atomic<long> prefilled_tokens{0};  // tokens appended in multi-token appends
   // While closed, append() blocks (the worker is "busy"); open() releases it.
   void close_gate() {
     std::lock_guard lock(mu_);
@@ -96,9 +108,50 @@ class ScriptedSequence : public serving::EngineSequence {
   void clear() override {
     tokens_.clear();
     k_ = 0;
+    high_water_ = floor_ = 0;
+    poisoned_ = false;
+  }
+  size_t truncate_floor() const override {
+    const size_t ring = high_water_ > b_.rollback ? high_water_ - b_.rollback : 0;
+    return std::min(tokens_.size(), std::max(ring, floor_));
+  }
+  void truncate(size_t n) override {
+    if (n > tokens_.size() || n < truncate_floor()) throw std::out_of_range("scripted truncate out of reach");
+    if (n == tokens_.size()) return;
+    tokens_.resize(n);
+    k_ = 0;
+  }
+  std::vector<uint8_t> snapshot() const override {
+    if (!b_.snapshots) return {};
+    std::vector<uint8_t> out{'S', 'C', 'R', '1'};
+    auto put = [&](uint32_t v) {
+      for (int i = 0; i < 4; i++) out.push_back(uint8_t(v >> (8 * i)));
+    };
+    put(uint32_t(k_));
+    put(uint32_t(tokens_.size()));
+    for (auto t : tokens_) put(uint32_t(t));
+    return out;
+  }
+  void restore(std::span<const uint8_t> state) override {
+    auto get = [&](size_t at) {
+      uint32_t v = 0;
+      for (int i = 0; i < 4; i++) v |= uint32_t(state[at + i]) << (8 * i);
+      return v;
+    };
+    if (state.size() < 12 || state[0] != 'S' || state[1] != 'C' || state[2] != 'R' || state[3] != '1')
+      throw std::runtime_error("not a scripted snapshot");
+    const uint32_t n = get(8);
+    if (state.size() != 12 + size_t(n) * 4) throw std::runtime_error("scripted snapshot has the wrong size");
+    k_ = get(4);
+    tokens_.resize(n);
+    for (uint32_t i = 0; i < n; i++) tokens_[i] = serving::Token(get(12 + 4 * i));
+    high_water_ = floor_ = n;
+    poisoned_ = b_.poison_restores.load();
+    b_.restores++;
   }
   void append(std::span<const serving::Token> tokens) override {
     b_.pass_gate();
+    if (poisoned_) throw std::runtime_error("scripted engine: this restored state is broken");
     if (tokens.size() == 1 && b_.decode_delay_ms > 0)
       std::this_thread::sleep_for(std::chrono::milliseconds(b_.decode_delay_ms.load()));
     if (tokens_.size() + tokens.size() > capacity()) throw std::length_error("scripted context full");
@@ -107,6 +160,7 @@ class ScriptedSequence : public serving::EngineSequence {
     if (tokens.size() == 1) k_ = (tokens[0] == next()) ? k_ + 1 : 0;
     else k_ = 0;
     tokens_.insert(tokens_.end(), tokens.begin(), tokens.end());
+    high_water_ = std::max(high_water_, tokens_.size());
     b_.appended_tokens += static_cast<long>(tokens.size());
     if (tokens.size() > 1) b_.prefilled_tokens += static_cast<long>(tokens.size());
   }
@@ -126,6 +180,8 @@ class ScriptedSequence : public serving::EngineSequence {
   ScriptedBackend& b_;
   std::vector<serving::Token> tokens_;
   size_t k_ = 0;
+  size_t high_water_ = 0, floor_ = 0;
+  bool poisoned_ = false;
   mutable std::vector<float> logits_;
 };
 

@@ -263,8 +263,7 @@ TEST(Truncate, RandomAppendAndRollbackWalk) {
     const size_t add = 1 + rng() % 6;
     std::vector<int32_t> t(add);
     for (auto& x : t) x = int32_t(rng() % 1000);
-    if (rng() % 2)
-      a.verify(t);
+    if (rng() % 2) a.verify(t);
     else
       for (int32_t x : t) a.decode(x);
     high_water = std::max(high_water, a.size());
@@ -292,7 +291,9 @@ TEST(Truncate, RefusalsLeaveStateIntact) {
   EXPECT_THROW(a.truncate(30), std::out_of_range);  // 13 > rollback 8
   EXPECT_THROW(a.truncate(44), std::out_of_range);  // beyond the end
   EXPECT_EQ(a.snapshot(), before);
+  EXPECT_EQ(a.truncate_floor(), 35u);  // what the refusals above say, as a number
   a.truncate(38);
+  EXPECT_EQ(a.truncate_floor(), 35u);
   EXPECT_THROW(a.truncate(34), std::out_of_range);  // 43 was reached: the rings reach back to 35
   a.truncate(35);
   EXPECT_EQ(a.size(), 35u);
@@ -307,6 +308,7 @@ TEST(Truncate, RestorePointIsTheFloor) {
   r.restore(snap);
   r.decode(4);
   r.decode(5);
+  EXPECT_EQ(r.truncate_floor(), 43u);
   EXPECT_THROW(r.truncate(42), std::out_of_range);  // behind the restore point
   r.truncate(43);  // the restore point itself: replayed from the restored compressor states
   EXPECT_TRUE(same_bits(r.logits(), a.logits()));

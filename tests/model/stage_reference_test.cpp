@@ -62,7 +62,8 @@ TEST(StageReference, HyperConnectionSplitSinkhorn) {
     for (uint32_t r = 0; r < n; r++) {
       double mx = -1e300, sum = 0;
       double v[4];
-      for (uint32_t c = 0; c < n; c++) mx = std::max(mx, v[c] = double(mix[8 + c + 4 * r]) * scale[2] + base[8 + c + 4 * r]);
+      for (uint32_t c = 0; c < n; c++)
+        mx = std::max(mx, v[c] = double(mix[8 + c + 4 * r]) * scale[2] + base[8 + c + 4 * r]);
       for (uint32_t c = 0; c < n; c++) sum += (v[c] = std::exp(v[c] - mx));
       for (uint32_t c = 0; c < n; c++) C[r][c] = v[c] / sum + eps;
     }

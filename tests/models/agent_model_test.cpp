@@ -93,7 +93,8 @@ TEST(AgentModel, QualityOnTwentyHeldOutPrompts) {
   // Bounds: the quality targets of the embedded model (see models/ds4-tiny-agent.manifest.json).
   for (int h = 0; h < 2; ++h) {
     const char* which = h ? "held-out" : "seen";
-    EXPECT_GE(r.well_formed[h].rate(), DS4D_AGENT_MIN_DSML) << which << " schemas: well-formed DSML where a call is needed";
+    EXPECT_GE(r.well_formed[h].rate(), DS4D_AGENT_MIN_DSML)
+        << which << " schemas: well-formed DSML where a call is needed";
     EXPECT_GE(r.call[h].rate(), DS4D_AGENT_MIN_CALL) << which << " schemas: tool calls";
     EXPECT_GE(r.answer[h].rate(), DS4D_AGENT_MIN_ANSWER) << which << " schemas: answers from tool results";
     EXPECT_GE(r.plain[h].rate(), DS4D_AGENT_MIN_PLAIN) << which << " schemas: plain chat without tool calls";

@@ -2,12 +2,12 @@
 // recipe, gets the q2 type of every tensor back (and passes the DS4 layout check the command runs);
 // an input that is not F32 is refused with an error naming the tensor.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
 #include <string>
-#include <sys/wait.h>
-#include <unistd.h>
 #include <vector>
 
 #include "engine/gguf/gguf_reader.hpp"

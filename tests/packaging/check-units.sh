@@ -42,7 +42,7 @@ else
 fi
 systemd-tmpfiles --root="$root" --create "$units/ds4d.tmpfiles" || fail "systemd-tmpfiles rejected ds4d.tmpfiles"
 kv_owner=$(stat -c '%u:%g %a' "$root/var/lib/ds4d/kv" 2>/dev/null || true)
-[ "$kv_owner" = "$uid:$gid 750" ] && echo "ok: /var/lib/ds4d/kv is $kv_owner" || fail "/var/lib/ds4d/kv is '$kv_owner'"
+[ "$kv_owner" = "$uid:$gid 700" ] && echo "ok: /var/lib/ds4d/kv is $kv_owner" || fail "/var/lib/ds4d/kv is '$kv_owner'"
 state_owner=$(stat -c '%u %a' "$root/var/lib/ds4d" 2>/dev/null || true)
 [ "$state_owner" = "0 755" ] && echo "ok: /var/lib/ds4d is root's ($state_owner)" || fail "/var/lib/ds4d is '$state_owner'"
 
@@ -61,7 +61,7 @@ else
   [ "$(dirname "$swap")" = "/var/lib/$(unit_value StateDirectory)" ] \
     && echo "ok: swapfile $swap is in the StateDirectory" || fail "swapfile '$swap' is outside StateDirectory"
   kv=$(value cache.dir)
-  grep -q "^d $kv 0750 ds4d ds4d " "$units/ds4d.tmpfiles" && echo "ok: cache.dir $kv is created for ds4d" \
+  grep -q "^d $kv 0700 ds4d ds4d " "$units/ds4d.tmpfiles" && echo "ok: cache.dir $kv is created for ds4d" \
     || fail "cache.dir '$kv' is not created by tmpfiles for ds4d"
   [ "$(value supervisor.daemon)" = /usr/sbin/ds4d ] && echo "ok: supervisor launches /usr/sbin/ds4d" \
     || fail "supervisor.daemon is '$(value supervisor.daemon)', the package installs /usr/sbin/ds4d"

@@ -3,11 +3,12 @@
 // 127.6 GB and a 4 GiB floor. Expected totals were worked out by hand from docs/memory.md §the-plan
 // (13,760 B/token; rings 43 × 2304 rows × 2 KiB; compressor states 21 × 80 KiB + 20 × 512 KiB;
 // two spare rows per compressed buffer) and are typed in as literals.
+#include "engine/planner/memory_plan.hpp"
+
 #include <gtest/gtest.h>
 
 #include "engine/planner/byte_size.hpp"
 #include "engine/planner/kv_geometry.hpp"
-#include "engine/planner/memory_plan.hpp"
 
 namespace ds4::planner {
 namespace {
@@ -46,7 +47,7 @@ TEST(KvCost, Ds4FlashMatchesArchitectureNumbers) {
 
 TEST(KvCost, RawRingRule) {
   EXPECT_EQ(raw_ring_rows(128, 2048, 1 << 20), 2304u);
-  EXPECT_EQ(raw_ring_rows(128, 2048, 1000), 1024u);   // context-limited, aligned up
+  EXPECT_EQ(raw_ring_rows(128, 2048, 1000), 1024u);  // context-limited, aligned up
   EXPECT_EQ(raw_ring_rows(128, 65536, 1 << 20), 8192u);
   EXPECT_EQ(raw_ring_rows(128, 0, 64), 256u);
 }
@@ -84,17 +85,16 @@ TEST_P(PlanTable, ComputesTotalHeadroomAndVerdict) {
 
 INSTANTIATE_TEST_SUITE_P(
     Ds4FlashQ2, PlanTable,
-    ::testing::Values(
-        PlanCase{"shipping_config_fits", 262'144, 12 * kGiB, 4 * kGiB, 115'925'764'687ull,
-                 11'674'235'313ll, Verdict::fits, 0},
-        PlanCase{"hot_cache_20GiB_below_floor", 262'144, 20 * kGiB, 4 * kGiB, 124'515'699'279ull,
-                 3'084'300'721ll, Verdict::below_floor, 3},
-        PlanCase{"one_million_tokens_does_not_fit", 1'048'576, 20 * kGiB, 4 * kGiB,
-                 135'337'003'599ull, -7'737'003'599ll, Verdict::does_not_fit, 4},
-        PlanCase{"floor_equal_to_headroom_fits", 262'144, 12 * kGiB, 11'674'235'313ull,
-                 115'925'764'687ull, 11'674'235'313ll, Verdict::fits, 0},
-        PlanCase{"floor_one_byte_above_headroom", 262'144, 12 * kGiB, 11'674'235'314ull,
-                 115'925'764'687ull, 11'674'235'313ll, Verdict::below_floor, 3}),
+    ::testing::Values(PlanCase{"shipping_config_fits", 262'144, 12 * kGiB, 4 * kGiB, 115'925'764'687ull,
+                               11'674'235'313ll, Verdict::fits, 0},
+                      PlanCase{"hot_cache_20GiB_below_floor", 262'144, 20 * kGiB, 4 * kGiB, 124'515'699'279ull,
+                               3'084'300'721ll, Verdict::below_floor, 3},
+                      PlanCase{"one_million_tokens_does_not_fit", 1'048'576, 20 * kGiB, 4 * kGiB, 135'337'003'599ull,
+                               -7'737'003'599ll, Verdict::does_not_fit, 4},
+                      PlanCase{"floor_equal_to_headroom_fits", 262'144, 12 * kGiB, 11'674'235'313ull,
+                               115'925'764'687ull, 11'674'235'313ll, Verdict::fits, 0},
+                      PlanCase{"floor_one_byte_above_headroom", 262'144, 12 * kGiB, 11'674'235'314ull,
+                               115'925'764'687ull, 11'674'235'313ll, Verdict::below_floor, 3}),
     [](const auto& info) { return std::string(info.param.name); });
 
 TEST(PlanReport, PrintsEveryTermInGiBAndBytes) {

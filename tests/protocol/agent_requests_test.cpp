@@ -21,167 +21,169 @@ namespace {
 namespace json = boost::json;
 
 json::value fixture(const std::string& name) {
-    std::ifstream in(std::string(DS4D_PROTOCOL_FIXTURES) + "/" + name);
-    EXPECT_TRUE(in) << name;
-    std::stringstream s;
-    s << in.rdbuf();
-    return json::parse(s.str());
+  std::ifstream in(std::string(DS4D_PROTOCOL_FIXTURES) + "/" + name);
+  EXPECT_TRUE(in) << name;
+  std::stringstream s;
+  s << in.rdbuf();
+  return json::parse(s.str());
 }
 
 TEST(AnthropicRequest, ClaudeCodeShapedRequestMapsOntoTheChatConversation) {
-    AnthropicRequest r = parse_anthropic_request(fixture("claude_code_messages.json"));
-    const auto& m = r.chat.messages;
-    ASSERT_EQ(m.size(), 6u);
-    EXPECT_EQ(m[0].role, Role::System);
-    EXPECT_EQ(m[0].content,
-              "You are Claude Code, Anthropic's official CLI for Claude.\n"
-              "You are an interactive CLI tool that helps users with software engineering tasks.");
-    EXPECT_EQ(m[1].role, Role::User);
-    EXPECT_EQ(m[1].content, "<system-reminder>\nThe working directory is /tmp/work.\n</system-reminder>\n\nList the files here.");
-    EXPECT_EQ(m[2].role, Role::Assistant);
-    EXPECT_EQ(m[2].reasoning, "The user wants a listing; use Bash.");
-    EXPECT_EQ(m[2].content, "I'll list them.");
-    ASSERT_EQ(m[2].tool_calls.size(), 1u);
-    EXPECT_EQ(m[2].tool_calls[0].id, "call_0123456789abcdef0123456789abcdef");
-    EXPECT_EQ(m[2].tool_calls[0].arguments, R"({"command":"ls","description":"List files"})");
-    EXPECT_EQ(m[3].role, Role::Tool);
-    EXPECT_EQ(m[3].tool_call_id, "call_0123456789abcdef0123456789abcdef");
-    EXPECT_EQ(m[3].content, "a.txt\nb.txt");
-    EXPECT_EQ(m[4].role, Role::User);
-    EXPECT_EQ(m[4].content, "Thanks.");
-    EXPECT_EQ(m[5].role, Role::System);
-    EXPECT_EQ(r.message_paths, (std::vector<std::string>{"system", "messages[0]", "messages[1]", "messages[2]",
-                                                          "messages[2]", "messages[3]"}));
-    ASSERT_EQ(r.chat.tools.size(), 2u);
-    EXPECT_EQ(r.chat.tools[0].at("name").as_string(), "Bash");
-    EXPECT_TRUE(r.chat.tools[0].contains("parameters"));
-    EXPECT_EQ(r.ignored_tools, std::vector<std::string>{"web_search"});
-    EXPECT_EQ(r.chat.tool_choice, "auto");
-    EXPECT_EQ(r.chat.thinking, Thinking::High);
-    EXPECT_TRUE(r.chat.stream);
-    EXPECT_EQ(r.chat.max_tokens, 32000u);
+  AnthropicRequest r = parse_anthropic_request(fixture("claude_code_messages.json"));
+  const auto& m = r.chat.messages;
+  ASSERT_EQ(m.size(), 6u);
+  EXPECT_EQ(m[0].role, Role::System);
+  EXPECT_EQ(m[0].content,
+            "You are Claude Code, Anthropic's official CLI for Claude.\n"
+            "You are an interactive CLI tool that helps users with software engineering tasks.");
+  EXPECT_EQ(m[1].role, Role::User);
+  EXPECT_EQ(m[1].content,
+            "<system-reminder>\nThe working directory is /tmp/work.\n</system-reminder>\n\nList the files here.");
+  EXPECT_EQ(m[2].role, Role::Assistant);
+  EXPECT_EQ(m[2].reasoning, "The user wants a listing; use Bash.");
+  EXPECT_EQ(m[2].content, "I'll list them.");
+  ASSERT_EQ(m[2].tool_calls.size(), 1u);
+  EXPECT_EQ(m[2].tool_calls[0].id, "call_0123456789abcdef0123456789abcdef");
+  EXPECT_EQ(m[2].tool_calls[0].arguments, R"({"command":"ls","description":"List files"})");
+  EXPECT_EQ(m[3].role, Role::Tool);
+  EXPECT_EQ(m[3].tool_call_id, "call_0123456789abcdef0123456789abcdef");
+  EXPECT_EQ(m[3].content, "a.txt\nb.txt");
+  EXPECT_EQ(m[4].role, Role::User);
+  EXPECT_EQ(m[4].content, "Thanks.");
+  EXPECT_EQ(m[5].role, Role::System);
+  EXPECT_EQ(r.message_paths, (std::vector<std::string>{"system", "messages[0]", "messages[1]", "messages[2]",
+                                                       "messages[2]", "messages[3]"}));
+  ASSERT_EQ(r.chat.tools.size(), 2u);
+  EXPECT_EQ(r.chat.tools[0].at("name").as_string(), "Bash");
+  EXPECT_TRUE(r.chat.tools[0].contains("parameters"));
+  EXPECT_EQ(r.ignored_tools, std::vector<std::string>{"web_search"});
+  EXPECT_EQ(r.chat.tool_choice, "auto");
+  EXPECT_EQ(r.chat.thinking, Thinking::High);
+  EXPECT_TRUE(r.chat.stream);
+  EXPECT_EQ(r.chat.max_tokens, 32000u);
 
-    // Rendered through the one renderer: the mid-conversation system message joins the system
-    // prompt, the billing header does not appear, the tool result is a <tool_result>.
-    RenderResult out = render_chat(r.chat, nullptr, ContractMode::Off, {});
-    size_t first_user = out.text.find("<｜User｜>");
-    ASSERT_NE(first_user, std::string::npos);
-    EXPECT_LT(out.text.find("Reminder: keep answers short."), first_user);
-    EXPECT_EQ(out.text.find("x-anthropic-billing-header"), std::string::npos);
-    EXPECT_NE(out.text.find("<tool_result>a.txt\nb.txt</tool_result>"), std::string::npos);
-    EXPECT_TRUE(out.text.ends_with("<｜Assistant｜><think>"));
+  // Rendered through the one renderer: the mid-conversation system message joins the system
+  // prompt, the billing header does not appear, the tool result is a <tool_result>.
+  RenderResult out = render_chat(r.chat, nullptr, ContractMode::Off, {});
+  size_t first_user = out.text.find("<｜User｜>");
+  ASSERT_NE(first_user, std::string::npos);
+  EXPECT_LT(out.text.find("Reminder: keep answers short."), first_user);
+  EXPECT_EQ(out.text.find("x-anthropic-billing-header"), std::string::npos);
+  EXPECT_NE(out.text.find("<tool_result>a.txt\nb.txt</tool_result>"), std::string::npos);
+  EXPECT_TRUE(out.text.ends_with("<｜Assistant｜><think>"));
 }
 
 TEST(AnthropicRequest, ChoicesThinkingAndErrorsNameTheField) {
-    auto parse = [](const std::string& extra) {
-        return parse_anthropic_request(json::parse(R"({"max_tokens":10,"messages":[{"role":"user","content":"hi"}])" +
-                                                   extra + "}"));
-    };
-    EXPECT_EQ(parse(R"(,"tool_choice":{"type":"any"})").chat.tool_choice, "required");
-    EXPECT_EQ(parse(R"(,"tool_choice":{"type":"tool","name":"Read"})").chat.tool_choice, "function:Read");
-    EXPECT_EQ(parse(R"(,"tool_choice":{"type":"none"})").chat.tool_choice, "none");
-    EXPECT_EQ(parse(R"(,"thinking":{"type":"disabled"})").chat.thinking, Thinking::Off);
-    EXPECT_EQ(parse(R"(,"thinking":{"type":"enabled","budget_tokens":2048})").chat.thinking, Thinking::High);
-    EXPECT_EQ(parse(R"(,"output_config":{"effort":"max"})").chat.thinking, Thinking::Max);
-    EXPECT_EQ(parse(R"(,"stop_sequences":["END",""])").chat.stop, std::vector<std::string>{"END"});
-    auto param_of = [&](const std::string& extra) {
-        try {
-            parse(extra);
-        } catch (const RequestError& e) {
-            return e.param;
-        }
-        return std::string("(accepted)");
-    };
-    EXPECT_EQ(param_of(R"(,"tool_choice":{"type":"sometimes"})"), "tool_choice.type");
-    EXPECT_EQ(param_of(R"(,"tool_choice":{"type":"tool"})"), "tool_choice.name");
-    EXPECT_EQ(param_of(R"(,"thinking":{"type":"maybe"})"), "thinking.type");
-    EXPECT_EQ(param_of(R"(,"temperature":"hot")"), "temperature");
-    EXPECT_EQ(param_of(R"(,"tools":[{"input_schema":{}}])"), "tools[0].name");
+  auto parse = [](const std::string& extra) {
+    return parse_anthropic_request(
+        json::parse(R"({"max_tokens":10,"messages":[{"role":"user","content":"hi"}])" + extra + "}"));
+  };
+  EXPECT_EQ(parse(R"(,"tool_choice":{"type":"any"})").chat.tool_choice, "required");
+  EXPECT_EQ(parse(R"(,"tool_choice":{"type":"tool","name":"Read"})").chat.tool_choice, "function:Read");
+  EXPECT_EQ(parse(R"(,"tool_choice":{"type":"none"})").chat.tool_choice, "none");
+  EXPECT_EQ(parse(R"(,"thinking":{"type":"disabled"})").chat.thinking, Thinking::Off);
+  EXPECT_EQ(parse(R"(,"thinking":{"type":"enabled","budget_tokens":2048})").chat.thinking, Thinking::High);
+  EXPECT_EQ(parse(R"(,"output_config":{"effort":"max"})").chat.thinking, Thinking::Max);
+  EXPECT_EQ(parse(R"(,"stop_sequences":["END",""])").chat.stop, std::vector<std::string>{"END"});
+  auto param_of = [&](const std::string& extra) {
     try {
-        parse_anthropic_request(json::parse(R"({"messages":[{"role":"user","content":[{"type":"tool_use","id":"x","name":"n"}]}]})"));
-        FAIL() << "a user tool_use was accepted";
+      parse(extra);
     } catch (const RequestError& e) {
-        EXPECT_EQ(e.param, "messages[0].content[0].type");
+      return e.param;
     }
+    return std::string("(accepted)");
+  };
+  EXPECT_EQ(param_of(R"(,"tool_choice":{"type":"sometimes"})"), "tool_choice.type");
+  EXPECT_EQ(param_of(R"(,"tool_choice":{"type":"tool"})"), "tool_choice.name");
+  EXPECT_EQ(param_of(R"(,"thinking":{"type":"maybe"})"), "thinking.type");
+  EXPECT_EQ(param_of(R"(,"temperature":"hot")"), "temperature");
+  EXPECT_EQ(param_of(R"(,"tools":[{"input_schema":{}}])"), "tools[0].name");
+  try {
+    parse_anthropic_request(
+        json::parse(R"({"messages":[{"role":"user","content":[{"type":"tool_use","id":"x","name":"n"}]}]})"));
+    FAIL() << "a user tool_use was accepted";
+  } catch (const RequestError& e) {
+    EXPECT_EQ(e.param, "messages[0].content[0].type");
+  }
 }
 
 TEST(ResponsesRequest, CodexShapedRequestMapsOntoTheChatConversation) {
-    ResponsesRequest r = parse_responses_request(fixture("codex_responses.json"));
-    const auto& m = r.chat.messages;
-    ASSERT_EQ(m.size(), 6u);
-    EXPECT_TRUE(r.has_instructions);
-    EXPECT_EQ(m[0].role, Role::System);
-    EXPECT_EQ(m[1].role, Role::Developer);
-    EXPECT_EQ(m[2].role, Role::Developer);
-    EXPECT_EQ(m[3].role, Role::User);
-    EXPECT_EQ(m[3].content, "Run the tests.");
-    EXPECT_EQ(m[4].role, Role::Assistant);
-    EXPECT_EQ(m[4].reasoning, "Need to run tests.");  // from encrypted_content, exact
-    ASSERT_EQ(m[4].tool_calls.size(), 1u);
-    EXPECT_EQ(m[4].tool_calls[0].id, "call_fedcba9876543210fedcba9876543210");
-    EXPECT_EQ(m[4].tool_calls[0].arguments, R"({"command":"make test"})");
-    EXPECT_EQ(m[5].role, Role::Tool);
-    EXPECT_EQ(m[5].content, "ok");
-    EXPECT_EQ(r.message_paths[0], "instructions");
-    EXPECT_EQ(r.message_paths[4], "input[4]");  // the assistant message starts at its first call
-    EXPECT_EQ(r.ignored_items, std::vector<std::string>{"web_search_call"});
-    EXPECT_EQ(r.ignored_tools, (std::vector<std::string>{"namespace:mcp__files", "web_search"}));
-    ASSERT_EQ(r.chat.tools.size(), 2u);
-    EXPECT_EQ(r.chat.tools[1].at("name").as_string(), "apply_patch");
-    EXPECT_EQ(r.chat.thinking, Thinking::High);
-    EXPECT_TRUE(r.reasoning_summary);
-    EXPECT_TRUE(r.chat.stream);
-    EXPECT_FALSE(r.previous_response_id);
+  ResponsesRequest r = parse_responses_request(fixture("codex_responses.json"));
+  const auto& m = r.chat.messages;
+  ASSERT_EQ(m.size(), 6u);
+  EXPECT_TRUE(r.has_instructions);
+  EXPECT_EQ(m[0].role, Role::System);
+  EXPECT_EQ(m[1].role, Role::Developer);
+  EXPECT_EQ(m[2].role, Role::Developer);
+  EXPECT_EQ(m[3].role, Role::User);
+  EXPECT_EQ(m[3].content, "Run the tests.");
+  EXPECT_EQ(m[4].role, Role::Assistant);
+  EXPECT_EQ(m[4].reasoning, "Need to run tests.");  // from encrypted_content, exact
+  ASSERT_EQ(m[4].tool_calls.size(), 1u);
+  EXPECT_EQ(m[4].tool_calls[0].id, "call_fedcba9876543210fedcba9876543210");
+  EXPECT_EQ(m[4].tool_calls[0].arguments, R"({"command":"make test"})");
+  EXPECT_EQ(m[5].role, Role::Tool);
+  EXPECT_EQ(m[5].content, "ok");
+  EXPECT_EQ(r.message_paths[0], "instructions");
+  EXPECT_EQ(r.message_paths[4], "input[4]");  // the assistant message starts at its first call
+  EXPECT_EQ(r.ignored_items, std::vector<std::string>{"web_search_call"});
+  EXPECT_EQ(r.ignored_tools, (std::vector<std::string>{"namespace:mcp__files", "web_search"}));
+  ASSERT_EQ(r.chat.tools.size(), 2u);
+  EXPECT_EQ(r.chat.tools[1].at("name").as_string(), "apply_patch");
+  EXPECT_EQ(r.chat.thinking, Thinking::High);
+  EXPECT_TRUE(r.reasoning_summary);
+  EXPECT_TRUE(r.chat.stream);
+  EXPECT_FALSE(r.previous_response_id);
 }
 
 TEST(ResponsesRequest, ItemRulesAndErrors) {
-    auto parse = [](const std::string& body) { return parse_responses_request(json::parse(body)); };
-    // A string input is one user message; consecutive calls share one assistant message; a
-    // trailing reasoning item becomes an empty assistant message.
-    EXPECT_EQ(parse(R"({"input":"hi"})").chat.messages.at(0).content, "hi");
-    auto r = parse(R"({"input":[{"role":"user","content":"q"},
+  auto parse = [](const std::string& body) { return parse_responses_request(json::parse(body)); };
+  // A string input is one user message; consecutive calls share one assistant message; a
+  // trailing reasoning item becomes an empty assistant message.
+  EXPECT_EQ(parse(R"({"input":"hi"})").chat.messages.at(0).content, "hi");
+  auto r = parse(R"({"input":[{"role":"user","content":"q"},
         {"type":"function_call","call_id":"a","name":"f","arguments":"{}"},
         {"type":"function_call","call_id":"b","name":"g","arguments":{"x":1}},
         {"type":"function_call_output","call_id":"a","output":[{"type":"input_text","text":"1"}]},
         {"type":"reasoning","summary":[{"type":"summary_text","text":"plain summary"}]}],
         "tool_choice":{"type":"function","name":"f"},"reasoning":{"effort":"none"},"max_output_tokens":7})");
-    ASSERT_EQ(r.chat.messages.size(), 4u);
-    EXPECT_EQ(r.chat.messages[1].tool_calls.size(), 2u);
-    EXPECT_EQ(r.chat.messages[1].tool_calls[1].arguments, R"({"x":1})");
-    EXPECT_EQ(r.chat.messages[2].content, "1");
-    EXPECT_EQ(r.chat.messages[3].role, Role::Assistant);
-    EXPECT_EQ(r.chat.messages[3].reasoning, "plain summary");
-    EXPECT_EQ(r.chat.tool_choice, "function:f");
-    EXPECT_EQ(r.chat.thinking, Thinking::Off);
-    EXPECT_EQ(r.chat.max_tokens, 7u);
-    auto param_of = [&](const std::string& body) {
-        try {
-            parse(body);
-        } catch (const RequestError& e) {
-            return e.param;
-        }
-        return std::string("(accepted)");
-    };
-    EXPECT_EQ(param_of(R"({})"), "input");
-    EXPECT_EQ(param_of(R"({"input":[{"role":"user","content":[{"type":"input_image","image_url":"x"}]}]})"),
-              "input[0].content[0].type");
-    EXPECT_EQ(param_of(R"({"input":[{"type":"function_call","name":"f"}]})"), "input[0].call_id");
-    EXPECT_EQ(param_of(R"({"input":"x","tool_choice":"sometimes"})"), "tool_choice");
-    EXPECT_EQ(param_of(R"({"input":"x","reasoning":{"effort":"extreme"}})"), "reasoning.effort");
-    EXPECT_EQ(param_of(R"({"input":"x","previous_response_id":"resp_1"})"), "(accepted)");
+  ASSERT_EQ(r.chat.messages.size(), 4u);
+  EXPECT_EQ(r.chat.messages[1].tool_calls.size(), 2u);
+  EXPECT_EQ(r.chat.messages[1].tool_calls[1].arguments, R"({"x":1})");
+  EXPECT_EQ(r.chat.messages[2].content, "1");
+  EXPECT_EQ(r.chat.messages[3].role, Role::Assistant);
+  EXPECT_EQ(r.chat.messages[3].reasoning, "plain summary");
+  EXPECT_EQ(r.chat.tool_choice, "function:f");
+  EXPECT_EQ(r.chat.thinking, Thinking::Off);
+  EXPECT_EQ(r.chat.max_tokens, 7u);
+  auto param_of = [&](const std::string& body) {
+    try {
+      parse(body);
+    } catch (const RequestError& e) {
+      return e.param;
+    }
+    return std::string("(accepted)");
+  };
+  EXPECT_EQ(param_of(R"({})"), "input");
+  EXPECT_EQ(param_of(R"({"input":[{"role":"user","content":[{"type":"input_image","image_url":"x"}]}]})"),
+            "input[0].content[0].type");
+  EXPECT_EQ(param_of(R"({"input":[{"type":"function_call","name":"f"}]})"), "input[0].call_id");
+  EXPECT_EQ(param_of(R"({"input":"x","tool_choice":"sometimes"})"), "tool_choice");
+  EXPECT_EQ(param_of(R"({"input":"x","reasoning":{"effort":"extreme"}})"), "reasoning.effort");
+  EXPECT_EQ(param_of(R"({"input":"x","previous_response_id":"resp_1"})"), "(accepted)");
 }
 
 TEST(ReasoningToken, RoundTripsAnyBytesAndRejectsForeignTokens) {
-    for (std::string s : {std::string(), std::string("a"), std::string("ab"), std::string("abc"),
-                          std::string("abcd"), std::string("\0\xff\x80 think </think> \xe4\xb8\xad", 16)}) {
-        std::string token = encode_reasoning_token(s);
-        EXPECT_EQ(token.rfind("ds4d.r1.", 0), 0u);
-        EXPECT_EQ(decode_reasoning_token(token), s);
-    }
-    EXPECT_EQ(decode_reasoning_token("gAAAAABo-openai-ciphertext"), std::nullopt);
-    EXPECT_EQ(decode_reasoning_token("ds4d.r1.abc"), std::nullopt);     // not a multiple of 4
-    EXPECT_EQ(decode_reasoning_token("ds4d.r1.ab=c"), std::nullopt);    // padding in the middle
-    EXPECT_EQ(decode_reasoning_token("ds4d.r1.a*cd"), std::nullopt);    // not base64
+  for (std::string s : {std::string(), std::string("a"), std::string("ab"), std::string("abc"), std::string("abcd"),
+                        std::string("\0\xff\x80 think </think> \xe4\xb8\xad", 16)}) {
+    std::string token = encode_reasoning_token(s);
+    EXPECT_EQ(token.rfind("ds4d.r1.", 0), 0u);
+    EXPECT_EQ(decode_reasoning_token(token), s);
+  }
+  EXPECT_EQ(decode_reasoning_token("gAAAAABo-openai-ciphertext"), std::nullopt);
+  EXPECT_EQ(decode_reasoning_token("ds4d.r1.abc"), std::nullopt);   // not a multiple of 4
+  EXPECT_EQ(decode_reasoning_token("ds4d.r1.ab=c"), std::nullopt);  // padding in the middle
+  EXPECT_EQ(decode_reasoning_token("ds4d.r1.a*cd"), std::nullopt);  // not base64
 }
 
 }  // namespace

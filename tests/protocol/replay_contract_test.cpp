@@ -18,16 +18,16 @@ const std::string EOS = "<｜end▁of▁sentence｜>";
 const std::string ASSISTANT = "<｜Assistant｜>";
 
 Message msg(Role role, std::string content) {
-    Message m;
-    m.role = role;
-    m.content = std::move(content);
-    return m;
+  Message m;
+  m.role = role;
+  m.content = std::move(content);
+  return m;
 }
 
 size_t count(const std::string& hay, const std::string& needle) {
-    size_t n = 0;
-    for (size_t p = hay.find(needle); p != std::string::npos; p = hay.find(needle, p + 1)) ++n;
-    return n;
+  size_t n = 0;
+  for (size_t p = hay.find(needle); p != std::string::npos; p = hay.find(needle, p + 1)) ++n;
+  return n;
 }
 
 // The model's sampled block, which differs from its canonical re-rendering: the model escaped
@@ -40,244 +40,265 @@ const std::string kSampledBlock =
     "</｜DSML｜invoke>\n</｜DSML｜tool_calls>";
 
 struct Generated {
-    ParsedMessage parsed;
-    uint64_t anchor;
+  ParsedMessage parsed;
+  uint64_t anchor;
 };
 
 // Renders `req`, runs `sampled` through the parser as the generation, remembers the turn.
 Generated generate(ContractStore& store, const ChatRequest& req, const std::string& sampled) {
-    RenderResult prompt = render_chat(req, &store, ContractMode::Warn);
-    OutputParser parser(prompt.thinking != Thinking::Off);
-    parser.feed(sampled);
-    parser.finish();
-    Generated g{parser.message(), prompt.turn_anchor};
-    store.remember(make_turn_contract(g.anchor, g.parsed));
-    return g;
+  RenderResult prompt = render_chat(req, &store, ContractMode::Warn);
+  OutputParser parser(prompt.thinking != Thinking::Off);
+  parser.feed(sampled);
+  parser.finish();
+  Generated g{parser.message(), prompt.turn_anchor};
+  store.remember(make_turn_contract(g.anchor, g.parsed));
+  return g;
 }
 
 // The client's replay of a generated turn, as an OpenAI client would send it back.
 Message replay(const ParsedMessage& p, bool with_reasoning = true) {
-    Message m = msg(Role::Assistant, p.content);
-    if (with_reasoning) m.reasoning = p.reasoning;
-    for (const auto& c : p.calls) m.tool_calls.push_back({c.id, c.name, c.arguments_json});
-    return m;
+  Message m = msg(Role::Assistant, p.content);
+  if (with_reasoning) m.reasoning = p.reasoning;
+  for (const auto& c : p.calls) m.tool_calls.push_back({c.id, c.name, c.arguments_json});
+  return m;
 }
 
 ChatRequest first_request() {
-    ChatRequest r;
-    r.thinking = Thinking::High;
-    r.tools.push_back(boost::json::parse(R"({"name":"shell","parameters":{"type":"object"}})").as_object());
-    r.messages = {msg(Role::System, "sys"), msg(Role::User, "list files")};
-    return r;
+  ChatRequest r;
+  r.thinking = Thinking::High;
+  r.tools.push_back(boost::json::parse(R"({"name":"shell","parameters":{"type":"object"}})").as_object());
+  r.messages = {msg(Role::System, "sys"), msg(Role::User, "list files")};
+  return r;
 }
 
 TEST(Replay, ToolCallTurnReplaysExactSampledBlockById) {
-    ContractStore store;
-    ChatRequest req = first_request();
-    Generated g = generate(store, req, "I will list.</think>Listing." + kSampledBlock);
-    ASSERT_EQ(g.parsed.status, ToolCallsStatus::Complete);
-    ASSERT_EQ(g.parsed.calls.size(), 1u);
-    EXPECT_EQ(g.parsed.calls[0].arguments_json, R"({"command":"ls -la && echo 2>&1","timeout":10.0})");
+  ContractStore store;
+  ChatRequest req = first_request();
+  Generated g = generate(store, req, "I will list.</think>Listing." + kSampledBlock);
+  ASSERT_EQ(g.parsed.status, ToolCallsStatus::Complete);
+  ASSERT_EQ(g.parsed.calls.size(), 1u);
+  EXPECT_EQ(g.parsed.calls[0].arguments_json, R"({"command":"ls -la && echo 2>&1","timeout":10.0})");
 
-    // The client reorders keys and re-encodes the number: semantically the same arguments.
-    Message a = replay(g.parsed);
-    a.tool_calls[0].arguments = R"({"timeout": 10, "command": "ls -la && echo 2>&1"})";
-    Message t = msg(Role::Tool, "a\nb");
-    t.tool_call_id = g.parsed.calls[0].id;
-    req.messages.push_back(a);
-    req.messages.push_back(t);
+  // The client reorders keys and re-encodes the number: semantically the same arguments.
+  Message a = replay(g.parsed);
+  a.tool_calls[0].arguments = R"({"timeout": 10, "command": "ls -la && echo 2>&1"})";
+  Message t = msg(Role::Tool, "a\nb");
+  t.tool_call_id = g.parsed.calls[0].id;
+  req.messages.push_back(a);
+  req.messages.push_back(t);
 
-    RenderResult out = render_chat(req, &store, ContractMode::Strict);
-    EXPECT_TRUE(out.violations.empty());
-    EXPECT_EQ(out.replayed_blocks, 1u);
-    EXPECT_EQ(out.canonical_blocks, 0u);
-    EXPECT_NE(out.text.find(ASSISTANT + "<think>I will list.</think>Listing." + kSampledBlock + EOS), std::string::npos);
+  RenderResult out = render_chat(req, &store, ContractMode::Strict);
+  EXPECT_TRUE(out.violations.empty());
+  EXPECT_EQ(out.replayed_blocks, 1u);
+  EXPECT_EQ(out.canonical_blocks, 0u);
+  EXPECT_NE(out.text.find(ASSISTANT + "<think>I will list.</think>Listing." + kSampledBlock + EOS), std::string::npos);
 
-    // The previous prompt + generated bytes is a byte prefix of the new prompt: the KV cache hits.
-    RenderResult first = render_chat(first_request(), &store, ContractMode::Warn);
-    std::string live = first.text + "I will list.</think>Listing." + kSampledBlock;
-    EXPECT_EQ(out.text.substr(0, live.size()), live);
+  // The previous prompt + generated bytes is a byte prefix of the new prompt: the KV cache hits.
+  RenderResult first = render_chat(first_request(), &store, ContractMode::Warn);
+  std::string live = first.text + "I will list.</think>Listing." + kSampledBlock;
+  EXPECT_EQ(out.text.substr(0, live.size()), live);
 }
 
 TEST(Replay, WithoutStoreRendersCanonically) {
-    ContractStore store;
-    ChatRequest req = first_request();
-    Generated g = generate(store, req, "r</think>" + kSampledBlock);
-    req.messages.push_back(replay(g.parsed));
-    RenderResult out = render_chat(req, nullptr, ContractMode::Warn);
-    EXPECT_EQ(out.replayed_blocks, 0u);
-    EXPECT_EQ(out.canonical_blocks, 1u);
-    EXPECT_EQ(count(out.text, kSampledBlock), 0u);
-    EXPECT_NE(out.text.find("string=\"false\">10.0</｜DSML｜parameter>"), std::string::npos);
+  ContractStore store;
+  ChatRequest req = first_request();
+  Generated g = generate(store, req, "r</think>" + kSampledBlock);
+  req.messages.push_back(replay(g.parsed));
+  RenderResult out = render_chat(req, nullptr, ContractMode::Warn);
+  EXPECT_EQ(out.replayed_blocks, 0u);
+  EXPECT_EQ(out.canonical_blocks, 1u);
+  EXPECT_EQ(count(out.text, kSampledBlock), 0u);
+  EXPECT_NE(out.text.find("string=\"false\">10.0</｜DSML｜parameter>"), std::string::npos);
 }
 
 TEST(Replay, ExactReplayCanBeDisabled) {
-    ContractStore store;
-    ChatRequest req = first_request();
-    Generated g = generate(store, req, "r</think>" + kSampledBlock);
-    req.messages.push_back(replay(g.parsed));
-    RenderResult out = render_chat(req, &store, ContractMode::Warn, RenderOptions{0, false});
-    EXPECT_EQ(out.replayed_blocks, 0u);
-    EXPECT_EQ(out.canonical_blocks, 1u);
+  ContractStore store;
+  ChatRequest req = first_request();
+  Generated g = generate(store, req, "r</think>" + kSampledBlock);
+  req.messages.push_back(replay(g.parsed));
+  RenderResult out = render_chat(req, &store, ContractMode::Warn, RenderOptions{0, false});
+  EXPECT_EQ(out.replayed_blocks, 0u);
+  EXPECT_EQ(out.canonical_blocks, 1u);
 }
 
 TEST(Replay, IdsOfDifferentTurnsFallBackToCanonical) {
-    ContractStore store;
-    ChatRequest req = first_request();
-    Generated g1 = generate(store, req, "r1</think>" + kSampledBlock);
-    req.messages.push_back(msg(Role::User, "again"));
-    Generated g2 = generate(store, req, "r2</think>" + kSampledBlock);
-    ASSERT_NE(g1.parsed.calls[0].id, g2.parsed.calls[0].id);
-    Message merged = replay(g1.parsed);
-    merged.tool_calls.push_back(replay(g2.parsed).tool_calls[0]);
-    ChatRequest r2 = first_request();
-    r2.messages.push_back(merged);
-    RenderResult out = render_chat(r2, &store, ContractMode::Warn);
-    EXPECT_EQ(out.replayed_blocks, 0u);
-    EXPECT_EQ(out.canonical_blocks, 1u);
+  ContractStore store;
+  ChatRequest req = first_request();
+  Generated g1 = generate(store, req, "r1</think>" + kSampledBlock);
+  req.messages.push_back(msg(Role::User, "again"));
+  Generated g2 = generate(store, req, "r2</think>" + kSampledBlock);
+  ASSERT_NE(g1.parsed.calls[0].id, g2.parsed.calls[0].id);
+  Message merged = replay(g1.parsed);
+  merged.tool_calls.push_back(replay(g2.parsed).tool_calls[0]);
+  ChatRequest r2 = first_request();
+  r2.messages.push_back(merged);
+  RenderResult out = render_chat(r2, &store, ContractMode::Warn);
+  EXPECT_EQ(out.replayed_blocks, 0u);
+  EXPECT_EQ(out.canonical_blocks, 1u);
 }
 
 // Regression: a prompt that contains, before the assistant turn, text identical to a real call's
 // canonical rendering (an example in a tool description and in the system prompt) must keep that
 // text; the sampled block replaces nothing but the assistant turn's own calls.
 TEST(Replay, ExampleBlockInToolsAndSystemIsNotReplaced) {
-    ContractStore store;
-    ChatRequest req = first_request();
-    Generated g = generate(store, req, "think</think>" + kSampledBlock);
-    std::vector<ToolCall> client_calls;
-    for (const auto& c : g.parsed.calls) client_calls.push_back({c.id, c.name, c.arguments_json});
-    std::string canonical;
-    dsml::render_tool_calls(client_calls, canonical);
-    ASSERT_NE(canonical, kSampledBlock);
+  ContractStore store;
+  ChatRequest req = first_request();
+  Generated g = generate(store, req, "think</think>" + kSampledBlock);
+  std::vector<ToolCall> client_calls;
+  for (const auto& c : g.parsed.calls) client_calls.push_back({c.id, c.name, c.arguments_json});
+  std::string canonical;
+  dsml::render_tool_calls(client_calls, canonical);
+  ASSERT_NE(canonical, kSampledBlock);
 
-    ChatRequest r2;
-    r2.thinking = Thinking::High;
-    r2.tools.push_back(boost::json::object{{"name", "shell"}, {"description", "Example:" + canonical}});
-    r2.messages = {msg(Role::System, "Example call:" + canonical), msg(Role::User, "list files"), replay(g.parsed)};
-    Message t = msg(Role::Tool, "ok");
-    t.tool_call_id = g.parsed.calls[0].id;
-    r2.messages.push_back(t);
+  ChatRequest r2;
+  r2.thinking = Thinking::High;
+  r2.tools.push_back(boost::json::object{{"name", "shell"}, {"description", "Example:" + canonical}});
+  r2.messages = {msg(Role::System, "Example call:" + canonical), msg(Role::User, "list files"), replay(g.parsed)};
+  Message t = msg(Role::Tool, "ok");
+  t.tool_call_id = g.parsed.calls[0].id;
+  r2.messages.push_back(t);
 
-    RenderResult out = render_chat(r2, &store, ContractMode::Strict);
-    EXPECT_TRUE(out.violations.empty());
-    EXPECT_EQ(out.replayed_blocks, 1u);
-    // The system example is intact and appears once; the sampled block appears once, in the turn.
-    EXPECT_EQ(count(out.text, "Example call:" + canonical + "<｜User｜>"), 1u);
-    EXPECT_EQ(count(out.text, canonical), 1u);
-    EXPECT_EQ(count(out.text, kSampledBlock), 1u);
-    size_t turn = out.text.rfind(ASSISTANT);
-    size_t block = out.text.find(kSampledBlock);
-    EXPECT_GT(block, out.text.find("<｜User｜>list files"));
-    size_t opener = out.text.rfind(ASSISTANT, block);
-    ASSERT_NE(opener, std::string::npos);
-    EXPECT_EQ(out.text.substr(opener, block - opener), ASSISTANT + "<think>think</think>");
-    EXPECT_EQ(out.text.substr(block + kSampledBlock.size(), EOS.size()), EOS);
-    EXPECT_LT(block, turn);  // before the generation prefix
-    // The tool description (JSON-escaped in the schema line) is unchanged too.
-    EXPECT_NE(out.text.find(boost::json::serialize(r2.tools[0])), std::string::npos);
+  RenderResult out = render_chat(r2, &store, ContractMode::Strict);
+  EXPECT_TRUE(out.violations.empty());
+  EXPECT_EQ(out.replayed_blocks, 1u);
+  // The system example is intact and appears once; the sampled block appears once, in the turn.
+  EXPECT_EQ(count(out.text, "Example call:" + canonical + "<｜User｜>"), 1u);
+  EXPECT_EQ(count(out.text, canonical), 1u);
+  EXPECT_EQ(count(out.text, kSampledBlock), 1u);
+  size_t turn = out.text.rfind(ASSISTANT);
+  size_t block = out.text.find(kSampledBlock);
+  EXPECT_GT(block, out.text.find("<｜User｜>list files"));
+  size_t opener = out.text.rfind(ASSISTANT, block);
+  ASSERT_NE(opener, std::string::npos);
+  EXPECT_EQ(out.text.substr(opener, block - opener), ASSISTANT + "<think>think</think>");
+  EXPECT_EQ(out.text.substr(block + kSampledBlock.size(), EOS.size()), EOS);
+  EXPECT_LT(block, turn);  // before the generation prefix
+  // The tool description (JSON-escaped in the schema line) is unchanged too.
+  EXPECT_NE(out.text.find(boost::json::serialize(r2.tools[0])), std::string::npos);
 }
 
 TEST(Contract, MissingReasoningIsRepairedInWarnAndReportedInStrict) {
-    ContractStore store;
-    ChatRequest req = first_request();
-    Generated g = generate(store, req, "secret plan</think>" + kSampledBlock);
-    req.messages.push_back(replay(g.parsed, /*with_reasoning=*/false));
+  ContractStore store;
+  ChatRequest req = first_request();
+  Generated g = generate(store, req, "secret plan</think>" + kSampledBlock);
+  req.messages.push_back(replay(g.parsed, /*with_reasoning=*/false));
 
-    for (ContractMode mode : {ContractMode::Warn, ContractMode::Strict}) {
-        RenderResult out = render_chat(req, &store, mode);
-        ASSERT_EQ(out.violations.size(), 1u);
-        EXPECT_EQ(out.violations[0].kind, ViolationKind::ReasoningMissing);
-        EXPECT_EQ(out.violations[0].message_index, 2u);
-        EXPECT_FALSE(out.violations[0].fix_hint.empty());
-        EXPECT_NE(out.text.find("<think>secret plan</think>" + kSampledBlock), std::string::npos);
-        EXPECT_EQ(out.repaired_reasoning, 1u);
-    }
-    RenderResult off = render_chat(req, &store, ContractMode::Off);
-    EXPECT_TRUE(off.violations.empty());
-    EXPECT_NE(off.text.find("<think></think>" + kSampledBlock), std::string::npos);
+  for (ContractMode mode : {ContractMode::Warn, ContractMode::Strict}) {
+    RenderResult out = render_chat(req, &store, mode);
+    ASSERT_EQ(out.violations.size(), 1u);
+    EXPECT_EQ(out.violations[0].kind, ViolationKind::ReasoningMissing);
+    EXPECT_EQ(out.violations[0].message_index, 2u);
+    EXPECT_FALSE(out.violations[0].fix_hint.empty());
+    EXPECT_NE(out.text.find("<think>secret plan</think>" + kSampledBlock), std::string::npos);
+    EXPECT_EQ(out.repaired_reasoning, 1u);
+  }
+  RenderResult off = render_chat(req, &store, ContractMode::Off);
+  EXPECT_TRUE(off.violations.empty());
+  EXPECT_NE(off.text.find("<think></think>" + kSampledBlock), std::string::npos);
 }
 
 TEST(Contract, ChangedReasoningIsReportedAndRenderedAsSent) {
-    ContractStore store;
-    ChatRequest req = first_request();
-    Generated g = generate(store, req, "original</think>" + kSampledBlock);
-    Message a = replay(g.parsed);
-    a.reasoning = "edited";
-    req.messages.push_back(a);
-    RenderResult out = render_chat(req, &store, ContractMode::Warn);
-    ASSERT_EQ(out.violations.size(), 1u);
-    EXPECT_EQ(out.violations[0].kind, ViolationKind::ReasoningChanged);
-    EXPECT_NE(out.text.find("<think>edited</think>"), std::string::npos);
+  ContractStore store;
+  ChatRequest req = first_request();
+  Generated g = generate(store, req, "original</think>" + kSampledBlock);
+  Message a = replay(g.parsed);
+  a.reasoning = "edited";
+  req.messages.push_back(a);
+  RenderResult out = render_chat(req, &store, ContractMode::Warn);
+  ASSERT_EQ(out.violations.size(), 1u);
+  EXPECT_EQ(out.violations[0].kind, ViolationKind::ReasoningChanged);
+  EXPECT_NE(out.text.find("<think>edited</think>"), std::string::npos);
 }
 
 TEST(Contract, ChangedArgumentsAreReportedAndRenderedCanonically) {
-    ContractStore store;
-    ChatRequest req = first_request();
-    Generated g = generate(store, req, "r</think>" + kSampledBlock);
-    Message a = replay(g.parsed);
-    a.tool_calls[0].arguments = R"({"command":"rm -rf /","timeout":10})";
-    req.messages.push_back(a);
-    RenderResult out = render_chat(req, &store, ContractMode::Warn);
-    ASSERT_EQ(out.violations.size(), 1u);
-    EXPECT_EQ(out.violations[0].kind, ViolationKind::ArgumentsChanged);
-    EXPECT_EQ(out.violations[0].message_index, 2u);
-    EXPECT_EQ(out.replayed_blocks, 0u);
-    EXPECT_NE(out.text.find(">rm -rf /</｜DSML｜parameter>"), std::string::npos);
-    EXPECT_EQ(count(out.text, kSampledBlock), 0u);
+  ContractStore store;
+  ChatRequest req = first_request();
+  Generated g = generate(store, req, "r</think>" + kSampledBlock);
+  Message a = replay(g.parsed);
+  a.tool_calls[0].arguments = R"({"command":"rm -rf /","timeout":10})";
+  req.messages.push_back(a);
+  RenderResult out = render_chat(req, &store, ContractMode::Warn);
+  ASSERT_EQ(out.violations.size(), 1u);
+  EXPECT_EQ(out.violations[0].kind, ViolationKind::ArgumentsChanged);
+  EXPECT_EQ(out.violations[0].message_index, 2u);
+  EXPECT_EQ(out.replayed_blocks, 0u);
+  EXPECT_NE(out.text.find(">rm -rf /</｜DSML｜parameter>"), std::string::npos);
+  EXPECT_EQ(count(out.text, kSampledBlock), 0u);
 }
 
 TEST(Contract, UnknownIdInOurFormatIsReportedForeignIdIsNot) {
-    ContractStore store;
-    ChatRequest req = first_request();
-    Message a = msg(Role::Assistant, "");
-    a.tool_calls = {{"call_0123456789abcdef0123456789abcdef", "shell", "{}"}};
-    req.messages.push_back(a);
-    RenderResult out = render_chat(req, &store, ContractMode::Strict);
-    ASSERT_EQ(out.violations.size(), 1u);
-    EXPECT_EQ(out.violations[0].kind, ViolationKind::UnknownToolCallId);
+  ContractStore store;
+  ChatRequest req = first_request();
+  Message a = msg(Role::Assistant, "");
+  a.tool_calls = {{"call_0123456789abcdef0123456789abcdef", "shell", "{}"}};
+  req.messages.push_back(a);
+  RenderResult out = render_chat(req, &store, ContractMode::Strict);
+  ASSERT_EQ(out.violations.size(), 1u);
+  EXPECT_EQ(out.violations[0].kind, ViolationKind::UnknownToolCallId);
 
-    req.messages.back().tool_calls[0].id = "toolu_from_another_provider";
-    EXPECT_TRUE(render_chat(req, &store, ContractMode::Strict).violations.empty());
-    req.messages.back().tool_calls[0].id = "call_0123456789abcdef0123456789abcdef";
-    EXPECT_TRUE(render_chat(req, &store, ContractMode::Off).violations.empty());
+  req.messages.back().tool_calls[0].id = "toolu_from_another_provider";
+  EXPECT_TRUE(render_chat(req, &store, ContractMode::Strict).violations.empty());
+  req.messages.back().tool_calls[0].id = "call_0123456789abcdef0123456789abcdef";
+  EXPECT_TRUE(render_chat(req, &store, ContractMode::Off).violations.empty());
 }
 
 TEST(Contract, TurnWithoutToolCallsIsRecognisedByFingerprint) {
-    ContractStore store;
-    ChatRequest req = first_request();
-    Generated g1 = generate(store, req, "plan</think>" + kSampledBlock);
-    req.messages.push_back(replay(g1.parsed));
-    Message t = msg(Role::Tool, "file1 file2");
-    t.tool_call_id = g1.parsed.calls[0].id;
-    req.messages.push_back(t);
-    Generated g2 = generate(store, req, "summarise</think>There are two files.");
-    ASSERT_EQ(g2.parsed.status, ToolCallsStatus::None);
-    EXPECT_EQ(g2.parsed.content, "There are two files.");
+  ContractStore store;
+  ChatRequest req = first_request();
+  Generated g1 = generate(store, req, "plan</think>" + kSampledBlock);
+  req.messages.push_back(replay(g1.parsed));
+  Message t = msg(Role::Tool, "file1 file2");
+  t.tool_call_id = g1.parsed.calls[0].id;
+  req.messages.push_back(t);
+  Generated g2 = generate(store, req, "summarise</think>There are two files.");
+  ASSERT_EQ(g2.parsed.status, ToolCallsStatus::None);
+  EXPECT_EQ(g2.parsed.content, "There are two files.");
 
-    req.messages.push_back(replay(g2.parsed, /*with_reasoning=*/false));
-    req.messages.push_back(msg(Role::User, "thanks"));
-    RenderResult out = render_chat(req, &store, ContractMode::Warn);
-    ASSERT_EQ(out.violations.size(), 1u);
-    EXPECT_EQ(out.violations[0].kind, ViolationKind::ReasoningMissing);
-    EXPECT_EQ(out.violations[0].message_index, 4u);
-    EXPECT_NE(out.text.find("<think>summarise</think>There are two files." + EOS), std::string::npos);
+  req.messages.push_back(replay(g2.parsed, /*with_reasoning=*/false));
+  req.messages.push_back(msg(Role::User, "thanks"));
+  RenderResult out = render_chat(req, &store, ContractMode::Warn);
+  ASSERT_EQ(out.violations.size(), 1u);
+  EXPECT_EQ(out.violations[0].kind, ViolationKind::ReasoningMissing);
+  EXPECT_EQ(out.violations[0].message_index, 4u);
+  EXPECT_NE(out.text.find("<think>summarise</think>There are two files." + EOS), std::string::npos);
 
-    // Same answer to a different question is not that turn.
-    req.messages[3].content = "different tool output";
-    EXPECT_TRUE(render_chat(req, &store, ContractMode::Warn).violations.empty());
+  // Same answer to a different question is not that turn.
+  req.messages[3].content = "different tool output";
+  EXPECT_TRUE(render_chat(req, &store, ContractMode::Warn).violations.empty());
 }
 
 TEST(Contract, DroppedReasoningInToollessChatIsNotAViolation) {
-    ContractStore store;
-    ChatRequest req;
-    req.thinking = Thinking::High;
-    req.messages = {msg(Role::User, "hi")};
-    Generated g = generate(store, req, "greet</think>Hello!");
-    req.messages.push_back(replay(g.parsed, false));
-    req.messages.push_back(msg(Role::User, "bye"));
-    RenderResult out = render_chat(req, &store, ContractMode::Strict);
-    EXPECT_TRUE(out.violations.empty());  // the template drops old reasoning here anyway
-    EXPECT_NE(out.text.find("<｜Assistant｜></think>Hello!" + EOS), std::string::npos);
+  ContractStore store;
+  ChatRequest req;
+  req.thinking = Thinking::High;
+  req.messages = {msg(Role::User, "hi")};
+  Generated g = generate(store, req, "greet</think>Hello!");
+  req.messages.push_back(replay(g.parsed, false));
+  req.messages.push_back(msg(Role::User, "bye"));
+  RenderResult out = render_chat(req, &store, ContractMode::Strict);
+  EXPECT_TRUE(out.violations.empty());  // the template drops old reasoning here anyway
+  EXPECT_NE(out.text.find("<｜Assistant｜></think>Hello!" + EOS), std::string::npos);
+}
+
+TEST(Contract, WarnRestoresDroppedReasoningInToollessThinkingChatsSoTheCacheHits) {
+  ContractStore store;
+  ChatRequest req;
+  req.thinking = Thinking::High;
+  req.messages = {msg(Role::User, "hi")};
+  const std::string first_prompt = render_chat(req, &store, ContractMode::Warn).text;
+  const std::string sampled = "greet</think>Hello!";
+  Generated g = generate(store, req, sampled);
+  req.messages.push_back(replay(g.parsed, false));  // the client drops reasoning, as told to
+  req.messages.push_back(msg(Role::User, "bye"));
+  RenderResult out = render_chat(req, &store, ContractMode::Warn);
+  EXPECT_TRUE(out.violations.empty());
+  EXPECT_EQ(out.repaired_reasoning, 1u);
+  // What the KV cache holds after that turn (prompt + sampled text + end of turn) is a prefix
+  // of the next prompt.
+  EXPECT_EQ(out.text.rfind(first_prompt + sampled + EOS, 0), 0u) << out.text;
+  // Off renders what the template says.
+  EXPECT_NE(render_chat(req, &store, ContractMode::Off).text.find(ASSISTANT + "</think>Hello!" + EOS),
+            std::string::npos);
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
-// Activation quantization (docs/quant.md §activation-quantization) on hand-computed blocks: round half to even, the reciprocal
-// multiply, Q8_K's signed max and negative scale, first-max-wins, zero blocks, bsums.
+// Activation quantization (docs/quant.md §activation-quantization) on hand-computed blocks: round half to even, the
+// reciprocal multiply, Q8_K's signed max and negative scale, first-max-wins, zero blocks, bsums.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -57,8 +57,8 @@ TEST(ActivationQ8_0, ZeroBlockHasZeroScale) {
 
 TEST(ActivationQ8_K, NegativeMaxGivesPositiveIscale) {
   std::vector<float> x(256, 0.0f);
-  x[0] = -2.0f;  // signed max -2: iscale = 63.5, d = 1/63.5
-  x[1] = 1.0f;   // 63.5 -> 64 (tie, even)
+  x[0] = -2.0f;   // signed max -2: iscale = 63.5, d = 1/63.5
+  x[1] = 1.0f;    // 63.5 -> 64 (tie, even)
   x[2] = 0.5f;    // 31.75 -> 32
   x[17] = -1.0f;  // -63.5 -> -64
   BlockQ8_K b{};

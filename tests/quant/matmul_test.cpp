@@ -1,6 +1,8 @@
 // matmul invariants: each output equals one quant::dot of its weight row and activation row, so
 // a row's result is bit-identical for any batch size (1..9) and thread count (1, 2); plus the
 // expert slicing and activation batching helpers.
+#include "engine/kernels/matmul.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -9,7 +11,6 @@
 #include <string>
 #include <vector>
 
-#include "engine/kernels/matmul.hpp"
 #include "engine/quant/quant.hpp"
 
 namespace ds4::kernels {

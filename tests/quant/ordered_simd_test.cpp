@@ -3,13 +3,14 @@
 // lane-wise dots against one sequential f32 sum per lane, axpy against the elementwise loop.
 // Shapes cover partial 8-row tiles, columns that are not a multiple of 8, a row range that does
 // not start at 0, and more than 64 lanes (the kernel walks lanes in groups of 64).
+#include "engine/kernels/ordered_simd.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <random>
 #include <vector>
 
-#include "engine/kernels/ordered_simd.hpp"
 #include "engine/quant/quant.hpp"
 
 namespace ds4::kernels {
@@ -37,7 +38,8 @@ TEST(OrderedSimd, F16MatvecRowsMatchesTheScalarF16Dot) {
       std::vector<float> out(size_t(rows - r0));
       ordered::f16_matvec_rows(W.data(), cols, r0, rows, x.data(), out.data());
       for (int64_t r = r0; r < rows; r++) {
-        const float ref = quant::cpu_kernels(quant::Type::F16, quant::Arch::Generic).dot(W.data() + r * cols, x.data(), cols);
+        const float ref =
+            quant::cpu_kernels(quant::Type::F16, quant::Arch::Generic).dot(W.data() + r * cols, x.data(), cols);
         ASSERT_TRUE(same_bits(out[size_t(r - r0)], ref))
             << "cols " << cols << " row " << r << ": " << out[size_t(r - r0)] << " vs " << ref;
       }

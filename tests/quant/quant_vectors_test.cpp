@@ -1,6 +1,8 @@
 // Checks every format against GGML's reference vectors: dequantization bit for bit, activation
 // quantization byte for byte (a differing byte is allowed only at a rounding near-tie, see
 // below), and weight-row dots within 1e-5 relative for both ISAs.
+#include "tests/quant/quant_vectors.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -10,7 +12,6 @@
 
 #include "engine/quant/blocks.hpp"
 #include "engine/quant/quant.hpp"
-#include "tests/quant/quant_vectors.hpp"
 
 namespace ds4::quant {
 namespace {
@@ -30,8 +31,8 @@ TEST_P(VectorsTest, DequantizeIsBitExact) {
     t.dequantize(v.quant.data() + size_t{r} * v.row_bytes, out.data(), v.n_per_row);
     for (uint32_t i = 0; i < v.n_per_row; i++) {
       const float want = v.dequant[size_t{r} * v.n_per_row + i];
-      ASSERT_EQ(std::memcmp(&out[i], &want, 4), 0) << GetParam() << " row " << r << " elem " << i << ": " << out[i]
-                                                    << " vs " << want;
+      ASSERT_EQ(std::memcmp(&out[i], &want, 4), 0)
+          << GetParam() << " row " << r << " elem " << i << ": " << out[i] << " vs " << want;
     }
   }
 }

@@ -42,13 +42,12 @@ std::vector<uint8_t> random_weights(Type type, int64_t n, std::mt19937& rng) {
         b->d = f16(), b->dmin = f16();
       break;
     case Type::IQ2_XXS:
-      for (auto* b = reinterpret_cast<BlockIQ2_XXS*>(w.data());
-           b < reinterpret_cast<BlockIQ2_XXS*>(w.data() + bytes); b++)
+      for (auto* b = reinterpret_cast<BlockIQ2_XXS*>(w.data()); b < reinterpret_cast<BlockIQ2_XXS*>(w.data() + bytes);
+           b++)
         b->d = f16();
       break;
     case Type::MXFP4:
-      for (auto* b = reinterpret_cast<BlockMXFP4*>(w.data()); b < reinterpret_cast<BlockMXFP4*>(w.data() + bytes);
-           b++)
+      for (auto* b = reinterpret_cast<BlockMXFP4*>(w.data()); b < reinterpret_cast<BlockMXFP4*>(w.data() + bytes); b++)
         b->e = static_cast<uint8_t>(115 + rng() % 16);
       break;
     case Type::F32:
@@ -63,8 +62,7 @@ std::vector<uint8_t> random_weights(Type type, int64_t n, std::mt19937& rng) {
       for (auto* h = reinterpret_cast<uint16_t*>(w.data()); h < reinterpret_cast<uint16_t*>(w.data() + bytes); h++)
         *h = f32_to_bf16(val(rng));
       break;
-    default:
-      ADD_FAILURE() << "no generator for type " << static_cast<int>(type);
+    default: ADD_FAILURE() << "no generator for type " << static_cast<int>(type);
   }
   return w;
 }
@@ -202,10 +200,14 @@ TEST_P(ActivationSimdTest, QuantizerGivesTheGenericBytes) {
     for (float& v : x) v = dist(rng);
     switch (trial % 8) {
       case 1: std::fill(x.begin(), x.begin() + blk, 0.0f); break;
-      case 2: for (int64_t i = 0; i < n; i++) x[size_t(i)] = 0.5f * static_cast<float>(i % 7 - 3); break;
+      case 2:
+        for (int64_t i = 0; i < n; i++) x[size_t(i)] = 0.5f * static_cast<float>(i % 7 - 3);
+        break;
       case 3: x[3] = 9.0f, x[5] = -9.0f; break;
       case 4: x[0] = -0.0f, x[size_t(n - 1)] = 1e30f; break;
-      case 5: for (float& v : x) v *= 1e-40f; break;
+      case 5:
+        for (float& v : x) v *= 1e-40f;
+        break;
       case 6: x[size_t(n / 2)] = -7.0f, x[size_t(n / 2 + 1)] = 7.0f; break;
       default: break;
     }

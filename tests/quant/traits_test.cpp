@@ -11,8 +11,8 @@
 namespace ds4::quant {
 namespace {
 
-constexpr Type kAll[] = {Type::F32,  Type::F16,     Type::BF16,  Type::Q8_0, Type::Q8_K,
-                         Type::Q2_K, Type::Q4_K,    Type::IQ2_XXS, Type::MXFP4, Type::I32};
+constexpr Type kAll[] = {Type::F32,  Type::F16,  Type::BF16,    Type::Q8_0,  Type::Q8_K,
+                         Type::Q2_K, Type::Q4_K, Type::IQ2_XXS, Type::MXFP4, Type::I32};
 
 TEST(Traits, GeometryMatchesTypeInfo) {
   for (Type t : kAll) {
@@ -27,7 +27,7 @@ TEST(Traits, IndexedByTypeWithBlockSizesFromTheStructs) {
   EXPECT_EQ(traits(Type::Q2_K).block_bytes, 84u);
   EXPECT_EQ(traits(Type::Q8_K).act_block_bytes, 292u);
   EXPECT_EQ(traits(Type::Q8_0).act_block_bytes, 36u);
-  EXPECT_THROW(traits(static_cast<Type>(2)), std::invalid_argument);    // Q4_1: not a DS4 format
+  EXPECT_THROW(traits(static_cast<Type>(2)), std::invalid_argument);     // Q4_1: not a DS4 format
   EXPECT_THROW(traits(static_cast<Type>(4000)), std::invalid_argument);  // past the table
 }
 

@@ -1,11 +1,12 @@
 // spawn_daemon: oom_score_adj and the notify/watchdog environment as the child sees them, errors
 // from the child reported in the parent, and the privilege drop when the test runs as root.
+#include "supervisor/daemon_launch.hpp"
+
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "supervisor/daemon_launch.hpp"
 #include "host/oom_adjust.hpp"
 #include "test_sysroot.hpp"
 

@@ -1,11 +1,12 @@
 // earlyoom drop-in: thresholds from the DS4 Flash plan, the exact ExecStart line ($$ escaping,
 // -s 100,100, one --avoid), and installation against a fake sysroot: earlyoom absent, present
 // without a drop-in, with the current one, with an outdated one; /etc/default/earlyoom untouched.
+#include "host/earlyoom_dropin.hpp"
+
 #include <gtest/gtest.h>
 
 #include <sstream>
 
-#include "host/earlyoom_dropin.hpp"
 #include "test_sysroot.hpp"
 
 namespace ds4::host {
@@ -48,7 +49,8 @@ class EarlyoomInstall : public ::testing::Test {
     return ensure_earlyoom_dropin(s, earlyoom_policy(kMemTotal, kHeadroom, kFloor), changes);
   }
   void install_earlyoom() {
-    testing::write_file(root.path() / "lib/systemd/system/earlyoom.service", "[Service]\nExecStart=/usr/bin/earlyoom\n");
+    testing::write_file(root.path() / "lib/systemd/system/earlyoom.service",
+                        "[Service]\nExecStart=/usr/bin/earlyoom\n");
     testing::write_file(root.path() / "etc/default/earlyoom", "EARLYOOM_ARGS=\"-r 3600\"\n");
   }
   std::string dropin() const { return testing::read_file(root.path() / std::string(kDropin).substr(1)); }

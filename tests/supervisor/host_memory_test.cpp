@@ -1,7 +1,8 @@
 // /proc/meminfo and PSI parsing: units, required fields, malformed input.
+#include "host/host_memory.hpp"
+
 #include <gtest/gtest.h>
 
-#include "host/host_memory.hpp"
 #include "test_sysroot.hpp"
 
 namespace ds4::host {
@@ -38,9 +39,10 @@ TEST(MemInfo, MalformedLineNamesTheLine) {
 }
 
 TEST(Psi, ParsesSomeAndFull) {
-  const Psi p = parse_psi("some avg10=1.50 avg60=0.80 avg300=0.10 total=123456\n"
-                          "full avg10=0.75 avg60=0.20 avg300=0.00 total=6543\n",
-                          "psi");
+  const Psi p = parse_psi(
+      "some avg10=1.50 avg60=0.80 avg300=0.10 total=123456\n"
+      "full avg10=0.75 avg60=0.20 avg300=0.00 total=6543\n",
+      "psi");
   EXPECT_DOUBLE_EQ(p.some.avg10, 1.5);
   EXPECT_DOUBLE_EQ(p.some.avg60, 0.8);
   EXPECT_EQ(p.some.total_us, 123456u);

@@ -1,5 +1,7 @@
 // Notify relay: which child messages go up to systemd, and the private socket delivering the
 // sender's pid (so only the current child is relayed).
+#include "supervisor/notify_relay.hpp"
+
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <sys/wait.h>
@@ -7,8 +9,6 @@
 #include <unistd.h>
 
 #include <cstdlib>
-
-#include "supervisor/notify_relay.hpp"
 
 namespace ds4::supervisor {
 namespace {

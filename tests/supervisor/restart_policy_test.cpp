@@ -1,9 +1,9 @@
 // RestartPolicy: every exit class, the doubling backoff with its cap, and giving up.
+#include "supervisor/restart_policy.hpp"
+
 #include <gtest/gtest.h>
 
 #include <csignal>
-
-#include "supervisor/restart_policy.hpp"
 
 namespace ds4::supervisor {
 namespace {

@@ -12,8 +12,8 @@
 #include <cstdlib>
 #include <thread>
 
-#include "supervisor/notify_relay.hpp"
 #include "host/oom_adjust.hpp"
+#include "supervisor/notify_relay.hpp"
 #include "test_sysroot.hpp"
 
 namespace ds4::supervisor {
@@ -46,8 +46,10 @@ class SupervisorBinary : public ::testing::Test {
                          "[cache]\nhot_bytes = \"1GiB\"\n"
                          "[memory]\nfloor = \"1GiB\"\nreserve = \"1GiB\"\nswap_size = \"1GiB\"\n"
                          "oom_score_adj = 500\n"
-                         "[supervisor]\nuser = \"root\"\ndaemon = \"" DS4D_FAKE_DAEMON_BIN "\"\n"
-                         "restart_delay_s = 1\nstop_timeout_s = 20\n" + extra_supervisor);
+                         "[supervisor]\nuser = \"root\"\ndaemon = \"" DS4D_FAKE_DAEMON_BIN
+                         "\"\n"
+                         "restart_delay_s = 1\nstop_timeout_s = 20\n" +
+                         extra_supervisor);
     return path;
   }
   // Runs the supervisor; stdout/stderr to files. `notify` is the NOTIFY_SOCKET to give it.
@@ -149,8 +151,8 @@ TEST_F(SupervisorBinary, LaunchesRelaysReadinessAndStopsOnSigterm) {
   const std::string args = read_file(reports() + "/args");
   EXPECT_NE(args.find("--config\n" + work.str() + "/ds4d.toml\n"), std::string::npos) << args;
   EXPECT_NE(args.find("--log-level=debug\n"), std::string::npos) << args;
-  EXPECT_NE(args.find("--server-port=18555\n"), std::string::npos) << args;   // daemon key: forwarded
-  EXPECT_EQ(args.find("--memory-swap-size"), std::string::npos) << args;       // supervisor key: kept
+  EXPECT_NE(args.find("--server-port=18555\n"), std::string::npos) << args;  // daemon key: forwarded
+  EXPECT_EQ(args.find("--memory-swap-size"), std::string::npos) << args;     // supervisor key: kept
 
   kill(sup, SIGTERM);
   const std::string stopping = await_notify(systemd, sup, "STOPPING=1");

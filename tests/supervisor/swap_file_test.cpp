@@ -2,13 +2,14 @@
 // as the kernel reports it), our file active (listed in /proc/swaps, or named relative to another
 // mount namespace so only swapon's EBUSY tells), an existing usable file, creation, an unusable
 // file, a non-file in the way, and dry-run. Commands are recorded.
+#include "host/swap_file.hpp"
+
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <sstream>
 
-#include "host/swap_file.hpp"
 #include "test_sysroot.hpp"
 
 namespace ds4::host {

@@ -47,11 +47,9 @@ inline std::string meminfo_text(uint64_t total_kib, uint64_t available_kib, uint
                                 uint64_t swap_free_kib) {
   return "MemTotal:       " + std::to_string(total_kib) + " kB\n" +
          "MemFree:        " + std::to_string(available_kib / 2) + " kB\n" +
-         "MemAvailable:   " + std::to_string(available_kib) + " kB\n" +
-         "Cached:         1024 kB\n" +
+         "MemAvailable:   " + std::to_string(available_kib) + " kB\n" + "Cached:         1024 kB\n" +
          "SwapTotal:      " + std::to_string(swap_total_kib) + " kB\n" +
-         "SwapFree:       " + std::to_string(swap_free_kib) + " kB\n" +
-         "HugePages_Total:       0\n";
+         "SwapFree:       " + std::to_string(swap_free_kib) + " kB\n" + "HugePages_Total:       0\n";
 }
 
 inline const char* kSwapsHeader = "Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority\n";

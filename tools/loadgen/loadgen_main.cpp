@@ -134,7 +134,8 @@ void parse_side_summary(const std::string& out, SideResult& r) {
       for (const auto& e : d->as_array())
         if (e.is_string()) r.drops.emplace_back(e.as_string().c_str());
     if (const auto* s = o.if_contains("statuses"); s && s->is_object())
-      for (const auto& [k, v] : s->as_object()) r.statuses[static_cast<unsigned>(std::stoul(std::string(k)))] += v.to_number<uint64_t>();
+      for (const auto& [k, v] : s->as_object())
+        r.statuses[static_cast<unsigned>(std::stoul(std::string(k)))] += v.to_number<uint64_t>();
   } catch (const std::exception& e) {
     r.error = std::string("summary is not valid JSON: ") + e.what();
   }
@@ -165,24 +166,30 @@ int main(int argc, char** argv) {
   CLI::App app{"ds4d-load: concurrent streaming clients against a ds4d on loopback (see tools/loadgen/README.md)"};
   app.add_option("--host", o.host, "daemon address (loopback only)")->capture_default_str();
   app.add_option("--port", o.port, "daemon port (with --spawn: 0 = read it from the daemon's log)");
-  app.add_option("-c,--clients", o.clients, "concurrent streaming clients")->capture_default_str()->check(CLI::Range(1u, 4096u));
+  app.add_option("-c,--clients", o.clients, "concurrent streaming clients")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 4096u));
   app.add_option("-d,--duration", o.duration_s, "seconds during which new requests start")->capture_default_str();
   app.add_option("--warmup", o.warmup_s, "seconds before the RSS baseline is taken")->capture_default_str();
   app.add_option("--max-tokens", o.max_tokens, "max_tokens of each request")->capture_default_str();
   app.add_option("--prompt", o.prompt, "user message of each request")->capture_default_str();
   app.add_option("--target", o.target, "endpoint path")->capture_default_str();
   app.add_flag("--no-stream", o.no_stream, "send stream:false requests");
-  app.add_option("--request-timeout", o.request_timeout_s, "seconds a request may take before it counts as hung")->capture_default_str();
-  app.add_option("--rss-interval", o.rss_interval_s, "seconds between RSS samples and progress lines")->capture_default_str();
+  app.add_option("--request-timeout", o.request_timeout_s, "seconds a request may take before it counts as hung")
+      ->capture_default_str();
+  app.add_option("--rss-interval", o.rss_interval_s, "seconds between RSS samples and progress lines")
+      ->capture_default_str();
   app.add_option("--backoff-ms", o.backoff_ms, "pause after a 429/503, jittered ±50 %")->capture_default_str();
   app.add_option("--pid", o.pid, "daemon process whose RSS to sample (implied by --spawn)");
   app.add_option("--side", o.side, "an external keep-alive client command (sh -c), repeatable");
   app.add_option("--daemon-log", o.daemon_log, "with --spawn: file for the daemon's stderr (default: a temp file)");
-  app.add_option("--startup-timeout", o.startup_timeout_s, "with --spawn: seconds to wait for /health 200")->capture_default_str();
+  app.add_option("--startup-timeout", o.startup_timeout_s, "with --spawn: seconds to wait for /health 200")
+      ->capture_default_str();
   app.add_option("--json", o.json_path, "also write the report as JSON to this file");
   app.add_option("--max-rss-growth", o.max_rss_growth, "fail when RSS grows more than this many percent after warm-up");
   app.add_option("--min-completed", o.min_completed, "fail when fewer requests completed");
-  app.add_flag("--expect-drops", o.expect_drops, "fault runs: drops are expected (the daemon is killed); hangs still fail");
+  app.add_flag("--expect-drops", o.expect_drops,
+               "fault runs: drops are expected (the daemon is killed); hangs still fail");
   bool spawn_flag = false;
   app.add_flag("--spawn", spawn_flag, "start the daemon command given after `--`");
   app.add_option("daemon", o.spawn, "with --spawn: the daemon command line (after `--`)");
@@ -246,8 +253,8 @@ int main(int argc, char** argv) {
     }
   }
   const tcp::endpoint endpoint(address, static_cast<unsigned short>(o.port));
-  const std::string host_header = (address.is_v6() ? "[" + address.to_string() + "]" : address.to_string()) + ":" +
-                                  std::to_string(o.port);
+  const std::string host_header =
+      (address.is_v6() ? "[" + address.to_string() + "]" : address.to_string()) + ":" + std::to_string(o.port);
   if (spawn) {
     unsigned st = 0;
     while ((st = health_status(endpoint, host_header)) != 200 && Clock::now() < startup_deadline)
@@ -300,7 +307,8 @@ int main(int argc, char** argv) {
     s->result.command = cmd;
     try {
       s->child = spawn_child({"/bin/sh", "-c", cmd},
-                             {{"DS4D_LOAD_URL", url}, {"DS4D_LOAD_SECONDS", std::to_string(budget)},
+                             {{"DS4D_LOAD_URL", url},
+                              {"DS4D_LOAD_SECONDS", std::to_string(budget)},
                               {"DS4D_LOAD_MAX_TOKENS", std::to_string(o.max_tokens)},
                               {"DS4D_LOAD_TIMEOUT", std::to_string(static_cast<long>(o.request_timeout_s))}},
                              true, "");
@@ -310,14 +318,17 @@ int main(int argc, char** argv) {
       continue;
     }
     s->pipe = std::make_unique<net::posix::stream_descriptor>(ioc, s->child.stdout_fd);
-    net::co_spawn(ioc, [p = s.get()]() -> net::awaitable<void> {
-      char buf[4096];
-      for (;;) {
-        auto [ec, n] = co_await p->pipe->async_read_some(net::buffer(buf), net::as_tuple(net::use_awaitable));
-        p->out.append(buf, n);
-        if (ec) break;
-      }
-    }, net::detached);
+    net::co_spawn(
+        ioc,
+        [p = s.get()]() -> net::awaitable<void> {
+          char buf[4096];
+          for (;;) {
+            auto [ec, n] = co_await p->pipe->async_read_some(net::buffer(buf), net::as_tuple(net::use_awaitable));
+            p->out.append(buf, n);
+            if (ec) break;
+          }
+        },
+        net::detached);
     sides.push_back(std::move(s));
   }
 
@@ -339,23 +350,27 @@ int main(int argc, char** argv) {
     std::printf("\n");
     std::fflush(stdout);
   };
-  net::co_spawn(ioc, [&]() -> net::awaitable<void> {
-    net::steady_timer timer(co_await net::this_coro::executor);
-    auto next = start;
-    sample();
-    while (live > 0) {
-      next += std::chrono::milliseconds(static_cast<long>(o.rss_interval_s * 1000));
-      // Wake at least every 100 ms to notice the end of the run promptly.
-      while (live > 0 && Clock::now() < next) {
-        timer.expires_after(std::min<Clock::duration>(next - Clock::now(), std::chrono::milliseconds(100)));
-        co_await timer.async_wait(net::as_tuple(net::use_awaitable));
-      }
-      sample();
-    }
-  }, net::detached);
+  net::co_spawn(
+      ioc,
+      [&]() -> net::awaitable<void> {
+        net::steady_timer timer(co_await net::this_coro::executor);
+        auto next = start;
+        sample();
+        while (live > 0) {
+          next += std::chrono::milliseconds(static_cast<long>(o.rss_interval_s * 1000));
+          // Wake at least every 100 ms to notice the end of the run promptly.
+          while (live > 0 && Clock::now() < next) {
+            timer.expires_after(std::min<Clock::duration>(next - Clock::now(), std::chrono::milliseconds(100)));
+            co_await timer.async_wait(net::as_tuple(net::use_awaitable));
+          }
+          sample();
+        }
+      },
+      net::detached);
 
   // The side clients get their budget plus the request timeout and 30 s; then they are killed.
-  const auto side_limit = start + std::chrono::milliseconds(static_cast<long>((o.duration_s + o.request_timeout_s + 30) * 1000));
+  const auto side_limit =
+      start + std::chrono::milliseconds(static_cast<long>((o.duration_s + o.request_timeout_s + 30) * 1000));
   std::thread side_waiter([&] {
     for (auto& s : sides) {
       if (s->child.pid <= 0) continue;
@@ -388,15 +403,20 @@ int main(int argc, char** argv) {
     rss_max = std::max(rss_max, s.rss_kib);
   }
   auto u = [](uint64_t v) { return static_cast<unsigned long long>(v); };
-  std::printf("\n== ds4d-load report: %u clients, %.0f s (%.1f s with the last responses) ==\n", o.clients, o.duration_s, elapsed);
-  std::printf("requests sent         %llu on %llu connections (%llu connect errors)\n", u(all.sent), u(all.connections), u(all.connect_errors));
+  std::printf("\n== ds4d-load report: %u clients, %.0f s (%.1f s with the last responses) ==\n", o.clients,
+              o.duration_s, elapsed);
+  std::printf("requests sent         %llu on %llu connections (%llu connect errors)\n", u(all.sent), u(all.connections),
+              u(all.connect_errors));
   std::printf("completed             %llu  (%.2f/s)\n", u(all.completed), static_cast<double>(all.completed) / elapsed);
   std::printf("refused 429 / 503     %llu / %llu\n", u(all.status_429), u(all.status_503));
   std::printf("other statuses        %llu  [%s]\n", u(all.other_status), statuses_text(all.statuses).c_str());
-  std::printf("dropped responses     %llu  (hung past %.0f s: %llu)\n", u(all.dropped), o.request_timeout_s, u(all.hung));
+  std::printf("dropped responses     %llu  (hung past %.0f s: %llu)\n", u(all.dropped), o.request_timeout_s,
+              u(all.hung));
   for (const auto& e : all.drop_examples) std::printf("  e.g. %s\n", e.c_str());
-  std::printf("TTFT ms               p50 %.1f  p99 %.1f  (n=%zu)\n", percentile(all.ttft_ms, 50), percentile(all.ttft_ms, 99), all.ttft_ms.size());
-  std::printf("inter-token ms        p50 %.1f  p99 %.1f  (n=%zu)\n", percentile(all.itl_ms, 50), percentile(all.itl_ms, 99), all.itl_ms.size());
+  std::printf("TTFT ms               p50 %.1f  p99 %.1f  (n=%zu)\n", percentile(all.ttft_ms, 50),
+              percentile(all.ttft_ms, 99), all.ttft_ms.size());
+  std::printf("inter-token ms        p50 %.1f  p99 %.1f  (n=%zu)\n", percentile(all.itl_ms, 50),
+              percentile(all.itl_ms, 99), all.itl_ms.size());
   std::printf("tokens streamed       %llu  (%.2f tok/s)\n", u(all.tokens), static_cast<double>(all.tokens) / elapsed);
   if (!rss.empty()) {
     const std::string growth_text = growth ? fmt_percent(*growth) : "n/a (fewer than 2 samples after warm-up)";
@@ -409,8 +429,9 @@ int main(int argc, char** argv) {
     const bool ok = r.error.empty() && r.exit_status == 0 && (r.dropped == 0 || o.expect_drops);
     side_ok = side_ok && ok;
     std::printf("side %-18s completed %-5llu dropped %-3llu requests %-5llu connections %-4llu [%s] exit %d%s%s\n",
-                r.client.empty() ? "?" : r.client.c_str(), u(r.completed), u(r.dropped), u(r.requests), u(r.connections),
-                statuses_text(r.statuses).c_str(), r.exit_status, r.error.empty() ? "" : "  ERROR: ", r.error.c_str());
+                r.client.empty() ? "?" : r.client.c_str(), u(r.completed), u(r.dropped), u(r.requests),
+                u(r.connections), statuses_text(r.statuses).c_str(), r.exit_status,
+                r.error.empty() ? "" : "  ERROR: ", r.error.c_str());
     for (const auto& e : r.drops) std::printf("  e.g. %s\n", e.c_str());
   }
   if (spawn) std::printf("daemon                %s\n", daemon_exit.c_str());
@@ -422,9 +443,11 @@ int main(int argc, char** argv) {
   if (o.max_rss_growth >= 0 && !growth)
     failures.push_back("RSS growth not measured (fewer than 2 samples after warm-up)");
   if (o.max_rss_growth >= 0 && growth && *growth > o.max_rss_growth)
-    failures.push_back("RSS grew " + fmt_percent(*growth) + " after warm-up (limit " + fmt_percent(o.max_rss_growth) + ")");
+    failures.push_back("RSS grew " + fmt_percent(*growth) + " after warm-up (limit " + fmt_percent(o.max_rss_growth) +
+                       ")");
   if (all.completed < o.min_completed)
-    failures.push_back("only " + std::to_string(all.completed) + " completed (need " + std::to_string(o.min_completed) + ")");
+    failures.push_back("only " + std::to_string(all.completed) + " completed (need " + std::to_string(o.min_completed) +
+                       ")");
   std::printf("verdict               %s\n", failures.empty() ? "PASS" : "FAIL");
   for (const auto& f : failures) std::printf("  %s\n", f.c_str());
 
@@ -433,21 +456,39 @@ int main(int argc, char** argv) {
     for (const auto& s : rss) rss_json.push_back(json::object{{"t_s", s.t_s}, {"rss_kib", s.rss_kib}});
     for (const auto& s : sides) {
       const auto& r = s->result;
-      side_json.push_back(json::object{{"client", r.client}, {"command", r.command}, {"exit", r.exit_status},
-                                       {"completed", r.completed}, {"dropped", r.dropped}, {"requests", r.requests},
-                                       {"connections", r.connections}, {"statuses", statuses_json(r.statuses)},
+      side_json.push_back(json::object{{"client", r.client},
+                                       {"command", r.command},
+                                       {"exit", r.exit_status},
+                                       {"completed", r.completed},
+                                       {"dropped", r.dropped},
+                                       {"requests", r.requests},
+                                       {"connections", r.connections},
+                                       {"statuses", statuses_json(r.statuses)},
                                        {"drops", json::value_from(r.drops)},
                                        {"error", r.error}});
     }
-    json::object report{{"clients", o.clients}, {"duration_s", o.duration_s}, {"elapsed_s", elapsed},
-                        {"max_tokens", o.max_tokens}, {"sent", all.sent}, {"completed", all.completed},
-                        {"status_429", all.status_429}, {"status_503", all.status_503},
-                        {"other_status", all.other_status}, {"statuses", statuses_json(all.statuses)},
-                        {"dropped", all.dropped}, {"hung", all.hung}, {"connections", all.connections},
-                        {"connect_errors", all.connect_errors}, {"tokens", all.tokens},
-                        {"ttft_ms_p50", percentile(all.ttft_ms, 50)}, {"ttft_ms_p99", percentile(all.ttft_ms, 99)},
-                        {"itl_ms_p50", percentile(all.itl_ms, 50)}, {"itl_ms_p99", percentile(all.itl_ms, 99)},
-                        {"rss", rss_json}, {"rss_growth_percent", growth ? json::value(*growth) : json::value(nullptr)}, {"side", side_json},
+    json::object report{{"clients", o.clients},
+                        {"duration_s", o.duration_s},
+                        {"elapsed_s", elapsed},
+                        {"max_tokens", o.max_tokens},
+                        {"sent", all.sent},
+                        {"completed", all.completed},
+                        {"status_429", all.status_429},
+                        {"status_503", all.status_503},
+                        {"other_status", all.other_status},
+                        {"statuses", statuses_json(all.statuses)},
+                        {"dropped", all.dropped},
+                        {"hung", all.hung},
+                        {"connections", all.connections},
+                        {"connect_errors", all.connect_errors},
+                        {"tokens", all.tokens},
+                        {"ttft_ms_p50", percentile(all.ttft_ms, 50)},
+                        {"ttft_ms_p99", percentile(all.ttft_ms, 99)},
+                        {"itl_ms_p50", percentile(all.itl_ms, 50)},
+                        {"itl_ms_p99", percentile(all.itl_ms, 99)},
+                        {"rss", rss_json},
+                        {"rss_growth_percent", growth ? json::value(*growth) : json::value(nullptr)},
+                        {"side", side_json},
                         {"pass", failures.empty()}};
     std::ofstream(o.json_path) << json::serialize(report) << "\n";
   }

@@ -16,7 +16,7 @@ struct ClientPlan {
   boost::asio::ip::tcp::endpoint endpoint;  // loopback only (checked by the caller)
   std::string host_header;                  // "127.0.0.1:PORT"
   std::string target = "/v1/chat/completions";
-  std::string body;                         // the JSON request
+  std::string body;  // the JSON request
   bool stream = true;
   std::chrono::steady_clock::time_point deadline;  // no new request starts after it
   std::chrono::milliseconds request_timeout{120'000};

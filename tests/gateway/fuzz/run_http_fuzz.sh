@@ -12,11 +12,12 @@ case "$TARGET" in
   endpoint_json_fuzz) SEEDS=corpus-json MAX_LEN=16384 ;;
   *) echo "run_http_fuzz.sh: unknown target $TARGET" >&2; exit 2 ;;
 esac
-H="$ROOT/gateway/http" S="$ROOT/gateway/serving" P="$ROOT/gateway/protocol"
+H="$ROOT/gateway/http" S="$ROOT/gateway/serving" P="$ROOT/gateway/protocol" C="$ROOT/gateway/cache"
 SOURCES="$H/router.cpp $H/reply.cpp $H/endpoint_support.cpp $H/service_endpoints.cpp $H/token_endpoints.cpp
   $H/chat_endpoint.cpp $H/completion_endpoint.cpp $H/generation_support.cpp $H/response_channel.cpp
   $H/turn_stream.cpp $H/turn_submit.cpp $H/messages_endpoint.cpp $H/responses_endpoint.cpp $H/response_history.cpp
-  $S/dsml_token_policy.cpp $S/service.cpp $S/metrics.cpp $S/prometheus_registry.cpp $S/stop_sequence_filter.cpp
+  $S/dsml_token_policy.cpp $S/service.cpp $S/service_turn.cpp $S/prefix_reuse.cpp $S/metrics.cpp $S/prometheus_registry.cpp
+  $S/stop_sequence_filter.cpp $C/checkpoint_file.cpp $C/disk_store.cpp $C/hot_store.cpp
   $P/chat_request.cpp $P/chat_render.cpp $P/contract_store.cpp $P/dsml_format.cpp $P/dsml_parser.cpp $P/dsml_sampling.cpp
   $P/json_fields.cpp $P/json_scan.cpp $P/openai_shapes.cpp $P/anthropic_request.cpp $P/anthropic_shapes.cpp
   $P/responses_request.cpp $P/responses_shapes.cpp $P/reasoning_token.cpp $P/tool_call_id.cpp $P/utf8_assembler.cpp $P/fuzz/boost_json_src.cpp
@@ -26,7 +27,7 @@ FLAGS="-std=c++20 -O1 -g -fsanitize=fuzzer-no-link,address,undefined -fno-saniti
 # Each gateway source is compiled once into OUT/obj and shared by both targets (OUT is the same
 # folder for both tests); it is recompiled when it or any gateway/sampler header is newer.
 mkdir -p "$OUT/obj"
-newest_header=$(ls -t "$H"/*.hpp "$S"/*.hpp "$P"/*.hpp "$ROOT"/engine/sampler/*.hpp "$ROOT"/tests/gateway/*.hpp | head -n 1)
+newest_header=$(ls -t "$H"/*.hpp "$S"/*.hpp "$P"/*.hpp "$C"/*.hpp "$ROOT"/engine/sampler/*.hpp "$ROOT"/tests/gateway/*.hpp | head -n 1)
 OBJECTS=""
 for src in $SOURCES; do
   obj="$OUT/obj/$(basename "$(dirname "$src")")_$(basename "$src" .cpp).o"
@@ -38,7 +39,7 @@ for src in $SOURCES; do
 done
 # shellcheck disable=SC2086
 "$CXX" $FLAGS -fsanitize=fuzzer -o "$OUT/$TARGET" "$ROOT/tests/gateway/fuzz/$TARGET.cpp" $OBJECTS \
-  -lspdlog -lfmt -pthread
+  -lspdlog -lfmt -lxxhash -pthread
 mkdir -p "$OUT/corpus-$TARGET"
 cp "$ROOT/tests/gateway/fuzz/$SEEDS/"* "$OUT/corpus-$TARGET/"
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1

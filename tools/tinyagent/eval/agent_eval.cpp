@@ -1,9 +1,8 @@
 // Agent-quality evaluation; see agent_eval.hpp.
 #include "tools/tinyagent/eval/agent_eval.hpp"
 
-#include <boost/json.hpp>
-
 #include <algorithm>
+#include <boost/json.hpp>
 #include <fstream>
 #include <stdexcept>
 
@@ -88,7 +87,8 @@ std::vector<Case> load_cases(const std::filesystem::path& jsonl) {
       const json::object o = json::parse(line).as_object();
       Case c;
       c.kind = std::string(o.at("kind").as_string());
-      if (c.kind != "call" && c.kind != "answer" && c.kind != "plain") throw std::runtime_error("unknown kind " + c.kind);
+      if (c.kind != "call" && c.kind != "answer" && c.kind != "plain")
+        throw std::runtime_error("unknown kind " + c.kind);
       c.heldout = o.at("heldout").as_bool();
       c.request_json = json::serialize(o.at("request"));
       c.expect_json = json::serialize(o.at("expect"));
@@ -122,7 +122,8 @@ Report evaluate(const std::shared_ptr<Model>& model, const std::vector<Case>& ca
     const size_t n_vocab = std::min<size_t>(tok.vocab_size(), logits.size());
     for (size_t n = 0; n < max_new_tokens; ++n) {
       // Greedy; ties go to the lowest id.
-      const int32_t t = static_cast<int32_t>(std::max_element(logits.begin(), logits.begin() + n_vocab) - logits.begin());
+      const int32_t t =
+          static_cast<int32_t>(std::max_element(logits.begin(), logits.begin() + n_vocab) - logits.begin());
       ++rep.generated_tokens;
       if (t == tok.eos()) break;
       const std::string text = utf8.push(tok.token_bytes(t));
@@ -140,7 +141,8 @@ Report evaluate(const std::shared_ptr<Model>& model, const std::vector<Case>& ca
     if (c.kind == "call") {
       rep.well_formed[c.heldout ? 1 : 0].n++;
       const auto& m = parser.message();
-      if (m.status == protocol::ToolCallsStatus::Complete && !m.calls.empty()) rep.well_formed[c.heldout ? 1 : 0].pass++;
+      if (m.status == protocol::ToolCallsStatus::Complete && !m.calls.empty())
+        rep.well_formed[c.heldout ? 1 : 0].pass++;
     }
     Score* s = c.kind == "call" ? rep.call : c.kind == "answer" ? rep.answer : rep.plain;
     s[c.heldout ? 1 : 0].n++;

@@ -50,7 +50,7 @@ struct Score {
 
 struct Report {
   Score call[2], answer[2], plain[2];  // [0] seen schemas, [1] held-out schemas
-  Score well_formed[2];  // call cases whose reply is a complete, parseable DSML tool-call block
+  Score well_formed[2];                // call cases whose reply is a complete, parseable DSML tool-call block
   size_t ids_mismatch = 0;
   size_t generated_tokens = 0;
   std::vector<CaseResult> results;

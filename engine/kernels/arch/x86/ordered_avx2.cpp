@@ -3,9 +3,8 @@
 // called only when quant::best_isa() chose the Avx2 kernels (arch/x86/ops_x86.cpp).
 #include <immintrin.h>
 
-#include <cstring>
-
 #include <cstdint>
+#include <cstring>
 
 namespace ds4::kernels::detail::avx2 {
 
@@ -15,8 +14,7 @@ namespace {
 // with AVX2 enabled in this translation unit.
 inline float h2f(uint16_t h) { return _cvtsh_ss(h); }
 
-inline void transpose8(__m256& r0, __m256& r1, __m256& r2, __m256& r3, __m256& r4, __m256& r5, __m256& r6,
-                       __m256& r7) {
+inline void transpose8(__m256& r0, __m256& r1, __m256& r2, __m256& r3, __m256& r4, __m256& r5, __m256& r6, __m256& r7) {
   const __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
   const __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
   const __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
@@ -35,7 +33,9 @@ inline void transpose8(__m256& r0, __m256& r1, __m256& r2, __m256& r3, __m256& r
   r7 = _mm256_permute2f128_ps(u3, u7, 0x31);
 }
 
-inline __m256 load_h8(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+inline __m256 load_h8(const uint16_t* p) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
 
 // 8 rows starting at `W`, stride `cols`: acc lanes = rows.
 inline __m256 rows8(const uint16_t* W, int64_t cols, const float* x) {

@@ -2,10 +2,9 @@
 // (AVX2), enough to keep the load units busy.
 #include <immintrin.h>
 
-#include <cstring>
-
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 namespace ds4::kernels::detail::avx2 {
 

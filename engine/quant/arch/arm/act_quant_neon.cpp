@@ -1,10 +1,9 @@
-// AArch64 activation quantizers (docs/quant.md §activation-quantization), byte-identical to quantize_act_q8_0 / quantize_act_q8_k
-// (q8_0.cpp, q8_k.cpp): the |x| maximum by FMAXNM (which, started from +0, skips NaN exactly as
-// the generic strict `>` scan does), the same f32 divide/reciprocal/multiply, and FCVTNS, which
-// rounds half to even like lrintf in the default rounding mode, then the same clamp. FCVTNS
-// saturates at the int32 range where the generic int(lrintf(v)) wraps, so a block whose scaled
-// values could leave that range (a denormal-tiny or infinite maximum: amax * scale not below
-// 2^31, or NaN) is handed to the generic quantizer whole.
+// AArch64 activation quantizers (docs/quant.md §activation-quantization), byte-identical to quantize_act_q8_0 /
+// quantize_act_q8_k (q8_0.cpp, q8_k.cpp): the |x| maximum by FMAXNM (which, started from +0, skips NaN exactly as the
+// generic strict `>` scan does), the same f32 divide/reciprocal/multiply, and FCVTNS, which rounds half to even like
+// lrintf in the default rounding mode, then the same clamp. FCVTNS saturates at the int32 range where the generic
+// int(lrintf(v)) wraps, so a block whose scaled values could leave that range (a denormal-tiny or infinite maximum:
+// amax * scale not below 2^31, or NaN) is handed to the generic quantizer whole.
 #include <arm_neon.h>
 
 #include <cmath>

@@ -125,7 +125,8 @@ float dot_q4_k(const BlockQ4_K* x, const BlockQ8_K* y, int64_t nb) {
     }
     const int32x4_t sc_lo = vreinterpretq_s32_u32(vmovl_u16(vget_low_u16(vmovl_u8(vld1_u8(sc8)))));
     const int32x4_t sc_hi = vreinterpretq_s32_u32(vmovl_u16(vget_high_u16(vmovl_u8(vld1_u8(sc8)))));
-    const int32x4_t iv = vmlaq_s32(vmulq_s32(sums4(p[0], p[1], p[2], p[3]), sc_lo), sums4(p[4], p[5], p[6], p[7]), sc_hi);
+    const int32x4_t iv =
+        vmlaq_s32(vmulq_s32(sums4(p[0], p[1], p[2], p[3]), sc_lo), sums4(p[4], p[5], p[6], p[7]), sc_hi);
     const int isum = vaddvq_s32(iv);
     const float dall = y[i].d * f16_to_f32(x[i].d);
     const float dmin = y[i].d * f16_to_f32(x[i].dmin);
@@ -137,7 +138,8 @@ float dot_q4_k(const BlockQ4_K* x, const BlockQ8_K* y, int64_t nb) {
 // Eight signed IQ2_XXS grid values for grid point g and sign index s, twice (two points).
 inline int8x16_t iq2_pair(uint32_t g0, uint32_t s0, uint32_t g1, uint32_t s1) {
   const uint8x16_t grid = vcombine_u8(vcreate_u8(kIq2xxsGrid[g0]), vcreate_u8(kIq2xxsGrid[g1]));
-  const int8x16_t sign = vcombine_s8(vcreate_s8(kIq2Signs.plus_minus_one[s0]), vcreate_s8(kIq2Signs.plus_minus_one[s1]));
+  const int8x16_t sign =
+      vcombine_s8(vcreate_s8(kIq2Signs.plus_minus_one[s0]), vcreate_s8(kIq2Signs.plus_minus_one[s1]));
   return vmulq_s8(vreinterpretq_s8_u8(grid), sign);  // |grid| <= 43: exact in int8
 }
 
@@ -151,9 +153,8 @@ float dot_iq2_xxs(const BlockIQ2_XXS* x, const BlockQ8_K* y, int64_t nb) {
     for (int ib = 0; ib < 8; ib++) {
       uint32_t aux[2];
       std::memcpy(aux, x[i].qs + 4 * ib, 8);
-      int32x4_t s = D::dot16(vdupq_n_s32(0),
-                             iq2_pair(aux[0] & 255, aux[1] & 127, (aux[0] >> 8) & 255, (aux[1] >> 7) & 127),
-                             vld1q_s8(q8));
+      int32x4_t s = D::dot16(
+          vdupq_n_s32(0), iq2_pair(aux[0] & 255, aux[1] & 127, (aux[0] >> 8) & 255, (aux[1] >> 7) & 127), vld1q_s8(q8));
       s = D::dot16(s, iq2_pair((aux[0] >> 16) & 255, (aux[1] >> 14) & 127, aux[0] >> 24, (aux[1] >> 21) & 127),
                    vld1q_s8(q8 + 16));
       q8 += 32;
@@ -168,21 +169,21 @@ float dot_iq2_xxs(const BlockIQ2_XXS* x, const BlockQ8_K* y, int64_t nb) {
 }  // namespace ds4::quant::detail::arm
 
 // Defines dot_<format>_<suffix> for the five integer formats with policy D.
-#define DS4_ARM_DEFINE_INT_DOTS(suffix, D)                                                                       \
-  namespace ds4::quant::detail {                                                                                 \
-  float dot_q8_0_##suffix(const void* w, const void* act, int64_t n) {                                           \
-    return arm::dot_q8_0<D>(static_cast<const BlockQ8_0*>(w), static_cast<const BlockQ8_0Act*>(act), n / 32);    \
-  }                                                                                                              \
-  float dot_mxfp4_##suffix(const void* w, const void* act, int64_t n) {                                          \
-    return arm::dot_mxfp4<D>(static_cast<const BlockMXFP4*>(w), static_cast<const BlockQ8_0Act*>(act), n / 32);  \
-  }                                                                                                              \
-  float dot_q2_k_##suffix(const void* w, const void* act, int64_t n) {                                           \
-    return arm::dot_q2_k<D>(static_cast<const BlockQ2_K*>(w), static_cast<const BlockQ8_K*>(act), n / QK_K);     \
-  }                                                                                                              \
-  float dot_q4_k_##suffix(const void* w, const void* act, int64_t n) {                                           \
-    return arm::dot_q4_k<D>(static_cast<const BlockQ4_K*>(w), static_cast<const BlockQ8_K*>(act), n / QK_K);     \
-  }                                                                                                              \
-  float dot_iq2_xxs_##suffix(const void* w, const void* act, int64_t n) {                                        \
+#define DS4_ARM_DEFINE_INT_DOTS(suffix, D) \
+  namespace ds4::quant::detail { \
+  float dot_q8_0_##suffix(const void* w, const void* act, int64_t n) { \
+    return arm::dot_q8_0<D>(static_cast<const BlockQ8_0*>(w), static_cast<const BlockQ8_0Act*>(act), n / 32); \
+  } \
+  float dot_mxfp4_##suffix(const void* w, const void* act, int64_t n) { \
+    return arm::dot_mxfp4<D>(static_cast<const BlockMXFP4*>(w), static_cast<const BlockQ8_0Act*>(act), n / 32); \
+  } \
+  float dot_q2_k_##suffix(const void* w, const void* act, int64_t n) { \
+    return arm::dot_q2_k<D>(static_cast<const BlockQ2_K*>(w), static_cast<const BlockQ8_K*>(act), n / QK_K); \
+  } \
+  float dot_q4_k_##suffix(const void* w, const void* act, int64_t n) { \
+    return arm::dot_q4_k<D>(static_cast<const BlockQ4_K*>(w), static_cast<const BlockQ8_K*>(act), n / QK_K); \
+  } \
+  float dot_iq2_xxs_##suffix(const void* w, const void* act, int64_t n) { \
     return arm::dot_iq2_xxs<D>(static_cast<const BlockIQ2_XXS*>(w), static_cast<const BlockQ8_K*>(act), n / QK_K); \
-  }                                                                                                              \
+  } \
   }

@@ -1,9 +1,10 @@
 // The AArch64 kernel sets and their run-time CPU check (getauxval(AT_HWCAP)). Neon: every
 // format, on plain Advanced SIMD (part of the AArch64 base ISA). NeonDotprod: the integer dots
 // through SDOT; everything else falls back to Neon. This file has no ISA flags.
+#include "engine/quant/arch/arm/kernels_arm.hpp"
+
 #include <sys/auxv.h>
 
-#include "engine/quant/arch/arm/kernels_arm.hpp"
 #include "engine/quant/arch/kernel_set.hpp"
 
 #ifndef HWCAP_ASIMD

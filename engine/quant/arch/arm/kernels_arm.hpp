@@ -6,10 +6,10 @@
 
 namespace ds4::quant::detail {
 
-#define DS4_ARM_INT_DOTS(suffix)                                          \
-  float dot_q8_0_##suffix(const void* w, const void* act, int64_t n);    \
-  float dot_q2_k_##suffix(const void* w, const void* act, int64_t n);    \
-  float dot_q4_k_##suffix(const void* w, const void* act, int64_t n);    \
+#define DS4_ARM_INT_DOTS(suffix) \
+  float dot_q8_0_##suffix(const void* w, const void* act, int64_t n); \
+  float dot_q2_k_##suffix(const void* w, const void* act, int64_t n); \
+  float dot_q4_k_##suffix(const void* w, const void* act, int64_t n); \
   float dot_iq2_xxs_##suffix(const void* w, const void* act, int64_t n); \
   float dot_mxfp4_##suffix(const void* w, const void* act, int64_t n);
 DS4_ARM_INT_DOTS(neon)

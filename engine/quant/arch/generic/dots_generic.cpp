@@ -3,9 +3,10 @@
 // operation order documented at the top of its format's file (q8_0.cpp, q2_k.cpp, ...), which is
 // antirez/ds4's CPU order. Compiled without any ISA flag; selected by Arch::Generic and used by
 // every other architecture for a kernel it does not have.
+#include "engine/quant/arch/generic/dots_generic.hpp"
+
 #include <cstring>
 
-#include "engine/quant/arch/generic/dots_generic.hpp"
 #include "engine/quant/blocks.hpp"
 #include "engine/quant/formats.hpp"
 #include "engine/quant/iq2_tables.hpp"

@@ -11,8 +11,8 @@
 #include <immintrin.h>
 
 #include "engine/quant/arch/x86/avx2_util.hpp"
-#include "engine/quant/blocks.hpp"
 #include "engine/quant/arch/x86/kernels_avx2.hpp"
+#include "engine/quant/blocks.hpp"
 #include "engine/quant/formats.hpp"
 
 namespace ds4::quant::detail {
@@ -41,8 +41,7 @@ struct BF16Weights {
 
 template <class Weights>
 float dot_fma(Weights w, const float* x, int64_t n) {
-  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps(), acc2 = _mm256_setzero_ps(),
-         acc3 = _mm256_setzero_ps();
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps(), acc2 = _mm256_setzero_ps(), acc3 = _mm256_setzero_ps();
   int64_t i = 0;
   for (; i + 32 <= n; i += 32) {
     acc0 = _mm256_fmadd_ps(w.load8(i), _mm256_loadu_ps(x + i), acc0);

@@ -10,8 +10,8 @@
 #include <cstring>
 
 #include "engine/quant/arch/x86/avx2_util.hpp"
-#include "engine/quant/blocks.hpp"
 #include "engine/quant/arch/x86/kernels_avx2.hpp"
+#include "engine/quant/blocks.hpp"
 #include "engine/quant/formats.hpp"
 #include "engine/quant/iq2_tables.hpp"
 
@@ -81,9 +81,10 @@ void dot_iq2_xxs_multi_avx2(const void* w, const void* act, size_t act_stride, i
         const BlockQ8_K* y = reinterpret_cast<const BlockQ8_K*>(act0 + static_cast<size_t>(t) * act_stride) + i;
         __m256i acc1 = _mm256_setzero_si256(), acc2 = _mm256_setzero_si256();
         for (int ib = 0; ib < 8; ib += 2) {
-          const __m256i q1 = _mm256_sign_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(y->qs + 32 * ib)), sign[ib]);
-          const __m256i q2 =
-              _mm256_sign_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(y->qs + 32 * ib + 32)), sign[ib + 1]);
+          const __m256i q1 =
+              _mm256_sign_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(y->qs + 32 * ib)), sign[ib]);
+          const __m256i q2 = _mm256_sign_epi8(
+              _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y->qs + 32 * ib + 32)), sign[ib + 1]);
           acc1 = _mm256_add_epi32(acc1, _mm256_madd_epi16(_mm256_maddubs_epi16(grid[ib], q1), scale[ib]));
           acc2 = _mm256_add_epi32(acc2, _mm256_madd_epi16(_mm256_maddubs_epi16(grid[ib + 1], q2), scale[ib + 1]));
         }

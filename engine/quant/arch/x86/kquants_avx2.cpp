@@ -5,8 +5,8 @@
 #include <immintrin.h>
 
 #include "engine/quant/arch/x86/avx2_util.hpp"
-#include "engine/quant/blocks.hpp"
 #include "engine/quant/arch/x86/kernels_avx2.hpp"
+#include "engine/quant/blocks.hpp"
 #include "engine/quant/formats.hpp"
 
 namespace ds4::quant::detail {

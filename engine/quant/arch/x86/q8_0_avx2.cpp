@@ -5,8 +5,8 @@
 #include <immintrin.h>
 
 #include "engine/quant/arch/x86/avx2_util.hpp"
-#include "engine/quant/blocks.hpp"
 #include "engine/quant/arch/x86/kernels_avx2.hpp"
+#include "engine/quant/blocks.hpp"
 #include "engine/quant/formats.hpp"
 
 namespace ds4::quant::detail {
@@ -61,7 +61,8 @@ void dot_blocks32_multi(const W& w, const uint8_t* act, size_t stride, int n_act
     const int nt = n_act - t0 < 8 ? n_act - t0 : 8;
     if (nt < 5) {  // eight lanes cost about as much as four single rows: run short tails singly
       for (int t = 0; t < nt; t++)
-        out[t0 + t] = dot_blocks32(w, reinterpret_cast<const BlockQ8_0Act*>(act + static_cast<size_t>(t0 + t) * stride), nb);
+        out[t0 + t] =
+            dot_blocks32(w, reinterpret_cast<const BlockQ8_0Act*>(act + static_cast<size_t>(t0 + t) * stride), nb);
       continue;
     }
     const BlockQ8_0Act* x[8];
@@ -73,11 +74,11 @@ void dot_blocks32_multi(const W& w, const uint8_t* act, size_t stride, int n_act
       const __m256i aw = _mm256_sign_epi8(wv, wv);
       __m256i v[8];
       for (int t = 0; t < 8; t++)
-        v[t] = _mm256_madd_epi16(_mm256_maddubs_epi16(aw, _mm256_sign_epi8(load32(x[t][b].qs), wv)),
-                                 _mm256_set1_epi16(1));
+        v[t] =
+            _mm256_madd_epi16(_mm256_maddubs_epi16(aw, _mm256_sign_epi8(load32(x[t][b].qs), wv)), _mm256_set1_epi16(1));
       const __m256 isum = _mm256_cvtepi32_ps(avx2::hsum8_i32(v));
-      const __m256 dx = _mm256_set_ps(x[7][b].d, x[6][b].d, x[5][b].d, x[4][b].d, x[3][b].d, x[2][b].d, x[1][b].d,
-                                      x[0][b].d);
+      const __m256 dx =
+          _mm256_set_ps(x[7][b].d, x[6][b].d, x[5][b].d, x[4][b].d, x[3][b].d, x[2][b].d, x[1][b].d, x[0][b].d);
       const __m256 dwx = _mm256_mul_ps(_mm256_set1_ps(w.scale(b)), dx);
       acc = _mm256_add_ps(acc, _mm256_mul_ps(dwx, isum));
     }
@@ -90,8 +91,8 @@ void dot_blocks32_multi(const W& w, const uint8_t* act, size_t stride, int n_act
 }  // namespace
 
 void dot_q8_0_multi_avx2(const void* w, const void* act, size_t act_stride, int n_act, int64_t n, float* out) {
-  dot_blocks32_multi(Q8_0Weights{static_cast<const BlockQ8_0*>(w)}, static_cast<const uint8_t*>(act), act_stride,
-                     n_act, n / 32, out);
+  dot_blocks32_multi(Q8_0Weights{static_cast<const BlockQ8_0*>(w)}, static_cast<const uint8_t*>(act), act_stride, n_act,
+                     n / 32, out);
 }
 
 void dot_mxfp4_multi_avx2(const void* w, const void* act, size_t act_stride, int n_act, int64_t n, float* out) {
@@ -104,8 +105,7 @@ float dot_q8_0_avx2(const void* w, const void* act, int64_t n) {
 }
 
 float dot_mxfp4_avx2(const void* w, const void* act, int64_t n) {
-  return dot_blocks32(Mxfp4Weights{static_cast<const BlockMXFP4*>(w)}, static_cast<const BlockQ8_0Act*>(act),
-                      n / 32);
+  return dot_blocks32(Mxfp4Weights{static_cast<const BlockMXFP4*>(w)}, static_cast<const BlockQ8_0Act*>(act), n / 32);
 }
 
 }  // namespace ds4::quant::detail

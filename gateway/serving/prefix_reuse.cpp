@@ -1,0 +1,223 @@
+// Prefix reuse: choosing and applying the restore point with the longest common token prefix,
+// keeping restore points (warm sessions in RAM, checkpoints on disk), and the shutdown writes.
+// See service.hpp for the policy.
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+
+#include "gateway/cache/token_prefix.hpp"
+#include "gateway/serving/service.hpp"
+
+namespace ds4::serving {
+namespace {
+
+// Contract records travel with disk checkpoints; an image this large is not copied into every
+// checkpoint (the records stay in RAM and the checkpoint still restores the KV state).
+constexpr size_t kMaxContractImageBytes = size_t{16} << 20;
+
+// When the live tokens are not a token prefix of the prompt but their bytes are a byte prefix of
+// the prompt's bytes, returns live tokens + the tokenization of the remaining prompt text. (Never
+// slice the prompt's own tokenization at a byte boundary: BPE may merge across it.)
+std::optional<std::vector<Token>> extend_by_text(const EngineBackend& backend, const std::vector<Token>& live,
+                                                 const std::vector<Token>& prompt) {
+  try {
+    std::string live_text = backend.decode(live);
+    std::string prompt_text = backend.decode(prompt);
+    if (prompt_text.size() < live_text.size() || prompt_text.compare(0, live_text.size(), live_text) != 0)
+      return std::nullopt;
+    std::vector<Token> out = live;
+    auto suffix = backend.encode(std::string_view(prompt_text).substr(live_text.size()));
+    out.insert(out.end(), suffix.begin(), suffix.end());
+    return out;
+  } catch (const std::exception& e) {
+    spdlog::debug("serving: text prefix match failed: {}", e.what());
+    return std::nullopt;
+  }
+}
+
+uint64_t unix_now() {
+  return uint64_t(
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count());
+}
+
+}  // namespace
+
+void Service::reuse_prefix(GenerationJob& job, GenerationUsage& usage) {
+  EngineSequence& seq = *sequence_;
+  const std::vector<Token>& live = seq.tokens();
+  usage.cached_tokens = 0;
+  if (!live.empty() && !cache::is_prefix<Token>(live, job.prompt)) {
+    if (auto extended = extend_by_text(*backend_, live, job.prompt); extended && extended->size() > live.size())
+      job.prompt = std::move(*extended);
+  }
+  const std::vector<Token>& prompt = job.prompt;
+
+  // Live: extend, or take back to the first differing token when the rollback rings reach it.
+  // Reusing every prompt token needs the logits after the last one, which only an untouched
+  // live context of exactly the prompt is sure to have; a truncated one keeps one token back.
+  size_t live_k = 0;
+  if (!live.empty()) {
+    size_t k = cache::common_prefix<Token>(live, prompt);
+    if (k == prompt.size() && (k < live.size() || seq.logits().empty())) k = prompt.size() - 1;
+    if (k < live.size() && seq.truncate_floor() > k) k = 0;
+    live_k = k;
+  }
+  std::optional<size_t> warm = hot_.find(prompt, prompt.size());
+  const size_t warm_k = warm ? hot_.at(*warm).tokens.size() : 0;
+  std::optional<cache::DiskMatch> disk = disk_ && disk_->enabled() ? disk_->find(prompt, prompt.size()) : std::nullopt;
+  const size_t disk_k = disk ? disk->tokens : 0;
+
+  if (live_k > 0 && live_k >= warm_k && live_k >= disk_k) {
+    if (live_k < live.size()) {
+      save_live_before_switch({}, {});
+      seq.truncate(live_k);
+      live_saved_.clear();
+    }
+    usage.cache = CacheOutcome::live;
+    usage.cached_tokens = live_k;
+    return;
+  }
+  if (warm_k > 0 && warm_k >= disk_k) {
+    const std::vector<Token> tokens = hot_.at(*warm).tokens;
+    save_live_before_switch(tokens, {});  // may reorder the store; the protected entry stays
+    if (auto again = hot_.find(prompt, tokens.size()); again && hot_.at(*again).tokens.size() == tokens.size()) {
+      seq.restore(hot_.use(*again).state);
+      restored_ = Restored{tokens, {}};
+      live_saved_ = tokens;
+      usage.cache = CacheOutcome::warm;
+      usage.cached_tokens = tokens.size();
+      return;
+    }
+  }
+  if (disk_k > 0) {
+    save_live_before_switch({}, disk->name);
+    if (auto checkpoint = disk_->load(disk->name)) {
+      try {
+        seq.restore(checkpoint->state);
+      } catch (const std::exception& e) {
+        spdlog::warn("kv checkpoints: {} does not restore into the engine ({}); removed", disk->name, e.what());
+        disk_->remove(disk->name, "restore_failed");
+        checkpoint.reset();
+      }
+      if (checkpoint) {
+        if (!checkpoint->contracts.empty()) {
+          try {
+            contracts_.merge(checkpoint->contracts);
+          } catch (const std::exception& e) {
+            spdlog::warn("kv checkpoints: the contract records of {} are unreadable: {}", disk->name, e.what());
+          }
+        }
+        restored_ = Restored{checkpoint->tokens, disk->name};
+        live_saved_ = checkpoint->tokens;
+        usage.cache = CacheOutcome::disk;
+        usage.cached_tokens = checkpoint->tokens.size();
+        // Warm from now on: the next switch back to this conversation is a copy, not a read.
+        if (hot_.budget() > 0) {
+          cache::HotEntry e;
+          e.tokens = std::move(checkpoint->tokens);
+          e.state = std::move(checkpoint->state);
+          e.reason = checkpoint->reason;
+          e.on_disk = true;
+          e.hits = 1;
+          spill(hot_.insert(std::move(e)), std::vector<std::string>{disk->name});
+        }
+        return;
+      }
+    }
+  }
+  // Nothing to reuse.
+  save_live_before_switch({}, {});
+  usage.cache = live.empty() ? CacheOutcome::cold : CacheOutcome::miss;
+  seq.clear();
+  live_saved_.clear();
+  restored_.reset();
+}
+
+void Service::keep_restore_point(cache::CheckpointReason reason, bool to_disk) {
+  EngineSequence& seq = *sequence_;
+  const std::vector<Token>& tokens = seq.tokens();
+  if (tokens.empty() || tokens.size() < config_.checkpoint_min_tokens) return;
+  const bool want_hot = hot_.budget() > 0 && reason != cache::CheckpointReason::interval;
+  const bool want_disk = to_disk && disk_ && disk_->enabled() && !disk_->contains(tokens);
+  if (!want_disk && (!want_hot || live_saved_ == tokens)) return;
+  std::vector<uint8_t> state = seq.snapshot();
+  if (state.empty()) return;  // this engine has no snapshots
+  if (want_disk) store_on_disk(reason, tokens, state);
+  if (want_hot) {
+    cache::HotEntry e;
+    e.tokens = tokens;
+    e.state = std::move(state);
+    e.reason = reason;
+    e.on_disk = disk_ && disk_->enabled() && disk_->contains(tokens);
+    spill(hot_.insert(std::move(e)), {});
+    live_saved_ = tokens;
+  }
+}
+
+void Service::save_live_before_switch(std::span<const Token> protect, const std::string& protect_name) {
+  EngineSequence& seq = *sequence_;
+  const std::vector<Token>& tokens = seq.tokens();
+  if (tokens.empty() || tokens.size() < config_.checkpoint_min_tokens || live_saved_ == tokens) return;
+  const bool to_disk = disk_ && disk_->enabled();
+  if (hot_.budget() == 0 && !to_disk) return;
+  std::vector<uint8_t> state = seq.snapshot();
+  if (state.empty()) return;
+  const std::vector<std::string> keep =
+      protect_name.empty() ? std::vector<std::string>{} : std::vector<std::string>{protect_name};
+  if (hot_.budget() > 0) {
+    cache::HotEntry e;
+    e.tokens = tokens;
+    e.state = std::move(state);
+    e.reason = cache::CheckpointReason::evict;
+    e.on_disk = to_disk && disk_->contains(tokens);
+    spill(hot_.insert(std::move(e), protect), keep);
+  } else {
+    store_on_disk(cache::CheckpointReason::evict, tokens, std::move(state), keep);
+  }
+  live_saved_ = tokens;
+}
+
+void Service::spill(std::vector<cache::HotEntry> evicted, std::span<const std::string> keep) {
+  for (cache::HotEntry& e : evicted)
+    if (!e.on_disk && disk_ && disk_->enabled())
+      store_on_disk(cache::CheckpointReason::evict, std::move(e.tokens), std::move(e.state), keep);
+}
+
+void Service::store_on_disk(cache::CheckpointReason reason, std::vector<Token> tokens, std::vector<uint8_t> state,
+                            std::span<const std::string> keep) {
+  if (!disk_ || !disk_->enabled()) return;
+  cache::Checkpoint c;
+  c.reason = reason;
+  c.created_unix = unix_now();
+  c.tokens = std::move(tokens);
+  c.state = std::move(state);
+  if (contracts_.bytes() <= kMaxContractImageBytes) c.contracts = contracts_.serialize();
+  if (disk_->store(c, keep)) hot_.mark_on_disk(c.tokens);
+}
+
+void Service::forget_failed_restore() {
+  if (!restored_) return;
+  hot_.erase(restored_->tokens);
+  if (!restored_->disk_name.empty() && disk_) disk_->remove(restored_->disk_name, "load_failed");
+  else if (disk_ && disk_->contains(restored_->tokens))
+    disk_->remove(cache::checkpoint_file_name(disk_->config().model_fingerprint, restored_->tokens), "load_failed");
+  restored_.reset();
+}
+
+void Service::write_shutdown_checkpoints() {
+  if (!disk_ || !disk_->enabled()) return;
+  try {
+    const std::vector<Token>& live = sequence_->tokens();
+    if (!live.empty() && live.size() >= config_.checkpoint_min_tokens && !disk_->contains(live)) {
+      std::vector<uint8_t> state = sequence_->snapshot();
+      if (!state.empty()) store_on_disk(cache::CheckpointReason::shutdown, live, std::move(state));
+    }
+    for (cache::HotEntry& e : hot_.drain())
+      if (!e.on_disk && !disk_->contains(e.tokens))
+        store_on_disk(cache::CheckpointReason::shutdown, std::move(e.tokens), std::move(e.state));
+  } catch (const std::exception& e) {
+    spdlog::error("kv checkpoints: shutdown checkpoints failed: {}", e.what());
+  }
+}
+
+}  // namespace ds4::serving

@@ -1,0 +1,192 @@
+// One job on the engine worker, as named steps: check the prompt, reuse the longest cached
+// prefix (prefix_reuse.cpp), prefill the rest, keep a restore point, decode, keep another,
+// account. See service.hpp for what each restore point is for.
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <atomic>
+#include <random>
+
+#include "gateway/serving/service.hpp"
+#include "gateway/serving/stop_sequence_filter.hpp"
+
+namespace ds4::serving {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+uint64_t fresh_seed() {
+  static std::atomic<uint64_t> counter{0};
+  std::random_device rd;
+  uint64_t s = (static_cast<uint64_t>(rd()) << 32) ^ rd() ^ (counter.fetch_add(1) * 0x9e3779b97f4a7c15ULL);
+  return s ? s : 1;
+}
+
+}  // namespace
+
+struct Service::Turn {
+  Queued& q;
+  GenerationJob& job;
+  GenerationResult result;
+  GenerationUsage& usage = result.usage;
+
+  bool ended(FinishReason reason) {
+    result.finish = reason;
+    return true;
+  }
+  // True (and the finish reason set) when the job was cancelled or ran out of time.
+  bool interrupted() {
+    if (job.cancelled->load()) return ended(FinishReason::cancelled);
+    if (Clock::now() >= job.deadline) return ended(FinishReason::timeout);
+    return false;
+  }
+};
+
+void Service::run(Queued& q) {
+  Turn turn{q, q.job, {}};
+  GenerationJob& job = q.job;
+  GenerationUsage& usage = turn.usage;
+  usage.prompt_tokens = job.prompt.size();
+  usage.queue_seconds = seconds_since(q.enqueued);
+  try {
+    check_prompt(job);
+    reuse_prefix(job, usage);
+    usage.prompt_tokens = job.prompt.size();  // a byte-prefix match may have re-tokenized the tail
+    metrics_.count_cache_outcome(cache_outcome_name(usage.cache));
+    if (prefill_rest(turn)) {
+      // Nothing was reused: this prompt is a new conversation's first restore point on disk too.
+      keep_restore_point(cache::CheckpointReason::cold, usage.cached_tokens == 0);
+      job.sink->on_prefilled(usage);
+      decode_turn(turn);
+      keep_restore_point(cache::CheckpointReason::turn, false);
+    }
+    // else interrupted: a half-prefilled prompt is still a valid prefix of it; kept for a retry.
+  } catch (const std::exception& e) {
+    spdlog::error("serving: generation failed after {} prompt / {} sampled tokens: {}", usage.prompt_tokens,
+                  usage.completion_tokens, e.what());
+    turn.result.finish = FinishReason::error;
+    turn.result.error = e.what();
+    // The state may be half-updated; start clean next time.
+    try {
+      sequence_->clear();
+      live_saved_.clear();
+      restored_.reset();
+    } catch (const std::exception& e2) {
+      spdlog::error("serving: clearing the context failed too: {}", e2.what());
+    }
+  }
+  account(turn);
+}
+
+void Service::check_prompt(const GenerationJob& job) const {
+  if (job.prompt.empty()) throw std::invalid_argument("empty prompt");
+  if (job.prompt.size() >= sequence_->capacity())
+    throw std::length_error("prompt has " + std::to_string(job.prompt.size()) + " tokens, context holds " +
+                            std::to_string(sequence_->capacity()));
+}
+
+bool Service::prefill_rest(Turn& turn) {
+  GenerationJob& job = turn.job;
+  GenerationUsage& usage = turn.usage;
+  EngineSequence& seq = *sequence_;
+  const auto start = Clock::now();
+  const size_t interval = config_.checkpoint_interval_tokens;
+  bool stopped = false;
+  for (int attempt = 0;; attempt++) {
+    try {
+      std::span<const Token> rest(job.prompt.data() + seq.tokens().size(), job.prompt.size() - seq.tokens().size());
+      while (!rest.empty() && !(stopped = turn.interrupted())) {
+        const size_t n = std::min(rest.size(), std::max<size_t>(1, config_.prefill_chunk_tokens));
+        const size_t before = seq.tokens().size();
+        seq.append(rest.first(n));
+        rest = rest.subspan(n);
+        if (!rest.empty()) {
+          // Long prefills leave a disk checkpoint every `interval` tokens, so a crash or a
+          // restart halfway through a 200K-token prompt does not start it over.
+          if (interval && before / interval != seq.tokens().size() / interval)
+            keep_restore_point(cache::CheckpointReason::interval, true);
+          job.sink->on_prefill_progress(job.prompt.size() - rest.size(), job.prompt.size());
+        }
+      }
+      break;
+    } catch (const std::exception& e) {
+      // A restore point that restored fine but breaks the engine must not fail every request
+      // that finds it: delete it and prefill from scratch, once.
+      if (attempt > 0 || !restored_ || (usage.cache != CacheOutcome::warm && usage.cache != CacheOutcome::disk)) throw;
+      spdlog::warn("serving: the {} restore point of {} tokens failed in the engine ({}); removed it, prefilling cold",
+                   cache_outcome_name(usage.cache), restored_->tokens.size(), e.what());
+      forget_failed_restore();
+      seq.clear();
+      live_saved_.clear();
+      usage.cache = CacheOutcome::miss;
+      usage.cached_tokens = 0;
+    }
+  }
+  usage.prefill_seconds = seconds_since(start);
+  metrics_.observe_prefill(static_cast<long>(job.prompt.size() - usage.cached_tokens), usage.prefill_seconds);
+  return !stopped;
+}
+
+void Service::decode_turn(Turn& turn) {
+  GenerationJob& job = turn.job;
+  GenerationUsage& usage = turn.usage;
+  GenerationResult& result = turn.result;
+  EngineBackend& backend = *backend_;
+  EngineSequence& seq = *sequence_;
+  StopSequenceFilter stops(job.stop);
+  sampler::SamplerConfig sampling = job.sampling;
+  if (sampling.seed == 0) sampling.seed = fresh_seed();
+  sampler::Sampler sampler(sampling);
+  const size_t room = seq.capacity() - seq.tokens().size();
+  const size_t limit = job.max_tokens ? std::min(job.max_tokens, room) : room;
+  const auto start = Clock::now();
+  bool done = false;
+  while (!done) {
+    if (turn.interrupted()) break;
+    if (usage.completion_tokens >= limit) {
+      turn.ended(job.max_tokens && job.max_tokens <= room ? FinishReason::max_tokens : FinishReason::context_full);
+      break;
+    }
+    // The token policy (DSML-safe sampling, tool_choice) may decide the token; else the sampler.
+    std::optional<Token> chosen = job.policy ? job.policy->choose(seq.logits()) : std::nullopt;
+    Token t = chosen ? *chosen : sampler.sample(seq.logits());
+    if (usage.completion_tokens == 0) metrics_.observe_time_to_first_token(seconds_since(turn.q.enqueued));
+    if (backend.is_end_of_generation(t)) {
+      turn.ended(FinishReason::eos);
+      break;
+    }
+    ++usage.completion_tokens;
+    result.completion.push_back(t);
+    std::string bytes = backend.token_bytes(t);
+    if (job.policy) job.policy->accepted(t, bytes);
+    auto out = stops.push(bytes);
+    bool keep_going = out.release.empty() || job.sink->on_text(out.release);
+    if (out.stopped) done = turn.ended(FinishReason::stop_sequence);
+    else if (!keep_going) done = turn.ended(FinishReason::consumer_stop);
+    else if (usage.completion_tokens < limit) seq.append(std::span<const Token>(&t, 1));
+  }
+  if (result.finish != FinishReason::stop_sequence) {
+    std::string tail = stops.flush();
+    if (!tail.empty()) job.sink->on_text(tail);
+  }
+  usage.decode_seconds = seconds_since(start);
+  metrics_.observe_decode(static_cast<long>(usage.completion_tokens), usage.decode_seconds);
+}
+
+void Service::account(Turn& turn) {
+  const GenerationUsage& u = turn.usage;
+  metrics_.add_tokens(static_cast<long>(u.prompt_tokens), static_cast<long>(u.completion_tokens),
+                      static_cast<long>(u.cached_tokens));
+  // The one line per request: what was reused from where, what it cost, how it ended.
+  spdlog::info(
+      "request: prompt={} cached={} source={} completion={} queue={:.3f}s prefill={:.3f}s decode={:.3f}s "
+      "finish={}",
+      u.prompt_tokens, u.cached_tokens, cache_outcome_name(u.cache), u.completion_tokens, u.queue_seconds,
+      u.prefill_seconds, u.decode_seconds, finish_reason_name(turn.result.finish));
+  publish_live_tokens();
+  turn.job.sink->on_finished(turn.result);
+}
+
+}  // namespace ds4::serving
