@@ -156,6 +156,9 @@ void add_messages_endpoint(Router& router, EndpointEnv env) {
     }
     for (const auto& name : request.ignored_tools)
       spdlog::debug("messages: tool '{}' is a server tool with no definition to render; left out", name);
+    // Claude Code names its session in a header: the warm-state routing hint.
+    if (auto h = ctx.request.find("X-Claude-Code-Session-Id"); h != ctx.request.end())
+      request.chat.session_hint = std::string(h->value().data(), h->value().size());
     ChatTurnSpec spec{ApiStyle::Anthropic, "messages", request.message_paths};
     auto prepared = prepare_chat_turn(env, mode, ctx, request.chat, spec);
     if (auto* reply = std::get_if<Reply>(&prepared)) return std::move(*reply);

@@ -1,6 +1,9 @@
 // The shared chat submit path. See turn_submit.hpp.
 #include "gateway/http/turn_submit.hpp"
 
+#include <fmt/format.h>
+
+#include <functional>
 #include <stdexcept>
 
 #include "gateway/http/generation_support.hpp"
@@ -14,6 +17,15 @@ protocol::ContractMode contract_mode_of(const ServerConfig& config) {
   auto mode = protocol::parse_contract_mode(config.contract_mode);
   if (!mode) throw std::invalid_argument("contract mode must be off, warn or strict, not '" + config.contract_mode + "'");
   return *mode;
+}
+
+std::string session_key(std::string_view hint) {
+  if (hint.empty()) return {};
+  bool plain = hint.size() <= 128;
+  for (unsigned char c : hint) plain = plain && c > 0x20 && c < 0x7f;
+  if (plain) return std::string(hint);
+  // Anything else (long, spaces, control bytes) is only a key: a hash of it, safe to log.
+  return fmt::format("h{:016x}", std::hash<std::string_view>{}(hint));
 }
 
 std::string response_model(const ServerConfig& config, const serving::EngineBackend& backend,
@@ -75,6 +87,7 @@ std::variant<ChatTurn, Reply> prepare_chat_turn(const EndpointEnv& env, protocol
   turn.protocol_tokens = protocol_token_count(backend, rendered.text, rendered.client_spans, turn.job.prompt.size());
   turn.model = response_model(env.config, backend, request.model);
   turn.thinking_started = rendered.text.ends_with("<think>");
+  turn.job.session = session_key(request.session_hint);
   // With tools: DSML structure greedy, payload with the request's sampling, and tool_choice
   // required / forced functions enforced on the tokens (serving/dsml_token_policy.hpp).
   if (rendered.tools_active) {

@@ -52,6 +52,10 @@ TurnOptions chat_turn_options(EndpointEnv env, const ChatTurn& turn, bool stream
 Reply submit_turn(serving::Service& service, const RequestContext& ctx, serving::GenerationJob job,
                   std::shared_ptr<TurnStream> stream, ApiStyle style);
 
+// A client's session hint as the serving layer keeps it: printable ASCII up to 128 bytes as
+// sent, anything else hashed (it is logged with the request line). "" stays "".
+std::string session_key(std::string_view hint);
+
 // The model name responses carry: the request's, else the configured one, else the backend's.
 std::string response_model(const ServerConfig& config, const serving::EngineBackend& backend,
                            const std::string& requested);

@@ -76,6 +76,10 @@ struct ChatRequest {
     std::vector<std::string> stop;  // non-empty strings only
     bool stream = false;
     bool include_usage = false;  // stream_options.include_usage
+    // The client's conversation key (prompt_cache_key; on /v1/messages the
+    // X-Claude-Code-Session-Id header): routes restore points to its session, never decides
+    // which prefix is reused. Empty: none.
+    std::string session_hint;
 
     // Tools are rendered (and DSML expected) only when some are given and choice is not "none".
     bool tools_active() const { return !tools.empty() && tool_choice != "none"; }

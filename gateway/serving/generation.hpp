@@ -103,6 +103,10 @@ struct GenerationJob {
   CancelFlag cancelled = make_cancel_flag();  // checked before every token and prefill chunk
   std::shared_ptr<GenerationSink> sink;
   std::shared_ptr<TokenPolicy> policy;  // optional
+  // The client's session hint (X-Claude-Code-Session-Id, prompt_cache_key), or empty. Restore
+  // points kept for this job carry it, so the warm store keeps each session's latest turn
+  // (cache/hot_store.hpp); which restore point a prompt uses is still its longest prefix.
+  std::string session;
 };
 
 }  // namespace ds4::serving

@@ -53,6 +53,7 @@ void Service::run(Queued& q) {
   try {
     check_prompt(job);
     reuse_prefix(job, usage);
+    live_session_ = job.session;  // restore points kept from here on are this session's
     usage.prompt_tokens = job.prompt.size();  // a byte-prefix match may have re-tokenized the tail
     metrics_.count_cache_outcome(cache_outcome_name(usage.cache));
     if (prefill_rest(turn)) {
@@ -182,9 +183,10 @@ void Service::account(Turn& turn) {
   // The one line per request: what was reused from where, what it cost, how it ended.
   spdlog::info(
       "request: prompt={} cached={} source={} completion={} queue={:.3f}s prefill={:.3f}s decode={:.3f}s "
-      "finish={}",
+      "finish={}{}{}",
       u.prompt_tokens, u.cached_tokens, cache_outcome_name(u.cache), u.completion_tokens, u.queue_seconds,
-      u.prefill_seconds, u.decode_seconds, finish_reason_name(turn.result.finish));
+      u.prefill_seconds, u.decode_seconds, finish_reason_name(turn.result.finish),
+      turn.job.session.empty() ? "" : " session=", turn.job.session);
   publish_live_tokens();
   turn.job.sink->on_finished(turn.result);
 }

@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "gateway/http/turn_submit.hpp"
 #include "tests/gateway/server_harness.hpp"
 
 namespace ds4::test {
@@ -114,6 +115,19 @@ TEST(TurnPath, QueuedRequestsOfEveryEndpointKeepTheirConnectionBusy) {
     const auto* error = v.as_object().if_contains("error");
     EXPECT_TRUE(!error || error->is_null()) << r.body();
   }
+}
+
+// Session hints reach the serving layer (and its request log line) as sent when they are short
+// printable ASCII; anything else only as a hash, so a client cannot write into the log.
+TEST(TurnPath, SessionHintsAreKeptAsSentOrHashed) {
+  EXPECT_EQ(http::session_key(""), "");
+  EXPECT_EQ(http::session_key("019a8d0c-1111-7222-8333-944455556666"), "019a8d0c-1111-7222-8333-944455556666");
+  const std::string odd = http::session_key("two words\nand a newline");
+  EXPECT_EQ(odd.size(), 17u);
+  EXPECT_EQ(odd[0], 'h');
+  EXPECT_EQ(odd, http::session_key("two words\nand a newline"));  // stable: the same session
+  EXPECT_NE(odd, http::session_key("two words\nand another"));
+  EXPECT_EQ(http::session_key(std::string(129, 'a')).size(), 17u);
 }
 
 }  // namespace
