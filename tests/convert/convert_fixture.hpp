@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <boost/json.hpp>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -43,35 +44,61 @@ class ScratchCleanup : public ::testing::Environment {
 };
 inline ::testing::Environment* const kScratchCleanup = ::testing::AddGlobalTestEnvironment(new ScratchCleanup);
 
+// Removes the scratch folders of test processes that no longer run (killed at a timeout, their
+// TearDown never ran; they had piled up to 1.6 GB in /tmp). A folder whose pid is alive -- maybe
+// another process that reused the number -- or written to in the last two hours (a test in
+// another pid namespace sharing /tmp) is left alone.
+inline void remove_stale_scratch() {
+  std::error_code ec;
+  const std::string stem = "ds4_convert_test_";
+  for (const auto& e : fs::directory_iterator(fs::temp_directory_path(), ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind(stem, 0) != 0) continue;
+    const size_t end = name.find('_', stem.size());
+    if (end == std::string::npos || end == stem.size()) continue;
+    const std::string pid = name.substr(stem.size(), end - stem.size());
+    if (pid.find_first_not_of("0123456789") != std::string::npos || pid == std::to_string(::getpid())) continue;
+    const auto age = fs::file_time_type::clock::now() - fs::last_write_time(e.path(), ec);
+    if (!ec && age > std::chrono::hours(2) && !fs::exists(fs::path("/proc") / pid, ec)) fs::remove_all(e.path(), ec);
+  }
+}
+
 inline fs::path scratch_dir(const std::string& what) {
+  static const bool cleaned = (remove_stale_scratch(), true);
+  (void)cleaned;
   const fs::path p = fs::temp_directory_path() / (scratch_prefix() + what);
   fs::remove_all(p);
   fs::create_directories(p);
   return p;
 }
 
-// The "direct GGUF": ds4-tiny with its routed experts re-quantized to MXFP4, so that every
-// expert value is exactly representable in the official FP4 format. Its weights are what the
-// official-format fixture holds; a conversion is compared against it with the engine.
+// A copy of a DS4 GGUF with its routed experts re-quantized to MXFP4, so that every expert
+// value is exactly representable in the official FP4 format (the "direct GGUF" of a model).
+inline void write_with_mxfp4_experts(const std::string& src_path, const fs::path& out) {
+  const gguf::GgufFile src = gguf::GgufFile::open(src_path);
+  gguf::GgufWriter w;
+  for (const gguf::KeyValue& kv : src.metadata()) w.set(kv.key, kv.value);
+  std::vector<std::vector<std::byte>> keep;
+  for (const gguf::TensorInfo& t : src.tensors()) {
+    if (t.dims.size() != 3) {
+      w.add_tensor(t.name, t.type, t.dims, src.bytes(t));
+      continue;
+    }
+    std::vector<float> f(t.n_elements);
+    for (uint64_t r = 0; r < t.rows(); ++r)
+      quant::traits(t.type).dequantize(src.data(t) + r * t.row_bytes(), f.data() + r * t.dims[0], int64_t(t.dims[0]));
+    keep.push_back(quantize_rows(quant::Type::MXFP4, f.data(), t.rows(), t.dims[0]));
+    w.add_tensor(t.name, quant::Type::MXFP4, t.dims, std::span<const std::byte>(keep.back()));
+  }
+  w.write(out.string());
+}
+
+// The direct GGUF of ds4-tiny: its weights are what the official-format fixture holds; a
+// conversion is compared against it with the engine.
 inline const fs::path& direct_tiny() {
   static const fs::path path = [] {
     const fs::path p = scratch_dir("direct_tiny") / "direct.gguf";
-    const gguf::GgufFile src = gguf::GgufFile::open(ds4_tiny_model());
-    gguf::GgufWriter w;
-    for (const gguf::KeyValue& kv : src.metadata()) w.set(kv.key, kv.value);
-    std::vector<std::vector<std::byte>> keep;
-    for (const gguf::TensorInfo& t : src.tensors()) {
-      if (t.dims.size() != 3) {
-        w.add_tensor(t.name, t.type, t.dims, src.bytes(t));
-        continue;
-      }
-      std::vector<float> f(t.n_elements);
-      for (uint64_t r = 0; r < t.rows(); ++r)
-        quant::traits(t.type).dequantize(src.data(t) + r * t.row_bytes(), f.data() + r * t.dims[0], int64_t(t.dims[0]));
-      keep.push_back(quantize_rows(quant::Type::MXFP4, f.data(), t.rows(), t.dims[0]));
-      w.add_tensor(t.name, quant::Type::MXFP4, t.dims, std::span<const std::byte>(keep.back()));
-    }
-    w.write(p.string());
+    write_with_mxfp4_experts(ds4_tiny_model(), p);
     return p;
   }();
   return path;

@@ -21,38 +21,11 @@
 #include "engine/model/model.hpp"
 #include "engine/quant/quant.hpp"
 #include "tests/convert/convert_fixture.hpp"
+#include "tests/convert/logit_agreement.hpp"
 #include "tests/model/tiny_cases.hpp"
 
 namespace ds4::convert::test {
 namespace {
-
-struct Agreement {
-  double pearson = 1, rms_ratio = 0, max_ratio = 0;
-};
-
-Agreement compare(std::span<const float> got, std::span<const float> ref, const std::string& what) {
-  const size_t n = ref.size();
-  double mr = 0, mg = 0;
-  for (size_t i = 0; i < n; i++) mr += ref[i], mg += got[i];
-  mr /= n, mg /= n;
-  double sxy = 0, sxx = 0, syy = 0, sdd = 0, maxd = 0, maxref = 0;
-  for (size_t i = 0; i < n; i++) {
-    const double a = ref[i] - mr, b = got[i] - mg, d = double(got[i]) - ref[i];
-    sxy += a * b, sxx += a * a, syy += b * b, sdd += d * d;
-    maxd = std::max(maxd, std::fabs(d));
-    maxref = std::max(maxref, double(std::fabs(ref[i])));
-  }
-  Agreement g{sxy / std::sqrt(sxx * syy), std::sqrt(sdd / n) / std::sqrt(sxx / n), maxd / maxref};
-  EXPECT_GE(g.pearson, 0.98) << what;
-  EXPECT_LE(g.rms_ratio, 0.2) << what;
-  EXPECT_LE(g.max_ratio, 0.25) << what;
-  std::vector<size_t> idx(n);
-  for (size_t i = 0; i < n; i++) idx[i] = i;
-  std::partial_sort(idx.begin(), idx.begin() + 2, idx.end(), [&](size_t a, size_t b) { return ref[a] > ref[b]; });
-  if (ref[idx[0]] - ref[idx[1]] > 1.0f)
-    EXPECT_EQ(size_t(std::max_element(got.begin(), got.end()) - got.begin()), idx[0]) << what;
-  return g;
-}
 
 ConvertResult convert_to(const fs::path& out, const std::string& recipe, unsigned threads = 2) {
   ConvertOptions o;
@@ -70,10 +43,7 @@ void expect_logits_match(const fs::path& got_path, const fs::path& ref_path, con
   auto ref = Model::load(ref_path, {.threads = 2});
   const auto tc = ds4::test::load_tiny_cases(fs::path(ds4_tiny_dir()) / "cases.bin");
   Agreement worst;
-  auto note = [&](const Agreement& a) {
-    worst.pearson = std::min(worst.pearson, a.pearson), worst.rms_ratio = std::max(worst.rms_ratio, a.rms_ratio);
-    worst.max_ratio = std::max(worst.max_ratio, a.max_ratio);
-  };
+  auto note = [&](const Agreement& a) { worst.note(a); };
   for (const auto& k : tc.cases) {
     if (k.name == "rand600") continue;  // the three others cover every layer type and the indexer
     Context cg2(got), cr2(ref);
@@ -170,9 +140,19 @@ TEST(ConvertRoundTrip, Mxfp4RecipeMatchesTheDirectGguf) {
   expect_logits_match(dir / "tiny-mxfp4.gguf", dir / "direct.gguf", "mxfp4 conversion");
 }
 
+// The q2 recipe with the IQ2_XXS grid search (nearly all of its CPU time) on layers 0-1 only and
+// the other layers' gate/up experts repacked as MXFP4: every tensor is compared, and the test
+// needs a third of the CPU time of the whole q2 recipe. (With the whole recipe it took ~14 s of
+// CPU, which under a saturated shared machine and a niced ctest ran past its timeout: the
+// "flaky under load" failures.)
 TEST(ConvertRoundTrip, Q2RecipeEqualsThePlainQuantizationOfTheSource) {
   const fs::path dir = scratch_dir("q2");
-  const ConvertResult r = convert_to(dir / "tiny-q2.gguf", "q2");
+  std::ofstream toml(dir / "q2-layers01.toml");
+  toml << "base = \"q2\"\n[tensors]\n";
+  for (int l = 2; l < 6; ++l)
+    for (const char* t : {"gate", "up"}) toml << "\"blk." << l << ".ffn_" << t << "_exps.weight\" = \"mxfp4\"\n";
+  toml.close();
+  const ConvertResult r = convert_to(dir / "tiny-q2.gguf", (dir / "q2-layers01.toml").string());
   for (const Invariant& i : r.invariants) EXPECT_TRUE(i.ok) << i.name << ": " << i.detail;
   const gguf::GgufFile f = gguf::GgufFile::open((dir / "tiny-q2.gguf").string());
   EXPECT_EQ(f.tensor("blk.0.ffn_gate_exps.weight").type, quant::Type::IQ2_XXS);
@@ -180,10 +160,11 @@ TEST(ConvertRoundTrip, Q2RecipeEqualsThePlainQuantizationOfTheSource) {
   EXPECT_EQ(f.get<std::string>("ds4d.convert.artifact_id"), r.artifact_id);
   EXPECT_EQ(f.get<std::string>("ds4d.convert.source_fingerprint"), r.source_fingerprint);
   const Checkpoint ck = Checkpoint::open(official_tiny().string());
-  const Recipe q2 = load_recipe("q2");
+  const Recipe q2 = load_recipe((dir / "q2-layers01.toml").string());
+  EXPECT_EQ(f.tensor("blk.2.ffn_up_exps.weight").type, quant::Type::MXFP4);
+  EXPECT_EQ(f.tensor("blk.2.ffn_down_exps.weight").type, quant::Type::Q2_K);
   for (const gguf::TensorRule& rule : gguf::ds4_tensor_catalogue(gguf::Ds4Dims::from_metadata(f))) {
     const quant::Type t = q2.type_for(rule);
-    if (t == quant::Type::IQ2_XXS && rule.layer > 1) continue;  // the slow grid search: layers 0-1 suffice
     const gguf::TensorInfo& ti = f.tensor(rule.name);
     const std::vector<std::byte> want = direct_bytes(ck, rule, t);
     ASSERT_EQ(want.size(), ti.n_bytes) << rule.name;

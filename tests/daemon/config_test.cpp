@@ -145,7 +145,7 @@ TEST(Config, PrintConfigRoundTrips) {
 }
 
 TEST(Config, ExampleFileDocumentsEveryKeyWithItsDefault) {
-  const std::string example = testing::read_file(DS4D_SOURCE_DIR "/config/ds4d.example.toml");
+  const std::string example = testing::read_file(DS4D_EXAMPLE_CONFIG);  // this build's copy
   ASSERT_FALSE(example.empty());
   // Uncomment every "# key = value" line: the result must parse and give exactly the defaults.
   std::string uncommented;

@@ -285,7 +285,9 @@ TEST(GatewayConnection, InFlightBodyBytesAreBudgeted) {
 
 // Parsing, rendering and tokenizing run on the handler pool: heavy requests no longer hold up
 // /health on the io threads. The bound is a ratio to idle /health: measured x13 with the pool,
-// x1270 with the handlers on the io threads.
+// x1270 with the handlers on the io threads. On a loaded machine (ctest -j8 on 2 cores) one
+// round of probes can land in a scheduling stall (x225 once), so up to three rounds are taken
+// and the best must be within the bound: handlers on the io threads block every round.
 TEST(GatewayConnection, HealthStaysFastWhileHeavyRequestsAreParsed) {
   Harness h;
   // ~6 MB of JSON that takes a while to parse and tokenize.
@@ -298,36 +300,49 @@ TEST(GatewayConnection, HealthStaysFastWhileHeavyRequestsAreParsed) {
     EXPECT_EQ(r.result_int(), 200) << target;
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   };
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
   auto probe = h.client();
   std::vector<double> idle;
   for (int i = 0; i < 20; ++i) idle.push_back(time_one(probe, "/health", {}));
+  const double idle_p50 = median(idle);
   std::atomic<bool> done{false};
+  std::atomic<int> heavy_done{0};
   std::vector<double> heavy_times[4];
   std::vector<std::thread> load;
   for (int t = 0; t < 4; ++t)
     load.emplace_back([&, t] {
       auto c = h.client();
-      while (!done) heavy_times[t].push_back(time_one(c, "/tokenize", heavy));
+      while (!done) {
+        heavy_times[t].push_back(time_one(c, "/tokenize", heavy));
+        ++heavy_done;
+      }
     });
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  std::vector<double> loaded;
-  for (int i = 0; i < 20; ++i) {
-    loaded.push_back(time_one(probe, "/health", {}));
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  // The heavy clients are in their loop (each has been answered once), not still starting.
+  ASSERT_TRUE(eventually([&] { return heavy_done >= 4; }));
+  double best = 0;
+  std::string rounds;
+  for (int round = 0; round < 3; ++round) {
+    std::vector<double> loaded;
+    for (int i = 0; i < 20; ++i) {
+      loaded.push_back(time_one(probe, "/health", {}));
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    const double p50 = median(loaded);
+    rounds += (round ? ", " : "") + std::to_string(p50 * 1e3) + " ms";
+    best = round == 0 ? p50 : std::min(best, p50);
+    if (best < 200 * idle_p50) break;
   }
   done = true;
   for (auto& t : load) t.join();
   std::vector<double> heavy_all;
   for (auto& v : heavy_times) heavy_all.insert(heavy_all.end(), v.begin(), v.end());
-  auto median = [](std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-  };
   ASSERT_FALSE(heavy_all.empty());
-  double idle_p50 = median(idle), loaded_p50 = median(loaded), heavy_p50 = median(heavy_all);
-  std::printf("health p50 idle %.3f ms, under load %.3f ms (x%.1f); one heavy request %.1f ms\n", idle_p50 * 1e3,
-              loaded_p50 * 1e3, loaded_p50 / idle_p50, heavy_p50 * 1e3);
-  EXPECT_LT(loaded_p50, 200 * idle_p50);
+  std::printf("health p50 idle %.3f ms, under load %s (best x%.1f); one heavy request %.1f ms\n", idle_p50 * 1e3,
+              rounds.c_str(), best / idle_p50, median(heavy_all) * 1e3);
+  EXPECT_LT(best, 200 * idle_p50);
 }
 
 }  // namespace
