@@ -2,7 +2,8 @@
 # The field's bootstrap order for an importance-tuned GGUF, with our own tools only:
 #   1. convert the official checkpoint without an imatrix (the quantizers' plain error);
 #   2. run calibration text through that model with our engine and collect the imatrix;
-#   3. convert again with --imatrix (its hash is bound into the artifact id and recorded).
+#   3. convert again with --imatrix: the IQ2_XXS/Q2_K/Q4_K tensors are re-quantized with the
+#      per-column importance it holds (its hash is bound into the artifact id and recorded).
 # Usage: scripts/imatrix-bootstrap.sh SRC_DIR OUT_DIR CALIBRATION.txt
 # Env: DS4CTL (default: build/ds4ctl/ds4ctl), RECIPE (default q2), THREADS (default: nproc),
 #      CHUNK (tokens per imatrix chunk, default 512).

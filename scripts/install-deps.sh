@@ -36,20 +36,36 @@ done
 # nodejs from other repositories bundles npm; Debian's nodejs needs the npm package beside it.
 command -v npm >/dev/null 2>&1 || missing+=(npm)
 
-if [ ${#missing[@]} -eq 0 ]; then
-  echo "install-deps: all ${#PACKAGES[@]} packages present"
-  exit 0
-fi
+install_apt() {
+  if [ ${#missing[@]} -eq 0 ]; then
+    echo "install-deps: all ${#PACKAGES[@]} packages present"
+    return 0
+  fi
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "install-deps: missing packages (${missing[*]}); run this script as root" >&2
+    exit 1
+  fi
+  echo "install-deps: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  if [ "$ARM64_CROSS" = 1 ] && ! dpkg --print-foreign-architectures | grep -qx arm64; then
+    dpkg --add-architecture arm64
+  fi
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}"
+}
+install_apt
 
-if [ "$(id -u)" -ne 0 ]; then
-  echo "install-deps: missing packages (${missing[*]}); run this script as root" >&2
-  exit 1
+# The npm packages of the client tests (tests/clients: Claude Code, Codex CLI, opencode and the
+# official SDKs, versions pinned in its package-lock.json), into tests/clients/node_modules.
+# npm ci only when the lock changed since the last install (npm writes node_modules/.package-lock.json).
+# DS4D_SKIP_NPM=1 skips it (the client tests then skip, naming this step).
+clients="$(cd "$(dirname "$0")/.." && pwd)/tests/clients"
+if [ "${DS4D_SKIP_NPM:-0}" != 1 ]; then
+  if [ ! -f "$clients/node_modules/.package-lock.json" ] ||
+     [ "$clients/package-lock.json" -nt "$clients/node_modules/.package-lock.json" ]; then
+    echo "install-deps: npm ci in tests/clients (coding agents and SDKs, about 1.3 GB)"
+    npm ci --prefix "$clients" --no-audit --no-fund --loglevel=error
+  else
+    echo "install-deps: tests/clients npm packages present"
+  fi
 fi
-
-echo "install-deps: installing ${missing[*]}"
-export DEBIAN_FRONTEND=noninteractive
-if [ "$ARM64_CROSS" = 1 ] && ! dpkg --print-foreign-architectures | grep -qx arm64; then
-  dpkg --add-architecture arm64
-fi
-apt-get update -qq
-apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -54,7 +54,8 @@ std::string write_audit(const ConvertResult& r) {
                                    {"sampled_elements", t.sampled},
                                    {"seconds", t.seconds},
                                    {"elements", t.elements},
-                                   {"bytes", t.out_bytes}});
+                                   {"bytes", t.out_bytes},
+                                   {"importance_weighted", t.importance}});
     TypeSummary& s = by_type[std::string(quant::type_info(t.type).name)];
     ++s.tensors;
     s.sum_err2 += t.sum_err2, s.sum_ref2 += t.sum_ref2, s.max_err = std::max(s.max_err, t.max_err);
@@ -91,7 +92,8 @@ std::string write_audit(const ConvertResult& r) {
                     {"imatrix", json::object{{"file", r.imatrix_path},
                                              {"hash", r.imatrix_hash.empty() ? "none" : r.imatrix_hash},
                                              {"dataset", r.imatrix_dataset},
-                                             {"entries", r.imatrix_entries}}},
+                                             {"entries", r.imatrix_entries},
+                                             {"targets_weighted", r.imatrix_targets_covered}}},
                     {"invariants_ok", all_ok},
                     {"invariants", invariants},
                     {"types", types},
@@ -104,8 +106,9 @@ std::string write_audit(const ConvertResult& r) {
       "ds4ctl convert audit\noutput {}  artifact {}  source fingerprint {}\nrecipe {}  threads {}  {:.1f} s  peak RSS "
       "{:.1f} MiB\n\n",
       r.output, r.artifact_id, r.source_fingerprint, r.recipe_name, r.threads, r.seconds, r.peak_rss_bytes / 1048576.0);
-  txt += fmt::format("imatrix {} (hash {}, {} entries)\n\n", r.imatrix_path.empty() ? "none" : r.imatrix_path,
-                     r.imatrix_hash.empty() ? "none" : r.imatrix_hash, r.imatrix_entries);
+  txt += fmt::format("imatrix {} (hash {}, {} entries, {} tensors quantized with importance)\n\n",
+                     r.imatrix_path.empty() ? "none" : r.imatrix_path, r.imatrix_hash.empty() ? "none" : r.imatrix_hash,
+                     r.imatrix_entries, r.imatrix_targets_covered);
   txt += "invariants\n";
   for (const Invariant& i : r.invariants)
     txt += fmt::format("  [{}] {:<17} {}\n", i.ok ? "ok" : "FAIL", i.name, i.detail);
@@ -120,7 +123,7 @@ std::string write_audit(const ConvertResult& r) {
     for (size_t i = 0; i < t.dims.size(); ++i) dims += (i ? "x" : "") + std::to_string(t.dims[i]);
     std::string src = t.sources.front() + (t.n_sources > 1 ? fmt::format(" (+{})", t.n_sources - 1) : "");
     txt += fmt::format("{:<36} {:<8} {:<20} {:<22} {:>9.5f} {:>9.5f}{}\n", t.name, quant::type_info(t.type).name, dims,
-                       src, t.rel_rmse(), t.max_err, t.lossless ? "  lossless" : "");
+                       src, t.rel_rmse(), t.max_err, t.lossless ? "  lossless" : (t.importance ? "  imatrix" : ""));
   }
   if (!r.skipped.empty()) {
     txt += "\nsource tensors without a target in the main file\n";

@@ -35,15 +35,27 @@ uint64_t peak_rss_bytes() {
   return static_cast<uint64_t>(ru.ru_maxrss) * 1024;
 }
 
-std::vector<std::byte> quantize_rows(Type type, const float* src, uint64_t n_rows, uint64_t cols) {
+std::vector<std::byte> quantize_rows(Type type, const float* src, uint64_t n_rows, uint64_t cols,
+                                     const float* importance) {
   const uint64_t rb = quant::row_bytes(type, cols);
   std::vector<std::byte> out(rb * n_rows);
   const quant::Traits& tr = quant::traits(type);
   if (!tr.quantize)
     throw std::invalid_argument("quantize_rows: type " + std::string(quant::type_info(type).name) +
                                 " has no quantizer");
-  for (uint64_t r = 0; r < n_rows; ++r) tr.quantize(src + r * cols, out.data() + r * rb, static_cast<int64_t>(cols));
+  for (uint64_t r = 0; r < n_rows; ++r)
+    quant::quantize_row(type, src + r * cols, out.data() + r * rb, static_cast<int64_t>(cols), importance);
   return out;
+}
+
+std::vector<float> importance_from_imatrix(std::span<const float> values) {
+  double sum = 0;
+  for (const float v : values) sum += v;
+  if (!(sum > 0)) return {};
+  const float floor = static_cast<float>(1e-3 * sum / double(values.size()));
+  std::vector<float> w(values.begin(), values.end());
+  for (float& v : w) v = std::max(v, floor);
+  return w;
 }
 
 Type recipe_type_for(const Recipe& r, const gguf::TensorRule& rule) { return r.type_for(rule); }
@@ -103,8 +115,12 @@ void decode_rows(const TargetPlan& t, uint64_t src, uint64_t row0, uint64_t n, f
 }
 
 // Produces one chunk into `out` (chunk.rows * row_bytes), sampling rows into `st`.
+// importance: per source tensor (expert) of t, the quantizer importance (importance_from_imatrix),
+// empty for plain quantization; null when the target has none at all.
+using TargetImportance = std::vector<std::vector<float>>;
+
 void produce(const TargetPlan& t, const Chunk& c, std::vector<float>& f32, std::vector<float>& deq, uint8_t* out,
-             uint32_t n_expert, Stats& st) {
+             uint32_t n_expert, const TargetImportance* importance, Stats& st) {
   const uint64_t ne0 = t.ne0(), rb = quant::row_bytes(t.type, ne0);
   const uint64_t per_src = t.rows_per_source(), src = c.row0 / per_src, local = c.row0 % per_src;
   if (t.kind == SourceKind::Ids) {
@@ -135,7 +151,12 @@ void produce(const TargetPlan& t, const Chunk& c, std::vector<float>& f32, std::
     for (uint64_t r = 0; r < c.rows; ++r)
       repack_fp4_row_to_mxfp4(w + (local + r) * (ne0 / 2), s + (local + r) * (ne0 / 32), ne0, out + r * rb);
   } else {
-    for (uint64_t r = 0; r < c.rows; ++r) tr.quantize(f32.data() + r * ne0, out + r * rb, int64_t(ne0));
+    const float* imp = nullptr;
+    if (importance) {
+      const std::vector<float>& v = (*importance)[importance->size() == 1 ? 0 : src];
+      if (!v.empty()) imp = v.data();
+    }
+    for (uint64_t r = 0; r < c.rows; ++r) quant::quantize_row(t.type, f32.data() + r * ne0, out + r * rb, int64_t(ne0), imp);
   }
   deq.resize(ne0);
   for (uint64_t r = 0; r < c.rows; r += kSampleStride) {
@@ -225,7 +246,8 @@ struct WriteJob {
 
 // Produces every tensor of one GGUF; returns per-tensor results.
 std::vector<TensorResult> write_gguf(const WriteJob& job, const std::string& file_tag, const ConvertOptions& opt,
-                                     uint32_t n_expert, Progress& prog, std::mutex& prog_mu, size_t& resumed) {
+                                     uint32_t n_expert, const std::map<std::string, TargetImportance>& importance,
+                                     Progress& prog, std::mutex& prog_mu, size_t& resumed) {
   const gguf::GgufWriter::Layout lay = job.writer.layout();
   const std::string header_hash = hex64(XXH3_64bits(lay.header.data(), lay.header.size()));
   const std::string partial = job.path + ".partial", journal = job.path + ".journal";
@@ -263,6 +285,13 @@ std::vector<TensorResult> write_gguf(const WriteJob& job, const std::string& fil
     r.out_bytes = t.out_bytes();
     r.source_bytes = t.source_bytes();
     r.lossless = (t.type == Type::MXFP4 && t.kind == SourceKind::Fp4Experts) || t.kind == SourceKind::Ids;
+    const auto imp_it = importance.find(t.rule.name);
+    const TargetImportance* imp = nullptr;
+    if (!r.lossless && imp_it != importance.end() && quant::traits(t.type).quantize_weighted) {
+      imp = &imp_it->second;
+      for (const auto& v : *imp) r.importance |= !v.empty();
+      if (!r.importance) imp = nullptr;
+    }
     const uint64_t base = lay.tensor_offsets[ti], rb = quant::row_bytes(t.type, t.ne0());
 
     if (auto it = done.find(ti); it != done.end() && hex64(out.hash_range(base, r.out_bytes)) == it->second.hash) {
@@ -292,7 +321,7 @@ std::vector<TensorResult> write_gguf(const WriteJob& job, const std::string& fil
           const Chunk& c = chunks[ci];
           buf.resize(c.rows * rb);
           try {
-            produce(t, c, f32, deq, buf.data(), n_expert, st);
+            produce(t, c, f32, deq, buf.data(), n_expert, imp, st);
           } catch (const ConvertError&) {
             throw;
           } catch (const std::exception& e) {
@@ -361,6 +390,7 @@ ConvertResult convert_checkpoint(const ConvertOptions& opt) {
   res.source_fingerprint = plan.source_fingerprint;
   res.recipe_name = recipe.name;
   res.recipe_canonical = recipe.canonical();
+  std::map<std::string, TargetImportance> importance;
   if (!opt.imatrix.empty()) {
     const Imatrix im = read_imatrix(opt.imatrix);
     std::map<std::string, const TargetPlan*> by_name;
@@ -375,12 +405,14 @@ ConvertResult convert_checkpoint(const ConvertOptions& opt) {
         throw ConvertError(opt.imatrix, e.name,
                            "imatrix entry has " + std::to_string(e.values.size()) + " values, the tensor needs " +
                                std::to_string(want) + " (ne0 x experts)");
+      TargetImportance& ti = importance[e.name];
+      for (uint64_t k = 0; k < want / t.ne0(); ++k)
+        ti.push_back(importance_from_imatrix(std::span<const float>(e.values).subspan(k * t.ne0(), t.ne0())));
     }
     res.imatrix_path = opt.imatrix;
     res.imatrix_hash = file_hash(opt.imatrix);
     res.imatrix_dataset = im.dataset;
     res.imatrix_entries = im.entries.size();
-    res.imatrix_targets_covered = im.entries.size();
   }
   const std::string id_src = res.recipe_canonical + "imatrix=" + (res.imatrix_hash.empty() ? "none" : res.imatrix_hash);
   res.artifact_id = hex64(XXH3_64bits_withSeed(
@@ -408,7 +440,7 @@ ConvertResult convert_checkpoint(const ConvertOptions& opt) {
   std::mutex prog_mu;
   for (const TargetPlan& t : plan.mtp_targets) prog.source_bytes_total += t.source_bytes();
   prog.tensors_total += plan.mtp_targets.size();
-  res.tensors = write_gguf(job, "main", opt, cfg.dims.n_expert, prog, prog_mu, res.resumed_tensors);
+  res.tensors = write_gguf(job, "main", opt, cfg.dims.n_expert, importance, prog, prog_mu, res.resumed_tensors);
   if (!plan.mtp_targets.empty()) {
     res.sidecar = sidecar_path_for(opt.output);
     WriteJob side{res.sidecar, &plan.mtp_targets, &ck, {}};
@@ -418,10 +450,14 @@ ConvertResult convert_checkpoint(const ConvertOptions& opt) {
     side.writer.set("ds4d.convert.artifact_id", res.artifact_id);
     for (const TargetPlan& t : plan.mtp_targets)
       side.writer.add_tensor(t.rule.name, t.type, t.rule.dims, [](std::span<std::byte>) {});
-    std::vector<TensorResult> mt = write_gguf(side, "mtp", opt, cfg.dims.n_expert, prog, prog_mu, res.resumed_tensors);
+    std::vector<TensorResult> mt =
+        write_gguf(side, "mtp", opt, cfg.dims.n_expert, importance, prog, prog_mu, res.resumed_tensors);
     res.tensors.insert(res.tensors.end(), mt.begin(), mt.end());
   }
-  for (const TensorResult& t : res.tensors) res.source_bytes += t.source_bytes;
+  for (const TensorResult& t : res.tensors) {
+    res.source_bytes += t.source_bytes;
+    res.imatrix_targets_covered += t.importance;
+  }
   res.output_bytes = fs::file_size(opt.output) + (res.sidecar.empty() ? 0 : fs::file_size(res.sidecar));
 
   res.invariants = check_invariants(opt.output, cfg, plan);

@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -44,10 +45,11 @@ struct ConvertOptions {
   std::string recipe = "q2";  // q2 | q4 | mxfp4 | FILE.toml
   unsigned threads = 1;
   // GGML imatrix file (ds4ctl imatrix). Checked against the model (every entry names a target
-  // tensor, sizes match), hashed into the artifact id and recorded in the metadata. Note: the
-  // engine's quantizers (engine/quant) have no importance-weighted mode yet, so the file does
-  // not change the quantized bytes today; the binding lets a later importance-aware quantizer
-  // be audited against the exact calibration it used.
+  // tensor, sizes match), hashed into the artifact id and recorded in the metadata, and used as
+  // the per-input-column importance of the quantizers that have a weighted mode (IQ2_XXS, Q2_K,
+  // Q4_K; routed experts per expert: docs/quant.md §importance-weighted-quantization). Tensors
+  // without an entry, of another type, or of an expert the calibration never reached are
+  // quantized plainly.
   std::string imatrix;
   ProgressFn progress;
 };
@@ -63,6 +65,7 @@ struct TensorResult {
   SourceKind kind;
   bool lossless = false;                           // the target holds the source values exactly (e.g. FP4 -> MXFP4)
   bool resumed = false;                            // finished by an earlier run, verified by hash
+  bool importance = false;                         // quantized with its imatrix entry as importance
   double sum_err2 = 0, sum_ref2 = 0, max_err = 0;  // over the sampled rows
   uint64_t sampled = 0;                            // sampled elements
   double seconds = 0;                              // wall time producing it
@@ -79,7 +82,8 @@ struct ConvertResult {
   std::string output, sidecar;  // sidecar empty when the checkpoint has no MTP tensors
   std::string source_fingerprint, artifact_id, recipe_name, recipe_canonical;
   std::string imatrix_path, imatrix_hash, imatrix_dataset;  // empty without --imatrix
-  size_t imatrix_entries = 0, imatrix_targets_covered = 0;
+  size_t imatrix_entries = 0;
+  size_t imatrix_targets_covered = 0;  // target tensors whose bytes the imatrix steered
   std::vector<TensorResult> tensors;
   std::vector<SkippedSource> skipped;
   std::vector<Invariant> invariants;
@@ -98,7 +102,16 @@ ConvertResult convert_checkpoint(const ConvertOptions& options);
 // Reusable: float rows -> one GGUF type, n_rows rows of `cols` values (cols a multiple of the
 // type's block). Returns the encoded bytes. This is what the converter applies to every float
 // tensor; other tools (e.g. the tiny agent model's export) call it to quantize by recipe.
-std::vector<std::byte> quantize_rows(quant::Type type, const float* src, uint64_t n_rows, uint64_t cols);
+// importance: null, or `cols` per-column importance values shared by every row
+// (quant::quantize_row).
+std::vector<std::byte> quantize_rows(quant::Type type, const float* src, uint64_t n_rows, uint64_t cols,
+                                     const float* importance = nullptr);
+
+// The quantizer importance of an imatrix entry's values for one matrix (one expert's slice
+// of a routed-expert entry): the mean squared activations, each floored at 1e-3 of their mean
+// so a column the calibration text never excited is still fitted, not ignored. Empty when
+// the values are all zero (an expert no calibration token reached): quantize plainly.
+std::vector<float> importance_from_imatrix(std::span<const float> values);
 // Convenience: the type a recipe gives a tensor of the DS4 catalogue (by GGUF name).
 quant::Type recipe_type_for(const Recipe& r, const gguf::TensorRule& rule);
 

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "engine/convert/convert_error.hpp"
+#include "engine/gguf/ds4_metadata.hpp"
 #include "engine/gguf/gguf_reader.hpp"
 
 namespace ds4::convert {
@@ -86,13 +87,13 @@ OfficialConfig read_official_config(const std::string& dir) {
   d.indexer_top_k = r.u32("index_topk");
   d.hc_count = r.u32("hc_mult");
   d.hc_sinkhorn_iters = r.u32("hc_sinkhorn_iters");
-  c.hc_eps = r.f32("hc_eps");
-  c.rms_eps = r.f32("rms_norm_eps");
-  c.rope_theta = r.f32("rope_theta");
-  c.compress_rope_theta = r.f32("compress_rope_theta");
-  c.expert_scale = r.f32("routed_scaling_factor");
-  c.swiglu_limit = r.f32("swiglu_limit");
-  c.context_length = r.u32("max_position_embeddings");
+  c.hp.hc_eps = r.f32("hc_eps");
+  c.hp.rms_eps = r.f32("rms_norm_eps");
+  c.hp.rope_theta = r.f32("rope_theta");
+  c.hp.compress_rope_theta = r.f32("compress_rope_theta");
+  c.hp.expert_scale = r.f32("routed_scaling_factor");
+  c.hp.swiglu_limit = r.f32("swiglu_limit");
+  c.hp.context_length = r.u32("max_position_embeddings");
   c.bos_id = static_cast<int32_t>(r.u32("bos_token_id"));
   c.eos_id = static_cast<int32_t>(r.u32("eos_token_id"));
   const json::value& ratios = r.need("compress_ratios");
@@ -114,10 +115,10 @@ OfficialConfig read_official_config(const std::string& dir) {
   const json::value& rs = r.need("rope_scaling");
   if (!rs.is_object()) throw ConvertError(cpath, "", "key 'rope_scaling' must be an object");
   const Reader rr{cpath, rs.as_object()};
-  c.rope_factor = rr.f32("factor");
-  c.rope_orig_ctx = rr.u32("original_max_position_embeddings");
-  c.beta_fast = rr.f32("beta_fast");
-  c.beta_slow = rr.f32("beta_slow");
+  c.hp.rope_factor = rr.f32("factor");
+  c.hp.rope_orig_ctx = rr.u32("original_max_position_embeddings");
+  c.hp.beta_fast = rr.f32("beta_fast");
+  c.hp.beta_slow = rr.f32("beta_slow");
 
   const std::string tpath = (fs::path(dir) / "tokenizer.json").string();
   const json::object t = parse_object(tpath, slurp(tpath));
@@ -162,76 +163,17 @@ OfficialConfig read_official_config(const std::string& dir) {
 }
 
 void set_ds4_metadata(gguf::GgufWriter& w, const OfficialConfig& c, const std::string& model_name, bool tokenizer) {
-  const gguf::Ds4Dims& d = c.dims;
-  const std::string k = "deepseek4.";
-  w.set("general.architecture", "deepseek4");
-  w.set("general.name", model_name);
-  w.set("general.alignment", uint32_t{32});
-  w.set(k + "block_count", d.n_layer);
-  w.set(k + "context_length", c.context_length);
-  w.set(k + "embedding_length", d.n_embd);
-  w.set(k + "vocab_size", d.n_vocab);
-  w.set(k + "attention.head_count", d.n_head);
-  w.set(k + "attention.head_count_kv", d.n_head_kv);
-  w.set(k + "attention.key_length", d.head_dim);
-  w.set(k + "attention.value_length", d.value_dim);
-  w.set(k + "rope.dimension_count", d.rope_dim);
-  w.set(k + "attention.q_lora_rank", d.q_lora_rank);
-  w.set(k + "attention.output_lora_rank", d.out_lora_rank);
-  w.set(k + "attention.output_group_count", d.out_groups);
-  w.set(k + "expert_count", d.n_expert);
-  w.set(k + "expert_used_count", d.n_expert_used);
-  w.set(k + "expert_shared_count", d.n_expert_shared);
-  w.set(k + "expert_feed_forward_length", d.expert_ff);
-  w.set(k + "expert_group_count", uint32_t{0});
-  w.set(k + "expert_group_used_count", uint32_t{0});
-  w.set(k + "hash_layer_count", d.n_hash_layer);
-  w.set(k + "attention.sliding_window", d.sliding_window);
-  w.set(k + "attention.indexer.head_count", d.indexer_heads);
-  w.set(k + "attention.indexer.key_length", d.indexer_dim);
-  w.set(k + "attention.indexer.top_k", d.indexer_top_k);
-  w.set(k + "hyper_connection.count", d.hc_count);
-  w.set(k + "hyper_connection.sinkhorn_iterations", d.hc_sinkhorn_iters);
-  w.set(k + "hyper_connection.epsilon", c.hc_eps);
-  w.set(k + "attention.layer_norm_rms_epsilon", c.rms_eps);
-  w.set(k + "rope.freq_base", c.rope_theta);
-  w.set(k + "attention.compress_rope_freq_base", c.compress_rope_theta);
-  w.set(k + "rope.scaling.type", "yarn");
-  w.set(k + "rope.scaling.factor", c.rope_factor);
-  w.set(k + "rope.scaling.original_context_length", c.rope_orig_ctx);
-  w.set(k + "rope.scaling.yarn_beta_fast", c.beta_fast);
-  w.set(k + "rope.scaling.yarn_beta_slow", c.beta_slow);
-  w.set(k + "expert_weights_scale", c.expert_scale);
-  w.set(k + "expert_weights_norm", true);
-  w.set(k + "swiglu_clamp_exp", gguf::make_array<float>(std::vector<float>(d.n_layer, c.swiglu_limit)));
-  w.set(k + "attention.compress_ratios", gguf::make_array<uint32_t>(d.compress_ratios));
+  gguf::set_ds4_model_metadata(w, c.dims, c.hp, model_name);
   if (!tokenizer) return;
-  w.set("tokenizer.ggml.model", "gpt2");
-  w.set("tokenizer.ggml.pre", "joyai-llm");
-  w.set("tokenizer.ggml.tokens", gguf::make_string_array(c.tokens));
-  w.set("tokenizer.ggml.merges", gguf::make_string_array(c.merges));
-  w.set("tokenizer.ggml.token_type", gguf::make_array<int32_t>(c.token_types));
-  w.set("tokenizer.ggml.bos_token_id", static_cast<uint32_t>(c.bos_id));
-  w.set("tokenizer.ggml.eos_token_id", static_cast<uint32_t>(c.eos_id));
-  w.set("tokenizer.ggml.add_bos_token", true);
-  w.set("tokenizer.ggml.add_eos_token", false);
+  gguf::set_ds4_tokenizer_metadata(w, {c.tokens, c.merges, c.token_types, static_cast<uint32_t>(c.bos_id),
+                                       static_cast<uint32_t>(c.eos_id)});
 }
 
 OfficialConfig config_from_gguf(const gguf::GgufFile& f) {
   OfficialConfig c;
   c.dims = gguf::Ds4Dims::from_metadata(f);
   const std::string k = "deepseek4.";
-  c.hc_eps = f.get<float>(k + "hyper_connection.epsilon");
-  c.rms_eps = f.get<float>(k + "attention.layer_norm_rms_epsilon");
-  c.rope_theta = f.get<float>(k + "rope.freq_base");
-  c.compress_rope_theta = f.get<float>(k + "attention.compress_rope_freq_base");
-  c.rope_factor = f.get<float>(k + "rope.scaling.factor");
-  c.rope_orig_ctx = static_cast<uint32_t>(f.get<uint64_t>(k + "rope.scaling.original_context_length"));
-  c.beta_fast = f.get<float>(k + "rope.scaling.yarn_beta_fast");
-  c.beta_slow = f.get<float>(k + "rope.scaling.yarn_beta_slow");
-  c.expert_scale = f.get<float>(k + "expert_weights_scale");
-  c.swiglu_limit = f.get_array<float>(k + "swiglu_clamp_exp").at(0);
-  c.context_length = f.get_or<uint64_t>(k + "context_length", 1048576);
+  c.hp = gguf::Ds4HyperParams::from_metadata(f);
   c.bos_id = static_cast<int32_t>(f.get_or<uint32_t>("tokenizer.ggml.bos_token_id", 0));
   c.eos_id = static_cast<int32_t>(f.get_or<uint32_t>("tokenizer.ggml.eos_token_id", 1));
   c.tokens = f.get_array<std::string>("tokenizer.ggml.tokens");
@@ -266,19 +208,19 @@ void write_official_config(const std::string& dir, const OfficialConfig& c) {
                    {"index_topk", d.indexer_top_k},
                    {"hc_mult", d.hc_count},
                    {"hc_sinkhorn_iters", d.hc_sinkhorn_iters},
-                   {"hc_eps", c.hc_eps},
-                   {"rms_norm_eps", c.rms_eps},
-                   {"rope_theta", c.rope_theta},
-                   {"compress_rope_theta", c.compress_rope_theta},
+                   {"hc_eps", c.hp.hc_eps},
+                   {"rms_norm_eps", c.hp.rms_eps},
+                   {"rope_theta", c.hp.rope_theta},
+                   {"compress_rope_theta", c.hp.compress_rope_theta},
                    {"compress_ratios", std::move(ratios)},
                    {"rope_scaling", json::object{{"type", "yarn"},
-                                                 {"factor", c.rope_factor},
-                                                 {"original_max_position_embeddings", c.rope_orig_ctx},
-                                                 {"beta_fast", c.beta_fast},
-                                                 {"beta_slow", c.beta_slow}}},
-                   {"routed_scaling_factor", c.expert_scale},
-                   {"swiglu_limit", c.swiglu_limit},
-                   {"max_position_embeddings", c.context_length},
+                                                 {"factor", c.hp.rope_factor},
+                                                 {"original_max_position_embeddings", c.hp.rope_orig_ctx},
+                                                 {"beta_fast", c.hp.beta_fast},
+                                                 {"beta_slow", c.hp.beta_slow}}},
+                   {"routed_scaling_factor", c.hp.expert_scale},
+                   {"swiglu_limit", c.hp.swiglu_limit},
+                   {"max_position_embeddings", c.hp.context_length},
                    {"bos_token_id", c.bos_id},
                    {"eos_token_id", c.eos_id},
                    {"torch_dtype", "bfloat16"}};

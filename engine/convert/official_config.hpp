@@ -17,16 +17,14 @@
 #include <vector>
 
 #include "engine/gguf/ds4_layout.hpp"
+#include "engine/gguf/ds4_metadata.hpp"
 #include "engine/gguf/gguf_writer.hpp"
 
 namespace ds4::convert {
 
 struct OfficialConfig {
   gguf::Ds4Dims dims;
-  float hc_eps = 1e-6f, rms_eps = 1e-6f, rope_theta = 10000.0f, compress_rope_theta = 160000.0f;
-  float rope_factor = 16.0f, beta_fast = 32.0f, beta_slow = 1.0f, expert_scale = 1.5f, swiglu_limit = 10.0f;
-  uint32_t rope_orig_ctx = 65536;
-  uint64_t context_length = 1048576;
+  gguf::Ds4HyperParams hp;
   int32_t bos_id = 0, eos_id = 1;
   std::string config_json;  // the file's bytes (part of the source fingerprint)
 
@@ -36,7 +34,7 @@ struct OfficialConfig {
 
 // Reads <dir>/config.json and <dir>/tokenizer.json; throws ConvertError naming file and key.
 OfficialConfig read_official_config(const std::string& dir);
-// Sets every deepseek4.* and tokenizer.ggml.* key the engine reads.
+// Sets every deepseek4.* and tokenizer.ggml.* key the engine reads (gguf/ds4_metadata.hpp).
 // `tokenizer` false leaves out the tokenizer.ggml.* keys (the MTP sidecar uses the main file's).
 void set_ds4_metadata(gguf::GgufWriter& w, const OfficialConfig& c, const std::string& model_name,
                       bool tokenizer = true);

@@ -20,6 +20,12 @@ DS4_QUANT_FAMILY(iq2_xxs)
 DS4_QUANT_FAMILY(mxfp4)
 #undef DS4_QUANT_FAMILY
 
+// Importance-weighted weight quantizers (docs/quant.md §importance-weighted-quantization):
+// importance[n] >= 0 per element of the row; the formats whose search has choices to steer.
+void quantize_q2_k_weighted(const float* src, void* dst, int64_t n, const float* importance);
+void quantize_q4_k_weighted(const float* src, void* dst, int64_t n, const float* importance);
+void quantize_iq2_xxs_weighted(const float* src, void* dst, int64_t n, const float* importance);
+
 void dequantize_q8_k(const void* src, float* dst, int64_t n);
 // Activation quantizers (docs/quant.md §activation-quantization), into the layouts documented in quant.hpp: the
 // references every architecture's activation quantizer must match byte for byte.

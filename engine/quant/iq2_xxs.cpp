@@ -11,13 +11,18 @@
 // result 0.125f * sumf. The SIMD kernels (arch/) compute each group's integer sum with SIMD and then
 // performs the identical float steps, so it is bit-identical.
 //
-// Quantizer (plain squared error, no importance weights): for each group of 32 a search over
+// Quantizer: for each group of 32 a search over
 // group scales picks, for every 8 values, the grid point and sign pattern that fits best (an odd
 // number of negative values forces one sign flip: the cheapest is taken); the group scales are
 // then coded as 4-bit s against a block scale d chosen from a few candidates, re-searching the
 // grid for the scale actually decoded. The grid search is a branch-and-bound over a trie of the
 // grid's magnitude levels and every fit takes the caller's best-so-far as a bound; both only
 // skip candidates that cannot win, so the bytes are those of a full scan (about 4x faster).
+// Every error above is the plain squared error, or with importance (quantize_iq2_xxs_weighted,
+// docs/quant.md §importance-weighted-quantization) the weighted one, with the weights
+// importance_i * sqrt(mean(x²) + x_i²) over the block: the same search, each per-element term
+// multiplied by its weight (the plain search reads every weight as 1, which changes no bit, and
+// the bounds stay valid because weighted terms are still >= 0).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -26,6 +31,7 @@
 #include "engine/quant/blocks.hpp"
 #include "engine/quant/formats.hpp"
 #include "engine/quant/iq2_tables.hpp"
+#include "engine/quant/kquant_fit.hpp"
 
 namespace ds4::quant::detail {
 
@@ -141,15 +147,16 @@ struct EightSearch {
 // number of negative values must flip one sign (the grid's sign patterns have even parity): the
 // element where that costs least, the first one among equals. With a finite `limit` only a fit
 // whose error is below it matters: {INFINITY, 0, negatives} says there is none.
-GridFit fit_eight(const float* x, float g, float limit) {
+GridFit fit_eight(const float* x, float g, float limit, const float* w) {
   EightSearch s(limit);
   for (int j = 0; j < 8; j++) {
     const float a = std::fabs(x[j]);
+    const float wj = w ? w[j] : 1.0f;
     if (x[j] < 0) s.neg |= static_cast<uint8_t>(1u << j);
     for (int l = 0; l < 3; l++) {
       const float v = g * kMagnitudes[l];
-      s.err[j][l] = (a - v) * (a - v);
-      s.extra[j][l] = 4.0f * a * v;  // (a+v)^2 - (a-v)^2: cost of flipping this sign
+      s.err[j][l] = wj * ((a - v) * (a - v));
+      s.extra[j][l] = wj * (4.0f * a * v);  // (a+v)^2 - (a-v)^2: cost of flipping this sign
     }
     uint8_t* o = s.order[j];  // three-element bubble sort: stable, no library call
     o[0] = 0, o[1] = 1, o[2] = 2;
@@ -174,33 +181,34 @@ struct GroupFit {
 // The four 8-value fits of a group of 32 at group scale g. Callers keep a fit only when its error
 // is below `limit`; once the running sum reaches it (the parts left are >= 0) the search stops and
 // the error is INFINITY. With limit INFINITY every part is searched, as before any bound existed.
-GroupFit fit_group(const float* x, float g, float limit = INFINITY) {
+GroupFit fit_group(const float* x, const float* w, float g, float limit = INFINITY) {
   GroupFit f{0, {}};
   for (int l = 0; l < 4; l++) {
-    f.part[l] = fit_eight(x + 8 * l, g, limit);
+    f.part[l] = fit_eight(x + 8 * l, g, limit, w ? w + 8 * l : nullptr);
     f.err += f.part[l].err;
     if (limit < INFINITY && !(f.err < limit)) return {INFINITY, {}};
   }
   return f;
 }
 
-// Least-squares group scale for the chosen grid points and signs.
-float refit_scale(const float* x, const GroupFit& f) {
+// (Weighted) least-squares group scale for the chosen grid points and signs.
+float refit_scale(const float* x, const float* w, const GroupFit& f) {
   double num = 0, den = 0;
   for (int l = 0; l < 4; l++) {
     const uint64_t grid = kIq2xxsGrid[f.part[l].index];
     for (int j = 0; j < 8; j++) {
       double v = static_cast<double>((grid >> (8 * j)) & 255);
       if ((f.part[l].signs >> j) & 1) v = -v;
-      num += v * x[8 * l + j];
-      den += v * v;
+      const double wj = w ? w[8 * l + j] : 1.0;
+      num += wj * (v * x[8 * l + j]);
+      den += wj * (v * v);
     }
   }
   return den > 0 ? static_cast<float>(num / den) : 0.0f;
 }
 
 // Best continuous group scale for 32 values.
-float best_group_scale(const float* x) {
+float best_group_scale(const float* x, const float* w) {
   float amax = 0;
   for (int j = 0; j < 32; j++) amax = std::max(amax, std::fabs(x[j]));
   if (amax == 0) return 0;
@@ -208,14 +216,14 @@ float best_group_scale(const float* x) {
   constexpr int kSteps = 8;
   for (int s = 0; s <= kSteps; s++) {  // the top magnitude 43*g spans 0.5x .. 1.25x amax
     const float g = amax / 43.0f * (0.5f + 0.75f * static_cast<float>(s) / kSteps);
-    const GroupFit f = fit_group(x, g, best_err);
+    const GroupFit f = fit_group(x, w, g, best_err);
     if (f.err < best_err) {
       best_err = f.err;
       best_g = g;
     }
   }
-  const float g2 = refit_scale(x, fit_group(x, best_g));
-  if (g2 > 0 && fit_group(x, g2, best_err).err < best_err) best_g = g2;
+  const float g2 = refit_scale(x, w, fit_group(x, w, best_g));
+  if (g2 > 0 && fit_group(x, w, g2, best_err).err < best_err) best_g = g2;
   return best_g;
 }
 
@@ -228,17 +236,19 @@ void pack_group(BlockIQ2_XXS& y, int ib, const GroupFit& f, int s) {
   std::memcpy(y.qs + 4 * ib, aux, 8);
 }
 
-}  // namespace
-
-void quantize_iq2_xxs(const float* src, void* dst, int64_t n) {
+void quantize_iq2_xxs_impl(const float* src, void* dst, int64_t n, const float* importance) {
   BlockIQ2_XXS* out = static_cast<BlockIQ2_XXS*>(dst);
   for (int64_t i = 0; i < n / QK_K; i++) {
     const float* x = src + i * QK_K;
     BlockIQ2_XXS& y = out[i];
     std::memset(&y, 0, sizeof(y));
+    float wbuf[QK_K];
+    if (importance) element_weights(x, importance + i * QK_K, QK_K, 1.0f, wbuf);
+    const float* w = importance ? wbuf : nullptr;
+    auto wg = [&](int ib) { return w ? w + 32 * ib : nullptr; };
     float g[8], gmax = 0;
     for (int ib = 0; ib < 8; ib++) {
-      g[ib] = best_group_scale(x + 32 * ib);
+      g[ib] = best_group_scale(x + 32 * ib, wg(ib));
       gmax = std::max(gmax, g[ib]);
     }
     if (gmax == 0) continue;
@@ -257,7 +267,7 @@ void quantize_iq2_xxs(const float* src, void* dst, int64_t n) {
         float gerr = INFINITY;
         for (int s = std::max(0, s0 - 1); s <= std::min(15, s0 + 1); s++) {
           const float db = d * (0.5f + static_cast<float>(s)) * 0.25f;
-          const GroupFit f = fit_group(x + 32 * ib, db, gerr);
+          const GroupFit f = fit_group(x + 32 * ib, wg(ib), db, gerr);
           if (f.err < gerr) {
             gerr = f.err;
             pack_group(cand, ib, f, s);
@@ -272,6 +282,13 @@ void quantize_iq2_xxs(const float* src, void* dst, int64_t n) {
       }
     }
   }
+}
+
+}  // namespace
+
+void quantize_iq2_xxs(const float* src, void* dst, int64_t n) { quantize_iq2_xxs_impl(src, dst, n, nullptr); }
+void quantize_iq2_xxs_weighted(const float* src, void* dst, int64_t n, const float* importance) {
+  quantize_iq2_xxs_impl(src, dst, n, importance);
 }
 
 }  // namespace ds4::quant::detail

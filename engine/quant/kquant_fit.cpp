@@ -5,6 +5,13 @@
 // value, solves the least-squares scale and offset for the level assignment each spacing
 // produces, and keeps the best. This is the idea behind GGML's make_qkx2_quants, written here
 // from the description.
+//
+// Importance weights (docs/quant.md §importance-weighted-quantization): every function takes an
+// optional per-element weight w (null: plain squared error). With weights every error and every
+// least-squares fit is the weighted one, and the super-scales are chosen among a few candidates
+// by the weighted error of the scales they code. Without weights each w_i is read as 1 and every
+// operation is the same float/double operation as before the weights existed (x*1 is exact and
+// -ffp-contract=off keeps the products separate), so the plain bytes are unchanged.
 #include "engine/quant/kquant_fit.hpp"
 
 #include <algorithm>
@@ -21,31 +28,36 @@ struct ScaleMin {
 };
 
 // Given a fixed sub-block scale and min, the best integer levels and their squared error.
-float assign_levels(int n, int nmax, const float* x, float scale, float min, uint8_t* L) {
+inline float weight_of(const float* w, int i) { return w ? w[i] : 1.0f; }
+
+float assign_levels(int n, int nmax, const float* x, float scale, float min, uint8_t* L, const float* w) {
   float err = 0.0f;
   for (int i = 0; i < n; i++) {
     int l = scale > 0.0f ? nearest_int((x[i] + min) / scale) : 0;
     l = std::clamp(l, 0, nmax);
     L[i] = static_cast<uint8_t>(l);
     const float diff = scale * static_cast<float>(l) - min - x[i];
-    err += diff * diff;
+    err += weight_of(w, i) * (diff * diff);
   }
   return err;
 }
 
-// Least-squares scale and offset for fixed levels: x ≈ scale*L + offset, offset <= 0.
-ScaleMin solve(int n, const float* x, const uint8_t* L) {
-  double sl = 0, sl2 = 0, sx = 0, slx = 0;
+// (Weighted) least-squares scale and offset for fixed levels: x ≈ scale*L + offset, offset <= 0.
+// Unweighted, sw sums n ones and is exactly n.
+ScaleMin solve(int n, const float* x, const uint8_t* L, const float* w) {
+  double sw = 0, sl = 0, sl2 = 0, sx = 0, slx = 0;
   for (int i = 0; i < n; i++) {
-    sl += L[i];
-    sl2 += static_cast<double>(L[i]) * L[i];
-    sx += x[i];
-    slx += static_cast<double>(L[i]) * x[i];
+    const double wi = weight_of(w, i);
+    sw += wi;
+    sl += wi * L[i];
+    sl2 += wi * (static_cast<double>(L[i]) * L[i]);
+    sx += wi * x[i];
+    slx += wi * (static_cast<double>(L[i]) * x[i]);
   }
-  const double det = n * sl2 - sl * sl;
+  const double det = sw * sl2 - sl * sl;
   double scale = 0, offset = 0;
   if (det > 0) {
-    scale = (n * slx - sl * sx) / det;
+    scale = (sw * slx - sl * sx) / det;
     offset = (sl2 * sx - sl * slx) / det;
   }
   if (offset > 0) {  // min must be >= 0: refit the scale with offset 0
@@ -61,7 +73,7 @@ ScaleMin solve(int n, const float* x, const uint8_t* L) {
 // Σ (scale*L - min - x)². Tries a sweep of grid spacings around (max - min)/nmax, solves the
 // least-squares scale/offset for each resulting assignment, keeps the best, then polishes by
 // alternating re-assignment and re-fit. Writes L and returns {scale, min}.
-ScaleMin fit_scale_min(int n, int nmax, const float* x, uint8_t* L) {
+ScaleMin fit_scale_min(int n, int nmax, const float* x, uint8_t* L, const float* w) {
   float lo = x[0], hi = x[0];
   for (int i = 1; i < n; i++) {
     lo = std::min(lo, x[i]);
@@ -74,15 +86,15 @@ ScaleMin fit_scale_min(int n, int nmax, const float* x, uint8_t* L) {
   }
   uint8_t cand[64];
   ScaleMin best{(hi - lo) / nmax, -lo};
-  float best_err = assign_levels(n, nmax, x, best.scale, best.min, L);
+  float best_err = assign_levels(n, nmax, x, best.scale, best.min, L, w);
   // Sweep the number of steps spanned by [lo, hi] from nmax-1 to nmax+1.5 and fit each.
   constexpr int kSteps = 24;
   for (int s = 0; s <= kSteps; s++) {
     const float span = static_cast<float>(nmax) - 1.0f + 2.5f * static_cast<float>(s) / kSteps;
     const float iscale = span / (hi - lo);
     for (int i = 0; i < n; i++) cand[i] = static_cast<uint8_t>(std::clamp(nearest_int(iscale * (x[i] - lo)), 0, nmax));
-    const ScaleMin sm = solve(n, x, cand);
-    const float err = assign_levels(n, nmax, x, sm.scale, sm.min, cand);
+    const ScaleMin sm = solve(n, x, cand, w);
+    const float err = assign_levels(n, nmax, x, sm.scale, sm.min, cand, w);
     if (err < best_err) {
       best_err = err;
       best = sm;
@@ -90,8 +102,8 @@ ScaleMin fit_scale_min(int n, int nmax, const float* x, uint8_t* L) {
     }
   }
   for (int it = 0; it < 4; it++) {  // polish: refit for the best levels, reassign
-    const ScaleMin sm = solve(n, x, L);
-    const float err = assign_levels(n, nmax, x, sm.scale, sm.min, cand);
+    const ScaleMin sm = solve(n, x, L, w);
+    const float err = assign_levels(n, nmax, x, sm.scale, sm.min, cand, w);
     if (!(err < best_err)) break;
     best_err = err;
     best = sm;
@@ -101,14 +113,37 @@ ScaleMin fit_scale_min(int n, int nmax, const float* x, uint8_t* L) {
 }
 
 // Quantize the sub-block scales (or mins) v[0..n) to integers in [0, qmax] against a shared f16
-// super-scale; returns the f16 bits of the super-scale and writes the integers to q.
-uint16_t quantize_super_scale(int n, int qmax, const float* v, uint8_t* q) {
+// super-scale; returns the f16 bits of the super-scale and writes the integers to q. Plain
+// (sw null): d = max/qmax. Weighted (sw[i]: the importance of sub-block i): the candidate
+// d = t*max/qmax, t in 0.88..1.04, with the least Σ sw_i (v_i - d*q_i)² (a smaller d clips the
+// largest scale of an unimportant sub-block to code the important ones more finely).
+uint16_t quantize_super_scale(int n, int qmax, const float* v, uint8_t* q, const float* sw) {
   float vmax = 0;
   for (int i = 0; i < n; i++) vmax = std::max(vmax, v[i]);
-  const uint16_t d16 = f32_to_f16(vmax / static_cast<float>(qmax));
-  const float d = f16_to_f32(d16);
-  for (int i = 0; i < n; i++) q[i] = static_cast<uint8_t>(d > 0 ? std::clamp(nearest_int(v[i] / d), 0, qmax) : 0);
-  return d16;
+  auto code = [&](uint16_t d16, uint8_t* out) {
+    const float d = f16_to_f32(d16);
+    float err = 0;
+    for (int i = 0; i < n; i++) {
+      out[i] = static_cast<uint8_t>(d > 0 ? std::clamp(nearest_int(v[i] / d), 0, qmax) : 0);
+      const float diff = v[i] - d * static_cast<float>(out[i]);
+      err += weight_of(sw, i) * (diff * diff);
+    }
+    return err;
+  };
+  uint16_t best = f32_to_f16(vmax / static_cast<float>(qmax));
+  float best_err = code(best, q);
+  if (sw == nullptr) return best;
+  uint8_t cand[16];
+  for (const float t : {0.88f, 0.92f, 0.96f, 0.98f, 1.02f, 1.04f}) {
+    const uint16_t d16 = f32_to_f16(t * vmax / static_cast<float>(qmax));
+    const float err = code(d16, cand);
+    if (err < best_err) {
+      best_err = err;
+      best = d16;
+      std::copy(cand, cand + n, q);
+    }
+  }
+  return best;
 }
 
 
@@ -118,7 +153,7 @@ uint16_t quantize_super_scale(int n, int qmax, const float* v, uint8_t* q) {
 // d/dmin: the decoded super-scales; ls/lm in: rounded integer scale/min, out: the best
 // neighbours; L out: levels.
 void refine_sub_block(int n, int nmax, int qmax, const float* x, float d, float dmin, uint8_t& ls, uint8_t& lm,
-                      uint8_t* L) {
+                      uint8_t* L, const float* w) {
   uint8_t cand[32];
   float best = -1;
   const int ls0 = ls, lm0 = lm;
@@ -127,7 +162,7 @@ void refine_sub_block(int n, int nmax, int qmax, const float* x, float d, float 
       // the decoder computes (d*sc)*q - (dmin*m) in f32
       const float scale = d * static_cast<float>(a);
       const float min = dmin * static_cast<float>(b);
-      const float err = assign_levels(n, nmax, x, scale, min, cand);
+      const float err = assign_levels(n, nmax, x, scale, min, cand, w);
       if (best < 0 || err < best) {
         best = err;
         ls = static_cast<uint8_t>(a);
@@ -141,18 +176,32 @@ void refine_sub_block(int n, int nmax, int qmax, const float* x, float d, float 
 }  // namespace
 
 SuperScales fit_super_block(const float* x, int n_sub, int sub_len, int nmax, int qmax, uint8_t* ls, uint8_t* lm,
-                            uint8_t* L) {
-  float scales[16], mins[16];  // n_sub <= 16 (Q2_K)
+                            uint8_t* L, const float* w) {
+  float scales[16], mins[16], sw[16];  // n_sub <= 16 (Q2_K)
   for (int j = 0; j < n_sub; j++) {
-    const ScaleMin sm = fit_scale_min(sub_len, nmax, x + sub_len * j, L + sub_len * j);
+    const float* wj = w ? w + sub_len * j : nullptr;
+    const ScaleMin sm = fit_scale_min(sub_len, nmax, x + sub_len * j, L + sub_len * j, wj);
     scales[j] = sm.scale;
     mins[j] = sm.min;
+    sw[j] = 0;
+    if (wj)
+      for (int i = 0; i < sub_len; i++) sw[j] += wj[i];
   }
-  const SuperScales s{quantize_super_scale(n_sub, qmax, scales, ls), quantize_super_scale(n_sub, qmax, mins, lm)};
+  const float* swp = w ? sw : nullptr;
+  const SuperScales s{quantize_super_scale(n_sub, qmax, scales, ls, swp),
+                      quantize_super_scale(n_sub, qmax, mins, lm, swp)};
   const float d = f16_to_f32(s.d), dmin = f16_to_f32(s.dmin);
   for (int j = 0; j < n_sub; j++)
-    refine_sub_block(sub_len, nmax, qmax, x + sub_len * j, d, dmin, ls[j], lm[j], L + sub_len * j);
+    refine_sub_block(sub_len, nmax, qmax, x + sub_len * j, d, dmin, ls[j], lm[j], L + sub_len * j,
+                     w ? w + sub_len * j : nullptr);
   return s;
+}
+
+void element_weights(const float* x, const float* importance, int n, float sigma2_factor, float* w) {
+  float sumx2 = 0;
+  for (int i = 0; i < n; i++) sumx2 += x[i] * x[i];
+  const float sigma2 = sigma2_factor * sumx2 / static_cast<float>(n);
+  for (int i = 0; i < n; i++) w[i] = importance[i] * std::sqrt(sigma2 + x[i] * x[i]);
 }
 
 }  // namespace ds4::quant::detail

@@ -1,5 +1,6 @@
 #pragma once
-// Internal: the scale/min search shared by the Q2_K and Q4_K weight quantizers. The formats
+// Internal: the scale/min search shared by the Q2_K and Q4_K weight quantizers (and the
+// importance weights the weighted quantizers of Q2_K, Q4_K and IQ2_XXS use). The formats
 // differ only in geometry (sub-block count and length, level and scale ranges) and in how they
 // pack the results, so fit_super_block does the whole search and the format files only pack.
 #include <cstdint>
@@ -15,7 +16,14 @@ namespace ds4::quant::detail {
 struct SuperScales {
   uint16_t d, dmin;
 };
+// w: per-element importance weights of the block (element_weights), or null for the plain fit.
 SuperScales fit_super_block(const float* x, int n_sub, int sub_len, int nmax, int qmax, uint8_t* ls, uint8_t* lm,
-                            uint8_t* L);
+                            uint8_t* L, const float* w = nullptr);
+
+// The per-element weights the weighted quantizers fit with (GGML's choice for its imatrix
+// quantizers, docs/quant.md §importance-weighted-quantization): w_i = importance_i *
+// sqrt(sigma2 + x_i²), sigma2 = sigma2_factor * mean(x²) over the n values of the block, so
+// that within a column of equal importance the larger weights count somewhat more.
+void element_weights(const float* x, const float* importance, int n, float sigma2_factor, float* w);
 
 }  // namespace ds4::quant::detail

@@ -13,7 +13,9 @@
 //
 // Quantizer: per sub-block fit_scale_min (nmax 3), the 16 scales and mins quantized to 4 bits
 // against f16 super-scales d = max/15, then each sub-block's integer scale/min is refined among
-// neighbours with the levels re-chosen against the decoded values.
+// neighbours with the levels re-chosen against the decoded values. The weighted form
+// (quantize_q2_k_weighted) runs the same search on the importance-weighted error with the
+// weights importance_i * sqrt(mean(x²) + x_i²) (docs/quant.md §importance-weighted-quantization).
 #include <cstring>
 
 #include "engine/quant/blocks.hpp"
@@ -37,13 +39,16 @@ void dequantize_q2_k(const void* src, float* dst, int64_t n) {
   }
 }
 
-void quantize_q2_k(const float* src, void* dst, int64_t n) {
+namespace {
+void quantize_q2_k_impl(const float* src, void* dst, int64_t n, const float* importance) {
   BlockQ2_K* out = static_cast<BlockQ2_K*>(dst);
   for (int64_t i = 0; i < n / QK_K; i++) {
     const float* x = src + i * QK_K;
     uint8_t L[QK_K], ls[16], lm[16];
+    float w[QK_K];
+    if (importance) element_weights(x, importance + i * QK_K, QK_K, 1.0f, w);
     BlockQ2_K& y = out[i];
-    const SuperScales s = fit_super_block(x, 16, 16, 3, 15, ls, lm, L);
+    const SuperScales s = fit_super_block(x, 16, 16, 3, 15, ls, lm, L, importance ? w : nullptr);
     y.d = s.d;
     y.dmin = s.dmin;
     for (int j = 0; j < 16; j++) y.scales[j] = static_cast<uint8_t>(ls[j] | lm[j] << 4);
@@ -53,6 +58,12 @@ void quantize_q2_k(const float* src, void* dst, int64_t n) {
       y.qs[half * 32 + l] |= static_cast<uint8_t>(L[e] << (2 * k));
     }
   }
+}
+}  // namespace
+
+void quantize_q2_k(const float* src, void* dst, int64_t n) { quantize_q2_k_impl(src, dst, n, nullptr); }
+void quantize_q2_k_weighted(const float* src, void* dst, int64_t n, const float* importance) {
+  quantize_q2_k_impl(src, dst, n, importance);
 }
 
 }  // namespace ds4::quant::detail

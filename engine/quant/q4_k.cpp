@@ -13,7 +13,9 @@
 //   sumf += dall * (float)isum - dmin * (float)summs
 //
 // Quantizer: per sub-block fit_scale_min (nmax 15), scales/mins to 6 bits against f16 super-
-// scales max/63, then each sub-block's integer scale/min refined among neighbours.
+// scales max/63, then each sub-block's integer scale/min refined among neighbours. The weighted
+// form (quantize_q4_k_weighted) fits the importance-weighted error with the weights
+// importance_i * sqrt(2*mean(x²) + x_i²) (docs/quant.md §importance-weighted-quantization).
 #include <cstring>
 
 #include "engine/quant/blocks.hpp"
@@ -50,13 +52,16 @@ void dequantize_q4_k(const void* src, float* dst, int64_t n) {
   }
 }
 
-void quantize_q4_k(const float* src, void* dst, int64_t n) {
+namespace {
+void quantize_q4_k_impl(const float* src, void* dst, int64_t n, const float* importance) {
   BlockQ4_K* out = static_cast<BlockQ4_K*>(dst);
   for (int64_t i = 0; i < n / QK_K; i++) {
     const float* x = src + i * QK_K;
     uint8_t L[QK_K], ls[8], lm[8];
+    float w[QK_K];
+    if (importance) element_weights(x, importance + i * QK_K, QK_K, 2.0f, w);
     BlockQ4_K& y = out[i];
-    const SuperScales s = fit_super_block(x, 8, 32, 15, 63, ls, lm, L);
+    const SuperScales s = fit_super_block(x, 8, 32, 15, 63, ls, lm, L, importance ? w : nullptr);
     y.d = s.d;
     y.dmin = s.dmin;
     std::memset(y.scales, 0, sizeof(y.scales));
@@ -73,6 +78,12 @@ void quantize_q4_k(const float* src, void* dst, int64_t n) {
     for (int c = 0; c < 4; c++)
       for (int l = 0; l < 32; l++) y.qs[32 * c + l] = static_cast<uint8_t>(L[64 * c + l] | L[64 * c + 32 + l] << 4);
   }
+}
+}  // namespace
+
+void quantize_q4_k(const float* src, void* dst, int64_t n) { quantize_q4_k_impl(src, dst, n, nullptr); }
+void quantize_q4_k_weighted(const float* src, void* dst, int64_t n, const float* importance) {
+  quantize_q4_k_impl(src, dst, n, importance);
 }
 
 // Exposed to the dot kernels (arch/) so all decode the packed 6-bit scales the same way.

@@ -71,6 +71,10 @@ std::vector<Isa> supported_isas();
 // function pointers do not check; dot(), quantize_activation() and matmul do).
 using DequantizeFn = void (*)(const void* src, float* dst, int64_t n);
 using QuantizeFn = void (*)(const float* src, void* dst, int64_t n);
+// Importance-weighted weight quantizer: importance[n] >= 0, one per element of the row (for a
+// matrix row, the imatrix's per-input-column activation energy); minimises Σ w_i (x_i - q_i)²
+// with w_i derived from it (docs/quant.md §importance-weighted-quantization).
+using QuantizeWeightedFn = void (*)(const float* src, void* dst, int64_t n, const float* importance);
 using DotFn = float (*)(const void* w, const void* act, int64_t n);
 // One weight row against n_act activation rows (act + t*act_stride): out[t] is bit-identical to
 // the single-row exact kernel; the weight row is decoded once for all of them. (Kernels that
@@ -84,6 +88,11 @@ struct Traits {
   Type vec_dot_type;                  // what the activation is quantized to for dot()
   DequantizeFn dequantize = nullptr;  // to_float; null for I32
   QuantizeFn quantize = nullptr;      // from_float: weight quantizer (Q8_K: the activation quantizer); null for I32
+  // The weighted weight quantizer: only where importance can steer a choice (Q2_K, Q4_K,
+  // IQ2_XXS). Null for the float types and MXFP4 (nothing to choose), and for Q8_0, whose one
+  // choice, the block scale amax/127, leaves an error importance cannot usefully move (GGML's
+  // Q8_0 ignores its imatrix too).
+  QuantizeWeightedFn quantize_weighted = nullptr;
   bool has_dot = false;               // a weight format with a dot product (all but Q8_K, I32)
   // Activation side: only meaningful on entries that are someone's vec_dot_type (F32, Q8_0,
   // Q8_K). act_block_bytes is the activation layout's block size (see above), 0 elsewhere.
@@ -105,6 +114,12 @@ struct CpuKernels {
 const Traits& traits(Type t);
 // Throws std::invalid_argument for a type without an entry or an unsupported architecture.
 const CpuKernels& cpu_kernels(Type t, Arch arch);
+
+// Quantizes one weight row of n elements into dst (row_bytes(t, n) bytes). With importance
+// (n values, >= 0) and a format that has a weighted quantizer, the weighted one; otherwise --
+// importance null, all zero, or a format without a weighted mode -- the plain quantizer, byte
+// for byte. std::invalid_argument for a type without a quantizer or a bad length.
+void quantize_row(Type t, const float* src, void* dst, int64_t n, const float* importance);
 
 // Bytes of an activation row of n elements in the layout of vec_dot_type (F32, Q8_0, Q8_K).
 size_t act_row_bytes(Type vec_dot_type, int64_t n);

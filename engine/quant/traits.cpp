@@ -75,9 +75,15 @@ constexpr std::array<Traits, kSlots> make_table() {
   q8_0.act_block_bytes = sizeof(BlockQ8_0Act);
   q8_0.quantize_activation = quantize_act_q8_0;
   put(q8_0);
-  put(format<BlockQ2_K>(Type::Q2_K, QK_K, Type::Q8_K, dequantize_q2_k, quantize_q2_k));
-  put(format<BlockQ4_K>(Type::Q4_K, QK_K, Type::Q8_K, dequantize_q4_k, quantize_q4_k));
-  put(format<BlockIQ2_XXS>(Type::IQ2_XXS, QK_K, Type::Q8_K, dequantize_iq2_xxs, quantize_iq2_xxs));
+  Traits q2_k = format<BlockQ2_K>(Type::Q2_K, QK_K, Type::Q8_K, dequantize_q2_k, quantize_q2_k);
+  q2_k.quantize_weighted = quantize_q2_k_weighted;
+  put(q2_k);
+  Traits q4_k = format<BlockQ4_K>(Type::Q4_K, QK_K, Type::Q8_K, dequantize_q4_k, quantize_q4_k);
+  q4_k.quantize_weighted = quantize_q4_k_weighted;
+  put(q4_k);
+  Traits iq2 = format<BlockIQ2_XXS>(Type::IQ2_XXS, QK_K, Type::Q8_K, dequantize_iq2_xxs, quantize_iq2_xxs);
+  iq2.quantize_weighted = quantize_iq2_xxs_weighted;
+  put(iq2);
   put(format<BlockMXFP4>(Type::MXFP4, 32, Type::Q8_0, dequantize_mxfp4, quantize_mxfp4));
   // Q8_K is only an activation format: no weight dot.
   Traits q8_k = format<BlockQ8_K>(Type::Q8_K, QK_K, Type::Q8_K, dequantize_q8_k, quantize_act_q8_k);
@@ -100,6 +106,20 @@ const Traits& traits(Type t) {
   const auto id = static_cast<size_t>(t);
   if (id < kSlots && kTable[id].block_elems != 0) return kTable[id];
   throw std::invalid_argument("no quant traits for tensor type id " + std::to_string(static_cast<uint32_t>(t)));
+}
+
+void quantize_row(Type t, const float* src, void* dst, int64_t n, const float* importance) {
+  const Traits& tr = traits(t);
+  if (tr.quantize == nullptr || !tr.has_dot)
+    throw std::invalid_argument(std::string(type_info(t).name) + " has no weight quantizer");
+  if (n <= 0 || n % tr.block_elems != 0)
+    throw std::invalid_argument("row of " + std::to_string(n) + " elements is not a multiple of the " +
+                                std::string(type_info(t).name) + " block size");
+  bool informative = false;
+  if (importance && tr.quantize_weighted)
+    for (int64_t i = 0; i < n && !informative; i++) informative = importance[i] > 0;
+  if (informative) tr.quantize_weighted(src, dst, n, importance);
+  else tr.quantize(src, dst, n);
 }
 
 size_t act_row_bytes(Type vec_dot_type, int64_t n) {

@@ -58,13 +58,15 @@ std::optional<int> wait_child(pid_t pid, std::chrono::milliseconds limit) {
   }
 }
 
-uint64_t read_rss_kib(pid_t pid) {
+ResidentMemory read_resident_memory(pid_t pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/status");
   std::string line;
+  ResidentMemory out;
   while (std::getline(in, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::strtoull(line.c_str() + 6, nullptr, 10);
+    if (line.rfind("VmRSS:", 0) == 0) out.rss_kib = std::strtoull(line.c_str() + 6, nullptr, 10);
+    if (line.rfind("RssAnon:", 0) == 0) out.anon_kib = std::strtoull(line.c_str() + 8, nullptr, 10);
   }
-  return 0;
+  return out;
 }
 
 }  // namespace ds4::load

@@ -27,7 +27,14 @@ Child spawn_child(const std::vector<std::string>& argv, const std::vector<std::p
 // killed), or nullopt when it is still running at the limit.
 std::optional<int> wait_child(pid_t pid, std::chrono::milliseconds limit);
 
-// Reads the RSS of `pid` from /proc/PID/status (VmRSS, KiB); 0 when the process is gone.
-uint64_t read_rss_kib(pid_t pid);
+// The resident memory of a process, KiB, from /proc/PID/status: VmRSS (everything resident,
+// including the mmap'ed model pages, which the kernel may drop and fault in again under
+// pressure from other processes) and RssAnon (heap and stacks: where a leak shows).
+struct ResidentMemory {
+  uint64_t rss_kib = 0;
+  uint64_t anon_kib = 0;
+};
+// Zeros when the process is gone.
+ResidentMemory read_resident_memory(pid_t pid);
 
 }  // namespace ds4::load

@@ -32,7 +32,8 @@ double percentile(std::vector<double> v, double p) {
   return v[i];
 }
 
-std::optional<double> rss_growth_percent(const std::vector<RssSample>& samples, double warmup_s) {
+std::optional<double> rss_growth_percent(const std::vector<RssSample>& samples, double warmup_s,
+                                         uint64_t RssSample::*field) {
   const RssSample* first = nullptr;
   const RssSample* last = nullptr;
   for (const auto& s : samples) {
@@ -40,9 +41,9 @@ std::optional<double> rss_growth_percent(const std::vector<RssSample>& samples, 
     if (!first) first = &s;
     last = &s;
   }
-  if (!first || first == last || first->rss_kib == 0) return std::nullopt;
-  return (static_cast<double>(last->rss_kib) - static_cast<double>(first->rss_kib)) * 100.0 /
-         static_cast<double>(first->rss_kib);
+  if (!first || first == last || first->*field == 0) return std::nullopt;
+  return (static_cast<double>(last->*field) - static_cast<double>(first->*field)) * 100.0 /
+         static_cast<double>(first->*field);
 }
 
 }  // namespace ds4::load

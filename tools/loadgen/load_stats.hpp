@@ -37,12 +37,15 @@ double percentile(std::vector<double> v, double p);
 
 struct RssSample {
   double t_s = 0;  // seconds since the run started
-  uint64_t rss_kib = 0;
+  uint64_t rss_kib = 0;   // VmRSS
+  uint64_t anon_kib = 0;  // RssAnon
 };
 
-// RSS growth from the first sample at or after `warmup_s` to the last sample, in percent of
-// the first; nullopt when fewer than two samples lie after warm-up.
-std::optional<double> rss_growth_percent(const std::vector<RssSample>& samples, double warmup_s);
+// Growth of `field` (VmRSS by default, &RssSample::anon_kib for anonymous memory) from the first
+// sample at or after `warmup_s` to the last sample, in percent of the first; nullopt when fewer
+// than two samples lie after warm-up.
+std::optional<double> rss_growth_percent(const std::vector<RssSample>& samples, double warmup_s,
+                                         uint64_t RssSample::*field = &RssSample::rss_kib);
 
 // One external keep-alive client's summary (python http.client, node fetch, curl), read from
 // the last line it printed: {"client":..,"completed":..,"dropped":..,"statuses":{..}}.

@@ -343,9 +343,10 @@ int main(int argc, char** argv) {
                 static_cast<unsigned long long>(now.status_503), static_cast<unsigned long long>(now.dropped),
                 static_cast<unsigned long long>(now.tokens));
     if (daemon_pid > 0) {
-      const uint64_t kib = read_rss_kib(daemon_pid);
-      rss.push_back({t, kib});
-      std::printf("  rss %.1f MiB", static_cast<double>(kib) / 1024.0);
+      const ResidentMemory m = read_resident_memory(daemon_pid);
+      rss.push_back({t, m.rss_kib, m.anon_kib});
+      std::printf("  rss %.1f MiB (anon %.1f)", static_cast<double>(m.rss_kib) / 1024.0,
+                  static_cast<double>(m.anon_kib) / 1024.0);
     }
     std::printf("\n");
     std::fflush(stdout);
@@ -397,10 +398,12 @@ int main(int argc, char** argv) {
     if (s->result.error.empty()) parse_side_summary(s->out, s->result);
   }
   const std::optional<double> growth = rss_growth_percent(rss, o.warmup_s);
-  uint64_t rss_max = 0, rss_base = 0;
+  const std::optional<double> anon_growth = rss_growth_percent(rss, o.warmup_s, &RssSample::anon_kib);
+  uint64_t rss_max = 0, rss_base = 0, anon_base = 0, anon_max = 0;
   for (const auto& s : rss) {
-    if (s.t_s + 1e-9 >= o.warmup_s && rss_base == 0) rss_base = s.rss_kib;
+    if (s.t_s + 1e-9 >= o.warmup_s && rss_base == 0) rss_base = s.rss_kib, anon_base = s.anon_kib;
     rss_max = std::max(rss_max, s.rss_kib);
+    anon_max = std::max(anon_max, s.anon_kib);
   }
   auto u = [](uint64_t v) { return static_cast<unsigned long long>(v); };
   std::printf("\n== ds4d-load report: %u clients, %.0f s (%.1f s with the last responses) ==\n", o.clients,
@@ -422,6 +425,9 @@ int main(int argc, char** argv) {
     const std::string growth_text = growth ? fmt_percent(*growth) : "n/a (fewer than 2 samples after warm-up)";
     std::printf("daemon RSS            baseline %.1f MiB (t >= %.0f s), last %.1f MiB, max %.1f MiB, growth %s\n",
                 rss_base / 1024.0, o.warmup_s, rss.back().rss_kib / 1024.0, rss_max / 1024.0, growth_text.c_str());
+    const std::string anon_text = anon_growth ? fmt_percent(*anon_growth) : "n/a";
+    std::printf("daemon RssAnon        baseline %.1f MiB, last %.1f MiB, max %.1f MiB, growth %s\n", anon_base / 1024.0,
+                rss.back().anon_kib / 1024.0, anon_max / 1024.0, anon_text.c_str());
   }
   bool side_ok = true;
   for (const auto& s : sides) {
@@ -453,7 +459,8 @@ int main(int argc, char** argv) {
 
   if (!o.json_path.empty()) {
     json::array rss_json, side_json;
-    for (const auto& s : rss) rss_json.push_back(json::object{{"t_s", s.t_s}, {"rss_kib", s.rss_kib}});
+    for (const auto& s : rss)
+      rss_json.push_back(json::object{{"t_s", s.t_s}, {"rss_kib", s.rss_kib}, {"anon_kib", s.anon_kib}});
     for (const auto& s : sides) {
       const auto& r = s->result;
       side_json.push_back(json::object{{"client", r.client},
@@ -488,6 +495,7 @@ int main(int argc, char** argv) {
                         {"itl_ms_p99", percentile(all.itl_ms, 99)},
                         {"rss", rss_json},
                         {"rss_growth_percent", growth ? json::value(*growth) : json::value(nullptr)},
+                        {"anon_growth_percent", anon_growth ? json::value(*anon_growth) : json::value(nullptr)},
                         {"side", side_json},
                         {"pass", failures.empty()}};
     std::ofstream(o.json_path) << json::serialize(report) << "\n";

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "engine/gguf/ds4_metadata.hpp"
 #include "engine/gguf/forge/forge_random.hpp"
 #include "engine/gguf/forge/forge_vocab.hpp"
 #include "engine/quant/quant.hpp"
@@ -104,60 +105,10 @@ void generate(const TensorRule& rule, Type type, const ForgePreset& p, uint64_t 
 }
 
 void set_metadata(GgufWriter& w, const ForgePreset& p, uint64_t seed) {
-  const Ds4Dims& d = p.dims;
-  const std::string k = "deepseek4.";
-  w.set("general.architecture", "deepseek4");
-  w.set("general.name", "ds4-forged-" + p.name + "-seed" + std::to_string(seed));
-  w.set("general.alignment", uint32_t{32});
-  w.set(k + "block_count", d.n_layer);
-  w.set(k + "context_length", p.context_length);
-  w.set(k + "embedding_length", d.n_embd);
-  w.set(k + "vocab_size", d.n_vocab);
-  w.set(k + "attention.head_count", d.n_head);
-  w.set(k + "attention.head_count_kv", d.n_head_kv);
-  w.set(k + "attention.key_length", d.head_dim);
-  w.set(k + "attention.value_length", d.value_dim);
-  w.set(k + "rope.dimension_count", d.rope_dim);
-  w.set(k + "attention.q_lora_rank", d.q_lora_rank);
-  w.set(k + "attention.output_lora_rank", d.out_lora_rank);
-  w.set(k + "attention.output_group_count", d.out_groups);
-  w.set(k + "expert_count", d.n_expert);
-  w.set(k + "expert_used_count", d.n_expert_used);
-  w.set(k + "expert_shared_count", d.n_expert_shared);
-  w.set(k + "expert_feed_forward_length", d.expert_ff);
-  w.set(k + "expert_group_count", uint32_t{0});
-  w.set(k + "expert_group_used_count", uint32_t{0});
-  w.set(k + "hash_layer_count", d.n_hash_layer);
-  w.set(k + "attention.sliding_window", d.sliding_window);
-  w.set(k + "attention.indexer.head_count", d.indexer_heads);
-  w.set(k + "attention.indexer.key_length", d.indexer_dim);
-  w.set(k + "attention.indexer.top_k", d.indexer_top_k);
-  w.set(k + "hyper_connection.count", d.hc_count);
-  w.set(k + "hyper_connection.sinkhorn_iterations", d.hc_sinkhorn_iters);
-  w.set(k + "hyper_connection.epsilon", 1e-6f);
-  w.set(k + "attention.layer_norm_rms_epsilon", 1e-6f);
-  w.set(k + "rope.freq_base", 10000.0f);
-  w.set(k + "attention.compress_rope_freq_base", 160000.0f);
-  w.set(k + "rope.scaling.type", "yarn");
-  w.set(k + "rope.scaling.factor", 16.0f);
-  w.set(k + "rope.scaling.original_context_length", uint32_t{65536});
-  w.set(k + "rope.scaling.yarn_beta_fast", 32.0f);
-  w.set(k + "rope.scaling.yarn_beta_slow", 1.0f);
-  w.set(k + "expert_weights_scale", 1.5f);
-  w.set(k + "expert_weights_norm", true);
-  w.set(k + "swiglu_clamp_exp", make_array<float>(std::vector<float>(d.n_layer, 10.0f)));
-  w.set(k + "attention.compress_ratios", make_array<uint32_t>(d.compress_ratios));
-
-  const ForgeVocab v = build_forge_vocab(d.n_vocab);
-  w.set("tokenizer.ggml.model", "gpt2");
-  w.set("tokenizer.ggml.pre", "joyai-llm");
-  w.set("tokenizer.ggml.tokens", make_string_array(v.tokens));
-  w.set("tokenizer.ggml.merges", make_string_array(v.merges));
-  w.set("tokenizer.ggml.token_type", make_array<int32_t>(v.token_types));
-  w.set("tokenizer.ggml.bos_token_id", v.bos_id);
-  w.set("tokenizer.ggml.eos_token_id", v.eos_id);
-  w.set("tokenizer.ggml.add_bos_token", true);
-  w.set("tokenizer.ggml.add_eos_token", false);
+  Ds4HyperParams hp;  // DeepSeek V4 Flash's values
+  hp.context_length = p.context_length;
+  set_ds4_model_metadata(w, p.dims, hp, "ds4-forged-" + p.name + "-seed" + std::to_string(seed));
+  set_ds4_tokenizer_metadata(w, build_forge_vocab(p.dims.n_vocab));
 }
 
 Ds4Dims base_dims() {

@@ -13,14 +13,12 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/gguf/ds4_metadata.hpp"
+
 namespace ds4::gguf::forge {
 
-struct ForgeVocab {
-  std::vector<std::string> tokens;
-  std::vector<std::string> merges;      // "left right", rank order
-  std::vector<int32_t> token_types;     // 3 (control) for the seven specials, else 1 (normal)
-  uint32_t bos_id = 0, eos_id = 1;
-};
+// tokens, merges ("left right", rank order), token types (3 for the seven specials, else 1).
+using ForgeVocab = Ds4Vocab;
 
 inline constexpr uint32_t kForgeSpecialTokens = 7;
 inline constexpr uint32_t kForgeMinVocab = 256 + kForgeSpecialTokens;

@@ -4,12 +4,15 @@
 # or broken invariant makes libFuzzer exit non-zero, which fails the test.
 #   TARGET http_request_fuzz (default): raw HTTP bytes, seeds in corpus/
 #   TARGET endpoint_json_fuzz: the JSON body of every POST endpoint, seeds in corpus-json/
+#   TARGET checkpoint_loader_fuzz: KV checkpoint file bytes into the disk store, seeds in
+#     corpus-checkpoint/ (written by make_checkpoint_seeds.cpp)
 # usage: run_http_fuzz.sh CLANGXX REPO_ROOT OUT_DIR SECONDS [TARGET]
 set -eu
 CXX=$1 ROOT=$2 OUT=$3 SECONDS_TOTAL=$4 TARGET=${5:-http_request_fuzz}
 case "$TARGET" in
   http_request_fuzz) SEEDS=corpus MAX_LEN=8192 ;;
   endpoint_json_fuzz) SEEDS=corpus-json MAX_LEN=16384 ;;
+  checkpoint_loader_fuzz) SEEDS=corpus-checkpoint MAX_LEN=16384 ;;
   *) echo "run_http_fuzz.sh: unknown target $TARGET" >&2; exit 2 ;;
 esac
 H="$ROOT/gateway/http" S="$ROOT/gateway/serving" P="$ROOT/gateway/protocol" C="$ROOT/gateway/cache"

@@ -1,6 +1,7 @@
 // AArch64 integer dots through SDOT (ARMv8.2 dotprod; this file alone is compiled with
 // -march=armv8.2-a+dotprod, and its kernels run only where HWCAP_ASIMDDP is set).
 #include "engine/quant/arch/arm/int_dots.hpp"
+#include "engine/quant/arch/arm/int_dots_multi.hpp"
 #include "engine/quant/arch/arm/kernels_arm.hpp"
 
 namespace ds4::quant::detail::arm {
@@ -12,3 +13,4 @@ struct SdotDot {
 }  // namespace ds4::quant::detail::arm
 
 DS4_ARM_DEFINE_INT_DOTS(dotprod, arm::SdotDot)
+DS4_ARM_DEFINE_INT_DOTS_MULTI(dotprod, arm::SdotDot)

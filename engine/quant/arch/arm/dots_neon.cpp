@@ -1,6 +1,7 @@
 // AArch64 integer dots with plain Advanced SIMD: int8 products widened to int16 (SMULL) and
 // pairwise-accumulated into int32 (SADALP) -- exact for any int8 inputs, ARMv8.0.
 #include "engine/quant/arch/arm/int_dots.hpp"
+#include "engine/quant/arch/arm/int_dots_multi.hpp"
 #include "engine/quant/arch/arm/kernels_arm.hpp"
 
 namespace ds4::quant::detail::arm {
@@ -15,3 +16,4 @@ struct NeonDot {
 }  // namespace ds4::quant::detail::arm
 
 DS4_ARM_DEFINE_INT_DOTS(neon, arm::NeonDot)
+DS4_ARM_DEFINE_INT_DOTS_MULTI(neon, arm::NeonDot)

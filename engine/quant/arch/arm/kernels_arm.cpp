@@ -1,6 +1,7 @@
 // The AArch64 kernel sets and their run-time CPU check (getauxval(AT_HWCAP)). Neon: every
 // format, on plain Advanced SIMD (part of the AArch64 base ISA). NeonDotprod: the integer dots
-// through SDOT; everything else falls back to Neon. This file has no ISA flags.
+// (single-row and multi-activation) through SDOT; everything else falls back to Neon. This
+// file has no ISA flags.
 #include "engine/quant/arch/arm/kernels_arm.hpp"
 
 #include <sys/auxv.h>
@@ -18,24 +19,30 @@ namespace ds4::quant::detail {
 namespace {
 
 // Integer formats: one kernel for both orders (it is bit-identical to the generic one).
-constexpr CpuKernels integer(DotFn f) { return {.dot = f, .dot_exact = f}; }
+constexpr CpuKernels integer(DotFn f, DotMultiFn m) { return {.dot = f, .dot_exact = f, .dot_multi = m}; }
 
 constexpr KernelRow kNeonRows[] = {
     {Type::F32, {.dot = dot_f32_neon, .dot_exact = dot_f32_neon_exact}},
     {Type::F16, {.dot = dot_f16_neon, .dot_exact = dot_f16_neon_exact}},
     {Type::BF16, {.dot = dot_bf16_neon, .dot_exact = dot_bf16_neon_exact}},
-    {Type::Q8_0, {.dot = dot_q8_0_neon, .dot_exact = dot_q8_0_neon, .quantize_activation = quantize_act_q8_0_neon}},
-    {Type::Q2_K, integer(dot_q2_k_neon)},
-    {Type::Q4_K, integer(dot_q4_k_neon)},
-    {Type::IQ2_XXS, integer(dot_iq2_xxs_neon)},
-    {Type::MXFP4, integer(dot_mxfp4_neon)},
+    {Type::Q8_0,
+     {.dot = dot_q8_0_neon,
+      .dot_exact = dot_q8_0_neon,
+      .dot_multi = dot_q8_0_multi_neon,
+      .quantize_activation = quantize_act_q8_0_neon}},
+    {Type::Q2_K, integer(dot_q2_k_neon, dot_q2_k_multi_neon)},
+    {Type::Q4_K, integer(dot_q4_k_neon, dot_q4_k_multi_neon)},
+    {Type::IQ2_XXS, integer(dot_iq2_xxs_neon, dot_iq2_xxs_multi_neon)},
+    {Type::MXFP4, integer(dot_mxfp4_neon, dot_mxfp4_multi_neon)},
     {Type::Q8_K, {.quantize_activation = quantize_act_q8_k_neon}},
 };
 
 constexpr KernelRow kDotprodRows[] = {
-    {Type::Q8_0, integer(dot_q8_0_dotprod)},   {Type::Q2_K, integer(dot_q2_k_dotprod)},
-    {Type::Q4_K, integer(dot_q4_k_dotprod)},   {Type::IQ2_XXS, integer(dot_iq2_xxs_dotprod)},
-    {Type::MXFP4, integer(dot_mxfp4_dotprod)},
+    {Type::Q8_0, integer(dot_q8_0_dotprod, dot_q8_0_multi_dotprod)},
+    {Type::Q2_K, integer(dot_q2_k_dotprod, dot_q2_k_multi_dotprod)},
+    {Type::Q4_K, integer(dot_q4_k_dotprod, dot_q4_k_multi_dotprod)},
+    {Type::IQ2_XXS, integer(dot_iq2_xxs_dotprod, dot_iq2_xxs_multi_dotprod)},
+    {Type::MXFP4, integer(dot_mxfp4_dotprod, dot_mxfp4_multi_dotprod)},
 };
 
 // Parents first: the dispatcher resolves a set's fallback before the set.

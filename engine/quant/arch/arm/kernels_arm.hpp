@@ -1,7 +1,9 @@
 #pragma once
 // Internal: the AArch64 kernels. *_neon: plain Advanced SIMD (every AArch64 CPU); *_dotprod:
-// the same integer dots through SDOT (ARMv8.2 dotprod, dots_dotprod.cpp is compiled with
-// +dotprod and only called where HWCAP_ASIMDDP is set).
+// the same integer dots, single-row and multi-activation (quant.hpp DotMultiFn), through SDOT
+// (ARMv8.2 dotprod, dots_dotprod.cpp is compiled with +dotprod and only called where
+// HWCAP_ASIMDDP is set).
+#include <cstddef>
 #include <cstdint>
 
 namespace ds4::quant::detail {
@@ -11,7 +13,12 @@ namespace ds4::quant::detail {
   float dot_q2_k_##suffix(const void* w, const void* act, int64_t n); \
   float dot_q4_k_##suffix(const void* w, const void* act, int64_t n); \
   float dot_iq2_xxs_##suffix(const void* w, const void* act, int64_t n); \
-  float dot_mxfp4_##suffix(const void* w, const void* act, int64_t n);
+  float dot_mxfp4_##suffix(const void* w, const void* act, int64_t n); \
+  void dot_q8_0_multi_##suffix(const void* w, const void* act, size_t stride, int n_act, int64_t n, float* out); \
+  void dot_q2_k_multi_##suffix(const void* w, const void* act, size_t stride, int n_act, int64_t n, float* out); \
+  void dot_q4_k_multi_##suffix(const void* w, const void* act, size_t stride, int n_act, int64_t n, float* out); \
+  void dot_iq2_xxs_multi_##suffix(const void* w, const void* act, size_t stride, int n_act, int64_t n, float* out); \
+  void dot_mxfp4_multi_##suffix(const void* w, const void* act, size_t stride, int n_act, int64_t n, float* out);
 DS4_ARM_INT_DOTS(neon)
 DS4_ARM_INT_DOTS(dotprod)
 #undef DS4_ARM_INT_DOTS

@@ -1,0 +1,233 @@
+#pragma once
+// Internal: the AArch64 multi-activation integer dots (quant.hpp DotMultiFn): one weight row
+// against up to eight activation rows at a time, the weight block decoded once (levels, grid
+// points, signs, scales into registers) and then applied to every row. For each row the integer
+// sums and the float steps are the single-row kernel's (int_dots.hpp), operation for operation
+// and block by block, so out[t] is bit-identical to the single-row dot and to the generic one.
+// Like int_dots.hpp it is instantiated with the plain NEON policy (dots_neon.cpp) and the SDOT
+// policy (dots_dotprod.cpp); everything here has internal linkage.
+#include <arm_neon.h>
+
+#include <cstddef>
+#include <cstring>
+
+#include "engine/quant/arch/arm/int_dots.hpp"
+
+namespace ds4::quant::detail::arm {
+namespace {
+
+constexpr int kMultiRows = 8;  // activation rows per pass (their float sums stay in registers)
+
+// Block `b` of activation row `t` (rows `stride` bytes apart from `act0`).
+template <class B>
+const B& act_block(const uint8_t* act0, size_t stride, int t, int64_t b) {
+  return reinterpret_cast<const B*>(act0 + static_cast<size_t>(t) * stride)[b];
+}
+
+// Runs `pass(act0, nt, sums)` over the activation rows in passes of up to kMultiRows and stores
+// each pass's sums into out.
+template <class Pass>
+void for_row_passes(const void* act, size_t stride, int n_act, float* out, Pass&& pass) {
+  for (int t0 = 0; t0 < n_act; t0 += kMultiRows) {
+    const int nt = n_act - t0 < kMultiRows ? n_act - t0 : kMultiRows;
+    float sums[kMultiRows] = {};
+    pass(static_cast<const uint8_t*>(act) + static_cast<size_t>(t0) * stride, nt, sums);
+    for (int t = 0; t < nt; t++) out[t0 + t] = sums[t];
+  }
+}
+
+// Q8_0 and MXFP4: 32 int8 weight values per block (`values` decodes them) and one scale.
+template <class D, class Values>
+void dot_blocks32_multi(const void* act, size_t stride, int n_act, int64_t nb, float* out, Values&& values) {
+  for_row_passes(act, stride, n_act, out, [&](const uint8_t* act0, int nt, float* acc) {
+    for (int64_t b = 0; b < nb; b++) {
+      int8x16_t lo, hi;
+      const float wd = values(b, lo, hi);
+      for (int t = 0; t < nt; t++) {
+        const BlockQ8_0Act& x = act_block<BlockQ8_0Act>(act0, stride, t, b);
+        int32x4_t s = D::dot16(vdupq_n_s32(0), lo, vld1q_s8(x.qs));
+        s = D::dot16(s, hi, vld1q_s8(x.qs + 16));
+        acc[t] += wd * x.d * static_cast<float>(vaddvq_s32(s));
+      }
+    }
+  });
+}
+
+template <class D>
+void dot_q8_0_multi(const BlockQ8_0* w, const void* act, size_t stride, int n_act, int64_t nb, float* out) {
+  dot_blocks32_multi<D>(act, stride, n_act, nb, out, [w](int64_t b, int8x16_t& lo, int8x16_t& hi) {
+    lo = vld1q_s8(w[b].qs);
+    hi = vld1q_s8(w[b].qs + 16);
+    return f16_to_f32(w[b].d);
+  });
+}
+
+template <class D>
+void dot_mxfp4_multi(const BlockMXFP4* w, const void* act, size_t stride, int n_act, int64_t nb, float* out) {
+  const int8x16_t table = vld1q_s8(kMxfp4Values);
+  const uint8x16_t m4 = vdupq_n_u8(0x0f);
+  dot_blocks32_multi<D>(act, stride, n_act, nb, out, [&](int64_t b, int8x16_t& lo, int8x16_t& hi) {
+    const uint8x16_t q = vld1q_u8(w[b].qs);
+    lo = vqtbl1q_s8(table, vandq_u8(q, m4));
+    hi = vqtbl1q_s8(table, vshrq_n_u8(q, 4));
+    return e8m0_to_f32_half(w[b].e);
+  });
+}
+
+template <class D>
+void dot_q2_k_multi(const BlockQ2_K* x, const void* act, size_t stride, int n_act, int64_t nb, float* out) {
+  for_row_passes(act, stride, n_act, out, [&](const uint8_t* act0, int nt, float* sumf) {
+    for (int64_t i = 0; i < nb; i++) {
+      // Decode once: the sub-block mins and scales, and the 16 groups of 16 levels in the order
+      // the single-row kernel takes them (half, k step of 2, then its four sub-blocks).
+      const uint8x16_t sc = vld1q_u8(x[i].scales);
+      const uint8x16_t mins = vshrq_n_u8(sc, 4);
+      const int16x8_t m_lo = vreinterpretq_s16_u16(vmovl_u8(vget_low_u8(mins)));
+      const int16x8_t m_hi = vreinterpretq_s16_u16(vmovl_u8(vget_high_u8(mins)));
+      uint8_t scb[16];
+      vst1q_u8(scb, vandq_u8(sc, vdupq_n_u8(15)));
+      int8x16_t lv[16];
+      int32x4_t scv[4];
+      for (int half = 0; half < 2; half++) {
+        const uint8x16_t bits0 = vld1q_u8(x[i].qs + 32 * half), bits1 = vld1q_u8(x[i].qs + 32 * half + 16);
+        for (int k = 0; k < 4; k += 2) {
+          const int g = 4 * half + k;  // 4 groups per (half, k) pair: g*2 .. g*2+3
+          lv[2 * g] = q2_levels(bits0, 2 * k);
+          lv[2 * g + 1] = q2_levels(bits1, 2 * k);
+          lv[2 * g + 2] = q2_levels(bits0, 2 * k + 2);
+          lv[2 * g + 3] = q2_levels(bits1, 2 * k + 2);
+          const int s = 8 * half + 2 * k;
+          const int32_t four[4] = {scb[s], scb[s + 1], scb[s + 2], scb[s + 3]};
+          scv[g / 2] = vld1q_s32(four);
+        }
+      }
+      const float xd = f16_to_f32(x[i].d), xdmin = f16_to_f32(x[i].dmin);
+      for (int t = 0; t < nt; t++) {
+        const BlockQ8_K& y = act_block<BlockQ8_K>(act0, stride, t, i);
+        const int16x8_t b_lo = vld1q_s16(y.bsums), b_hi = vld1q_s16(y.bsums + 8);
+        int32x4_t sm = vmull_s16(vget_low_s16(b_lo), vget_low_s16(m_lo));
+        sm = vmlal_s16(sm, vget_high_s16(b_lo), vget_high_s16(m_lo));
+        sm = vmlal_s16(sm, vget_low_s16(b_hi), vget_low_s16(m_hi));
+        sm = vmlal_s16(sm, vget_high_s16(b_hi), vget_high_s16(m_hi));
+        const int summs = vaddvq_s32(sm);
+        const float dall = y.d * xd;
+        const float dmin = y.d * xdmin;
+        int32x4_t isum_v = vdupq_n_s32(0);
+        const int8_t* q8 = y.qs;
+        for (int q = 0; q < 4; q++) {
+          const int32x4_t z = vdupq_n_s32(0);
+          const int32x4_t p0 = D::dot16(z, lv[4 * q], vld1q_s8(q8));
+          const int32x4_t p1 = D::dot16(z, lv[4 * q + 1], vld1q_s8(q8 + 16));
+          const int32x4_t p2 = D::dot16(z, lv[4 * q + 2], vld1q_s8(q8 + 32));
+          const int32x4_t p3 = D::dot16(z, lv[4 * q + 3], vld1q_s8(q8 + 48));
+          isum_v = vmlaq_s32(isum_v, sums4(p0, p1, p2, p3), scv[q]);
+          q8 += 64;
+        }
+        const int isum = vaddvq_s32(isum_v);
+        sumf[t] += dall * static_cast<float>(isum) - dmin * static_cast<float>(summs);
+      }
+    }
+  });
+}
+
+template <class D>
+void dot_q4_k_multi(const BlockQ4_K* x, const void* act, size_t stride, int n_act, int64_t nb, float* out) {
+  const uint8x16_t m4 = vdupq_n_u8(0x0f);
+  for_row_passes(act, stride, n_act, out, [&](const uint8_t* act0, int nt, float* sumf) {
+    for (int64_t i = 0; i < nb; i++) {
+      // Decode once: scales and mins, and the 16 groups of 16 nibbles (chunk c: low nibbles of
+      // both halves, then high nibbles).
+      uint8_t sc8[8], m8[8];
+      unpack_q4_k_scales(x[i].scales, sc8, m8);
+      const int16x8_t mv = vreinterpretq_s16_u16(vmovl_u8(vld1_u8(m8)));
+      const int32x4_t sc_lo = vreinterpretq_s32_u32(vmovl_u16(vget_low_u16(vmovl_u8(vld1_u8(sc8)))));
+      const int32x4_t sc_hi = vreinterpretq_s32_u32(vmovl_u16(vget_high_u16(vmovl_u8(vld1_u8(sc8)))));
+      int8x16_t lv[16];
+      for (int c = 0; c < 4; c++) {
+        const uint8x16_t b0 = vld1q_u8(x[i].qs + 32 * c), b1 = vld1q_u8(x[i].qs + 32 * c + 16);
+        lv[4 * c] = vreinterpretq_s8_u8(vandq_u8(b0, m4));
+        lv[4 * c + 1] = vreinterpretq_s8_u8(vandq_u8(b1, m4));
+        lv[4 * c + 2] = vreinterpretq_s8_u8(vshrq_n_u8(b0, 4));
+        lv[4 * c + 3] = vreinterpretq_s8_u8(vshrq_n_u8(b1, 4));
+      }
+      const float xd = f16_to_f32(x[i].d), xdmin = f16_to_f32(x[i].dmin);
+      for (int t = 0; t < nt; t++) {
+        const BlockQ8_K& y = act_block<BlockQ8_K>(act0, stride, t, i);
+        const int16x8_t pairs = vpaddq_s16(vld1q_s16(y.bsums), vld1q_s16(y.bsums + 8));
+        int32x4_t sm = vmull_s16(vget_low_s16(pairs), vget_low_s16(mv));
+        sm = vmlal_s16(sm, vget_high_s16(pairs), vget_high_s16(mv));
+        const int summs = vaddvq_s32(sm);
+        int32x4_t p[8];
+        const int8_t* q8 = y.qs;
+        for (int c = 0; c < 4; c++) {
+          const int32x4_t z = vdupq_n_s32(0);
+          p[2 * c] = D::dot16(D::dot16(z, lv[4 * c], vld1q_s8(q8)), lv[4 * c + 1], vld1q_s8(q8 + 16));
+          p[2 * c + 1] = D::dot16(D::dot16(z, lv[4 * c + 2], vld1q_s8(q8 + 32)), lv[4 * c + 3], vld1q_s8(q8 + 48));
+          q8 += 64;
+        }
+        const int32x4_t iv =
+            vmlaq_s32(vmulq_s32(sums4(p[0], p[1], p[2], p[3]), sc_lo), sums4(p[4], p[5], p[6], p[7]), sc_hi);
+        const int isum = vaddvq_s32(iv);
+        const float dall = y.d * xd;
+        const float dmin = y.d * xdmin;
+        sumf[t] += dall * static_cast<float>(isum) - dmin * static_cast<float>(summs);
+      }
+    }
+  });
+}
+
+template <class D>
+void dot_iq2_xxs_multi(const BlockIQ2_XXS* x, const void* act, size_t stride, int n_act, int64_t nb, float* out) {
+  for_row_passes(act, stride, n_act, out, [&](const uint8_t* act0, int nt, float* sumf) {
+    for (int64_t i = 0; i < nb; i++) {
+      // Decode once: the signed grid values of the 8 groups of 32 and their odd scales.
+      int8x16_t gv[16];
+      int32_t scale[8];
+      for (int ib = 0; ib < 8; ib++) {
+        uint32_t aux[2];
+        std::memcpy(aux, x[i].qs + 4 * ib, 8);
+        gv[2 * ib] = iq2_pair(aux[0] & 255, aux[1] & 127, (aux[0] >> 8) & 255, (aux[1] >> 7) & 127);
+        gv[2 * ib + 1] = iq2_pair((aux[0] >> 16) & 255, (aux[1] >> 14) & 127, aux[0] >> 24, (aux[1] >> 21) & 127);
+        scale[ib] = static_cast<int32_t>(2 * (aux[1] >> 28) + 1);
+      }
+      const float xd = f16_to_f32(x[i].d);
+      for (int t = 0; t < nt; t++) {
+        const BlockQ8_K& y = act_block<BlockQ8_K>(act0, stride, t, i);
+        const float d = xd * y.d;
+        const int8_t* q8 = y.qs;
+        int32_t bsum = 0;
+        for (int ib = 0; ib < 8; ib++) {
+          int32x4_t s = D::dot16(vdupq_n_s32(0), gv[2 * ib], vld1q_s8(q8));
+          s = D::dot16(s, gv[2 * ib + 1], vld1q_s8(q8 + 16));
+          q8 += 32;
+          bsum += vaddvq_s32(s) * scale[ib];
+        }
+        sumf[t] += d * static_cast<float>(bsum);
+      }
+    }
+  });
+  for (int t = 0; t < n_act; t++) out[t] = 0.125f * out[t];
+}
+
+}  // namespace
+}  // namespace ds4::quant::detail::arm
+
+// Defines dot_<format>_multi_<suffix> for the five integer formats with policy D.
+#define DS4_ARM_DEFINE_INT_DOTS_MULTI(suffix, D) \
+  namespace ds4::quant::detail { \
+  void dot_q8_0_multi_##suffix(const void* w, const void* act, size_t stride, int n_act, int64_t n, float* out) { \
+    arm::dot_q8_0_multi<D>(static_cast<const BlockQ8_0*>(w), act, stride, n_act, n / 32, out); \
+  } \
+  void dot_mxfp4_multi_##suffix(const void* w, const void* act, size_t stride, int n_act, int64_t n, float* out) { \
+    arm::dot_mxfp4_multi<D>(static_cast<const BlockMXFP4*>(w), act, stride, n_act, n / 32, out); \
+  } \
+  void dot_q2_k_multi_##suffix(const void* w, const void* act, size_t stride, int n_act, int64_t n, float* out) { \
+    arm::dot_q2_k_multi<D>(static_cast<const BlockQ2_K*>(w), act, stride, n_act, n / QK_K, out); \
+  } \
+  void dot_q4_k_multi_##suffix(const void* w, const void* act, size_t stride, int n_act, int64_t n, float* out) { \
+    arm::dot_q4_k_multi<D>(static_cast<const BlockQ4_K*>(w), act, stride, n_act, n / QK_K, out); \
+  } \
+  void dot_iq2_xxs_multi_##suffix(const void* w, const void* act, size_t stride, int n_act, int64_t n, float* out) { \
+    arm::dot_iq2_xxs_multi<D>(static_cast<const BlockIQ2_XXS*>(w), act, stride, n_act, n / QK_K, out); \
+  } \
+  }
