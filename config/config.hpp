@@ -44,6 +44,18 @@ struct Config {
     uint32_t max_connections = 512;                   // open connections (idle ones are shed first)
     uint64_t max_inflight_body_bytes = 128ull << 20;  // request bodies held at once (503 beyond)
     std::string contracts = "warn";                   // echo contracts: off | warn | strict
+    // The rest of the HTTP server's settings (gateway/http/server.hpp ServerConfig), with its
+    // defaults; daemon/http_server_config.cpp maps them and a test keeps the defaults equal.
+    uint32_t io_threads = 2;                              // connection I/O threads
+    uint32_t handler_threads = 2;                         // threads parsing and rendering POST bodies
+    uint64_t max_header_bytes = 64ull << 10;              // larger request head: 431
+    uint64_t max_body_bytes = 64ull << 20;                // larger request body: 413
+    uint64_t max_tokenize_response_bytes = 16ull << 20;   // a longer /tokenize answer: 413
+    uint32_t read_timeout_s = 30;                         // reading one request once it started
+    uint32_t idle_timeout_s = 60;                         // keep-alive wait for the next request
+    uint32_t write_timeout_s = 30;                        // one write to a client that does not read
+    uint32_t request_timeout_s = 1800;                    // one generation, time in the queue included
+    std::string model_name;                               // name clients see; empty: the model's id
   } server;
   struct Memory {
     std::optional<uint64_t> floor;       // minimum MemAvailable to admit new work; unset = auto

@@ -179,6 +179,27 @@ std::vector<ConfigKey> build() {
         c.server.contracts = choice(v, {"off", "warn", "strict"});
       },
       [](const Config& c) { return c.server.contracts; }, KeyScope::daemon);
+  b.add("server.io_threads", "count", "HTTP connection I/O threads", UINT(server.io_threads, 256), KeyScope::daemon);
+  b.add("server.handler_threads", "count",
+        "threads that parse, render and tokenize POST bodies off the I/O threads (so /health stays fast)",
+        UINT(server.handler_threads, 256), KeyScope::daemon);
+  b.add("server.max_header_bytes", "bytes", "largest request head (larger: 431)", BYTES(server.max_header_bytes),
+        KeyScope::daemon);
+  b.add("server.max_body_bytes", "bytes", "largest request body (larger: 413)", BYTES(server.max_body_bytes),
+        KeyScope::daemon);
+  b.add("server.max_tokenize_response_bytes", "bytes", "largest /tokenize answer (longer: 413)",
+        BYTES(server.max_tokenize_response_bytes), KeyScope::daemon);
+  b.add("server.read_timeout_s", "seconds", "time to read one request once it started",
+        UINT(server.read_timeout_s, 86400), KeyScope::daemon);
+  b.add("server.idle_timeout_s", "seconds", "keep-alive wait for a connection's next request",
+        UINT(server.idle_timeout_s, 86400), KeyScope::daemon);
+  b.add("server.write_timeout_s", "seconds", "one write to a client that does not read",
+        UINT(server.write_timeout_s, 86400), KeyScope::daemon);
+  b.add("server.request_timeout_s", "seconds",
+        "one generation, time in the queue included (then it ends with finish reason 'length')",
+        UINT(server.request_timeout_s, 30 * 86400), KeyScope::daemon);
+  b.add("server.model_name", "name", "model name clients see in /v1/models and responses (empty: the model's id)",
+        STR(server.model_name), KeyScope::daemon);
   // [memory]
   b.add("memory.floor", "bytes|auto",
         "minimum MemAvailable (and planned headroom) for admitting new work (auto: 4 GiB scaled to MemTotal)",

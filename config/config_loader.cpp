@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <sstream>
+#include <string_view>
 
 namespace ds4::config {
 namespace {
@@ -164,12 +165,27 @@ std::string render_config(const Config& c, const std::map<std::string, std::stri
     auto it = origins.find(k.path);
     const std::string origin = it == origins.end() ? "default" : it->second;
     const bool text = k.type == "path" || k.type == "address" || k.type == "user" || k.type == "level" ||
-                      k.type.find('|') != std::string::npos;
+                      k.type == "name" || k.type.find('|') != std::string::npos;
     if (v.empty() && !text) {
       out += "# " + k.path + " = (unset)  # " + origin + "\n";
       continue;
     }
     out += k.path + " = " + (text ? toml_basic_string(v) : v) + "  # " + origin + "\n";
+  }
+  return out;
+}
+
+std::vector<std::string> unknown_environment(const char* const* envp) {
+  std::vector<std::string> out;
+  if (envp == nullptr) return out;
+  for (; *envp != nullptr; ++envp) {
+    std::string_view entry(*envp);
+    if (!entry.starts_with("DS4D_")) continue;
+    std::string name(entry.substr(0, entry.find('=')));
+    if (name == "DS4D_CONFIG" || name == "DS4D_ISA") continue;
+    bool known = false;
+    for (const ConfigKey& k : config_keys()) known = known || k.env == name;
+    if (!known) out.push_back(std::move(name));
   }
   return out;
 }

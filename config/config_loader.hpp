@@ -22,6 +22,11 @@ namespace ds4::config {
 
 inline constexpr const char* kDefaultConfigFile = "/etc/ds4d/ds4d.toml";
 
+// The DS4D_* variables in `envp` (environ) that are no configuration key's variable and not one
+// of the other variables ds4d reads (DS4D_CONFIG, DS4D_ISA): most likely typos, which would
+// otherwise do nothing without a word. The daemon and the supervisor warn about each.
+std::vector<std::string> unknown_environment(const char* const* envp);
+
 class ConfigError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;

@@ -2,6 +2,7 @@
 // process). Normally started by ds4d-supervisor; can run on its own. See --help (the man page is
 // made from it) and daemon/README.md.
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdlib>
@@ -70,6 +71,8 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (!loader.config_file().empty()) spdlog::info("configuration from {}", loader.config_file());
+  for (const std::string& name : config::unknown_environment(environ))
+    spdlog::warn("{} is set but is not a configuration variable (see ds4d --help); ignored", name);
   try {
     return daemon::run_daemon(cfg);
   } catch (const std::exception& e) {

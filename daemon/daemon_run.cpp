@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "daemon/heartbeat_backend.hpp"
+#include "daemon/http_server_config.hpp"
 #include "daemon/memory_watch.hpp"
 #include "daemon/notifier.hpp"
 #include "daemon/weight_pin.hpp"
@@ -48,18 +49,6 @@ std::string read_api_key(const std::string& path) {
   while (!key.empty() && std::isspace(static_cast<unsigned char>(key.back()))) key.pop_back();
   if (key.empty()) throw std::runtime_error("server.api_key_file: " + path + " is empty");
   return key;
-}
-
-// "a, b,c" -> {"a", "b", "c"}; empty items are dropped.
-std::vector<std::string> split_list(const std::string& text) {
-  std::vector<std::string> out;
-  std::stringstream in(text);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    size_t b = item.find_first_not_of(" \t"), e = item.find_last_not_of(" \t");
-    if (b != std::string::npos) out.push_back(item.substr(b, e - b + 1));
-  }
-  return out;
 }
 
 // What the loader thread hands back.
@@ -172,15 +161,7 @@ int run_daemon(const config::Config& given) {
   watch.start();
   service.set_admission_gate([&watch] { return watch.admission(); });
 
-  http::ServerConfig hc;
-  hc.host = cfg.server.host;
-  hc.port = cfg.server.port;
-  hc.cors_origins = split_list(cfg.server.cors_origins);
-  hc.allowed_hosts = split_list(cfg.server.allowed_hosts);
-  hc.allow_unauthenticated_remote = cfg.server.allow_unauthenticated_remote;
-  hc.max_connections = cfg.server.max_connections;
-  hc.max_inflight_body_bytes = cfg.server.max_inflight_body_bytes;
-  hc.contract_mode = cfg.server.contracts;
+  http::ServerConfig hc = http_server_config(cfg);
   std::unique_ptr<http::Server> server;
   // A missing key file or a refused address is the configuration's fault: the config-error
   // status, which the supervisor does not restart in a loop. A taken port is a runtime failure.

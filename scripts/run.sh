@@ -9,4 +9,14 @@ cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 bash scripts/build.sh
 BUILD_DIR=${BUILD_DIR:-build}
-exec "$BUILD_DIR/daemon/ds4d" --model "$BUILD_DIR/models/ds4-tiny-agent.gguf" --pin none "$@"
+# The embedded model and --pin none are defaults only: a caller's own --model / --pin (or the
+# DS4D_MODEL_PATH / DS4D_MODEL_PIN variables) wins, since ds4d accepts each flag once.
+defaults=()
+given() { local flag=$1 a; shift; for a in "$@"; do case "$a" in "$flag" | "$flag"=*) return 0 ;; esac; done; return 1; }
+if ! given --model "$@" && ! given --model-path "$@" && [ -z "${DS4D_MODEL_PATH:-}" ]; then
+  defaults+=(--model "$BUILD_DIR/models/ds4-tiny-agent.gguf")
+fi
+if ! given --pin "$@" && ! given --model-pin "$@" && [ -z "${DS4D_MODEL_PIN:-}" ]; then
+  defaults+=(--pin none)
+fi
+exec "$BUILD_DIR/daemon/ds4d" "${defaults[@]}" "$@"

@@ -91,6 +91,8 @@ int main(int argc, char** argv) {
     std::cout << config::render_config(cfg, loader.origins());
     return 0;
   }
+  for (const std::string& name : config::unknown_environment(environ))
+    spdlog::warn("{} is set but is not a configuration variable (see ds4d-supervisor --help); ignored", name);
   const host::Sysroot root(sysroot);
 
   planner::Plan plan;

@@ -15,6 +15,19 @@ std::optional<size_t> HotStore::index_of(std::span<const Token> tokens) const {
   return std::nullopt;
 }
 
+bool HotStore::superseded(size_t index) const {
+  const HotEntry& e = entries_[index];
+  if (e.session.empty()) return false;
+  int newer = 0;
+  for (size_t j = 0; j < entries_.size() && newer < 2; j++) {
+    const HotEntry& f = entries_[j];
+    if (j != index && f.session == e.session && f.tokens.size() > e.tokens.size() &&
+        std::equal(e.tokens.begin(), e.tokens.end(), f.tokens.begin()))
+      ++newer;
+  }
+  return newer >= 2;
+}
+
 bool HotStore::contains(std::span<const Token> tokens) const { return index_of(tokens).has_value(); }
 
 std::vector<HotEntry> HotStore::insert(HotEntry entry, std::span<const Token> protect) {
@@ -22,6 +35,7 @@ std::vector<HotEntry> HotStore::insert(HotEntry entry, std::span<const Token> pr
   if (auto i = index_of(entry.tokens)) {
     entry.hits = std::max(entry.hits, entries_[*i].hits);
     entry.on_disk = entry.on_disk || entries_[*i].on_disk;
+    if (entry.session.empty()) entry.session = entries_[*i].session;
     bytes_ -= entries_[*i].bytes();
     entries_.erase(entries_.begin() + std::ptrdiff_t(*i));
   }
@@ -36,6 +50,7 @@ std::vector<HotEntry> HotStore::insert(HotEntry entry, std::span<const Token> pr
     const auto now = std::chrono::steady_clock::now();
     std::optional<size_t> victim;
     double victim_value = 0;
+    bool victim_superseded = false;
     for (size_t i = 0; i < entries_.size(); i++) {
       const HotEntry& e = entries_[i];
       if (i == newest || (!protect.empty() && e.tokens.size() == protect.size() &&
@@ -43,9 +58,13 @@ std::vector<HotEntry> HotStore::insert(HotEntry entry, std::span<const Token> pr
         continue;
       const double age = std::chrono::duration<double>(now - e.last_used).count();
       const double v = checkpoint_value(e.hits, age, half_life_, e.tokens.size(), e.bytes());
-      if (!victim || v < victim_value || (v == victim_value && e.last_used < entries_[*victim].last_used)) {
+      const bool old = superseded(i);
+      if (!victim || (old && !victim_superseded) ||
+          (old == victim_superseded &&
+           (v < victim_value || (v == victim_value && e.last_used < entries_[*victim].last_used)))) {
         victim = i;
         victim_value = v;
+        victim_superseded = old;
       }
     }
     if (!victim) break;  // only protected entries left (they fit on their own)

@@ -7,10 +7,20 @@
 // checkpoint_value) and hands them back, so the caller can write them to disk; an entry that is
 // protected (the one about to be restored) is never evicted. Not thread-safe: the engine worker
 // owns it.
+//
+// Session hints. Entries may carry the client's session key (X-Claude-Code-Session-Id,
+// prompt_cache_key). A client session only moves forward: once two newer entries of the same
+// session extend an entry (the next turn's prompt end and turn end), the client has left that
+// point behind, and the entry is superseded: evicted before any entry that is not, whatever its
+// past hits. So a budget that holds two entries per session keeps every interleaved session's
+// latest turn warm (its prompt end for a retry, its turn end for the next turn), where plain
+// value order would keep an old, once-hit turn and drop another session's only one. Routing
+// stays the longest common prefix: a hint never makes a shorter match win.
 #include <chrono>
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "gateway/cache/checkpoint_file.hpp"
@@ -22,6 +32,7 @@ struct HotEntry {
   std::vector<uint8_t> state;
   CheckpointReason reason = CheckpointReason::turn;
   bool on_disk = false;  // a disk checkpoint of exactly these tokens exists
+  std::string session;   // the client's session hint; empty: none
   double hits = 0;
   std::chrono::steady_clock::time_point last_used = std::chrono::steady_clock::now();
   uint64_t bytes() const { return state.size() + tokens.size() * sizeof(Token); }
@@ -54,6 +65,7 @@ class HotStore {
 
  private:
   std::optional<size_t> index_of(std::span<const Token> tokens) const;
+  bool superseded(size_t index) const;
   uint64_t budget_;
   double half_life_;
   uint64_t bytes_ = 0;

@@ -1,6 +1,7 @@
 // Shared endpoint helpers. See endpoint_support.hpp.
 #include "gateway/http/endpoint_support.hpp"
 
+#include <boost/json/object.hpp>
 #include <boost/json/parse.hpp>
 
 namespace ds4::http {
@@ -17,30 +18,64 @@ json::value parse_json_body(const HttpRequest& request) {
   return v;
 }
 
-Reply request_error_reply(const protocol::RequestError& error) {
-  return api_error(400, error.message, error.param, "invalid_request");
+namespace {
+
+std::string_view anthropic_error_type(unsigned status) {
+  if (status == 401) return "authentication_error";
+  if (status == 403) return "permission_error";
+  if (status == 404) return "not_found_error";
+  if (status == 413) return "request_too_large";
+  if (status == 429) return "rate_limit_error";
+  if (status == 503) return "overloaded_error";
+  if (status >= 500) return "api_error";
+  return "invalid_request_error";
 }
 
-Reply refusal_reply(const serving::Refusal& refusal) {
-  Reply r = api_error(refusal.http_status, refusal.message, {}, refusal.code);
+}  // namespace
+
+json::value error_body(ApiStyle style, unsigned status, std::string_view message, std::string_view param,
+                       std::string_view code) {
+  json::value body = api_error_body(status, message, param, code);
+  if (style == ApiStyle::OpenAI) return body;
+  // Same texts (made valid UTF-8 by api_error_body), Anthropic's envelope and type names.
+  json::object& inner = body.as_object()["error"].as_object();
+  json::object err;
+  err["type"] = anthropic_error_type(status);
+  err["message"] = inner["message"];
+  if (!inner["param"].is_null()) err["param"] = inner["param"];
+  if (!inner["code"].is_null()) err["code"] = inner["code"];
+  return json::object{{"type", "error"}, {"error", std::move(err)}};
+}
+
+Reply error_reply(ApiStyle style, unsigned status, std::string_view message, std::string_view param,
+                  std::string_view code) {
+  return Reply::json(status, error_body(style, status, message, param, code));
+}
+
+Reply request_error_reply(const protocol::RequestError& error, ApiStyle style) {
+  return error_reply(style, 400, error.message, error.param, "invalid_request");
+}
+
+Reply refusal_reply(const serving::Refusal& refusal, ApiStyle style) {
+  Reply r = error_reply(style, refusal.http_status, refusal.message, {}, refusal.code);
   if (refusal.retry_after.count() > 0)
     r.head.headers.emplace_back("Retry-After", std::to_string(refusal.retry_after.count()));
   return r;
 }
 
-BackendOrReply require_backend(serving::Service& service) {
+BackendOrReply require_backend(serving::Service& service, ApiStyle style) {
   BackendOrReply out;
   out.backend = service.backend();
   if (out.backend) return out;
   switch (service.state()) {
     case serving::ServiceState::loading:
-      out.reply = refusal_reply({503, "loading", "the model is still loading", std::chrono::seconds(5)});
+      out.reply = refusal_reply({503, "loading", "the model is still loading", std::chrono::seconds(5)}, style);
       break;
     case serving::ServiceState::failed:
-      out.reply = refusal_reply({503, "load_failed", "the model failed to load: " + service.failure(), {}});
+      out.reply = refusal_reply({503, "load_failed", "the model failed to load: " + service.failure(), {}}, style);
       break;
     default:
-      out.reply = refusal_reply({503, "shutting_down", "the server is shutting down", {}});
+      out.reply = refusal_reply({503, "shutting_down", "the server is shutting down", {}}, style);
   }
   return out;
 }

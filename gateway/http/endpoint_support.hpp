@@ -1,6 +1,12 @@
 #pragma once
 // Small pieces every model endpoint uses: reading the JSON body, turning RequestError and
-// serving refusals into OpenAI error replies, and getting the backend or a 503.
+// serving refusals into error replies in the API's own shape, and getting the backend or a 503.
+//
+// Error shapes: OpenAI (chat, completions, responses) {"error":{"message","type","param","code"}};
+// Anthropic (/v1/messages) {"type":"error","error":{"type","message"}} with Anthropic's type
+// names (invalid_request_error, authentication_error, not_found_error, rate_limit_error,
+// api_error, overloaded_error), plus `param`/`code` inside `error` when known (extra keys that
+// the SDKs ignore but that say which field was wrong).
 #include <boost/json/value.hpp>
 #include <memory>
 
@@ -10,20 +16,27 @@
 
 namespace ds4::http {
 
+enum class ApiStyle { OpenAI, Anthropic };
+
+boost::json::value error_body(ApiStyle style, unsigned status, std::string_view message, std::string_view param = {},
+                              std::string_view code = {});
+Reply error_reply(ApiStyle style, unsigned status, std::string_view message, std::string_view param = {},
+                  std::string_view code = {});
+
 // Parses the body as JSON (nesting limit 256). Throws protocol::RequestError on bad JSON.
 boost::json::value parse_json_body(const HttpRequest& request);
 
 // 400 with `param` set to the JSON path of the bad field.
-Reply request_error_reply(const protocol::RequestError& error);
+Reply request_error_reply(const protocol::RequestError& error, ApiStyle style = ApiStyle::OpenAI);
 
 // 429/503 with Retry-After when the refusal carries one.
-Reply refusal_reply(const serving::Refusal& refusal);
+Reply refusal_reply(const serving::Refusal& refusal, ApiStyle style = ApiStyle::OpenAI);
 
 // The backend, or a 503 reply saying why there is none (loading, failed, stopping).
 struct BackendOrReply {
   std::shared_ptr<serving::EngineBackend> backend;
   Reply reply;
 };
-BackendOrReply require_backend(serving::Service& service);
+BackendOrReply require_backend(serving::Service& service, ApiStyle style = ApiStyle::OpenAI);
 
 }  // namespace ds4::http

@@ -4,6 +4,9 @@
 //   token_endpoints.cpp    POST /tokenize, /detokenize
 //   chat_endpoint.cpp      POST /v1/chat/completions
 //   completion_endpoint.cpp POST /v1/completions
+//   messages_endpoint.cpp  POST /v1/messages (Anthropic)
+//   responses_endpoint.cpp POST /v1/responses (OpenAI Responses)
+// The model endpoints share one submit/streaming path: turn_submit.hpp, turn_stream.hpp.
 #include "gateway/http/router.hpp"
 #include "gateway/http/server.hpp"
 
@@ -26,5 +29,7 @@ void add_service_endpoints(Router& router, EndpointEnv env);
 void add_token_endpoints(Router& router, EndpointEnv env);
 void add_chat_endpoint(Router& router, EndpointEnv env);
 void add_completion_endpoint(Router& router, EndpointEnv env);
+void add_messages_endpoint(Router& router, EndpointEnv env);
+void add_responses_endpoint(Router& router, EndpointEnv env);
 
 }  // namespace ds4::http

@@ -98,6 +98,9 @@ std::string_view Router::path_of(std::string_view target) {
 
 bool Router::authorized(const HttpRequest& req) const {
   if (options_.api_key.empty()) return true;
+  // Anthropic clients (Claude Code, @anthropic-ai/sdk) send the key as x-api-key.
+  if (auto key = req.find("x-api-key"); key != req.end())
+    return equal_constant_time(std::string_view(key->value().data(), key->value().size()), options_.api_key);
   auto it = req.find(http::field::authorization);
   if (it == req.end()) return false;
   std::string_view value(it->value().data(), it->value().size());
@@ -180,7 +183,7 @@ Router::Dispatched Router::dispatch(RequestContext& ctx) const {
               match->path};
   }
   if (!match->is_public && !authorized(ctx.request)) {
-    Reply r = api_error(401, "missing or invalid API key: send Authorization: Bearer <key>", {}, "invalid_api_key");
+    Reply r = api_error(401, "missing or invalid API key: send Authorization: Bearer <key> (or x-api-key: <key>)", {}, "invalid_api_key");
     r.head.headers.emplace_back("WWW-Authenticate", "Bearer");
     return {std::move(r), match->path};
   }

@@ -87,6 +87,8 @@ void add_endpoints(Router& router, EndpointEnv env) {
   add_token_endpoints(router, env);
   add_chat_endpoint(router, env);
   add_completion_endpoint(router, env);
+  add_messages_endpoint(router, env);
+  add_responses_endpoint(router, env);
 }
 
 }  // namespace ds4::http

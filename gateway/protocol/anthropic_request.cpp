@@ -1,8 +1,6 @@
 // Anthropic Messages request parsing. See anthropic_request.hpp for the mapping.
 #include "gateway/protocol/anthropic_request.hpp"
 
-#include <limits>
-
 #include "gateway/protocol/json_fields.hpp"
 #include "gateway/protocol/json_scan.hpp"
 
@@ -13,15 +11,8 @@ using namespace json_fields;
 
 namespace {
 
-const json::object& object_at(const json::value& v, const std::string& path, const char* what) {
-  if (!v.is_object()) wrong_type(path, v, what);
-  return v.get_object();
-}
-
 std::string block_type(const json::object& block, const std::string& path) {
-  const auto* t = block.if_contains("type");
-  if (!t) fail(path + ".type", "content block needs a 'type'");
-  return string_field(*t, path + ".type");
+  return required_string(block, "type", path, "content block needs a 'type'");
 }
 
 // A tool_result's content: a string or text blocks (joined with "\n\n").
@@ -37,10 +28,9 @@ std::string tool_result_text(const json::value& v, const std::string& path) {
     std::string type = block_type(block, bpath);
     if (type != "text")
       fail(bpath + ".type", "tool_result block type '" + type + "' is not supported: this model reads text only");
-    const auto* text = block.if_contains("text");
-    if (!text) fail(bpath + ".text", "text block needs a 'text' string");
+    std::string text = required_string(block, "text", bpath, "text block needs a 'text' string");
     if (!out.empty()) out += "\n\n";
-    out += string_field(*text, bpath + ".text");
+    out += text;
   }
   return out;
 }
@@ -55,9 +45,7 @@ std::string system_text(const json::value& v) {
     std::string bpath = index_path("system", i);
     const auto& block = object_at(arr[i], bpath, "a text block object");
     if (block_type(block, bpath) != "text") fail(bpath + ".type", "system blocks must be of type 'text'");
-    const auto* text = block.if_contains("text");
-    if (!text) fail(bpath + ".text", "text block needs a 'text' string");
-    std::string t = string_field(*text, bpath + ".text");
+    std::string t = required_string(block, "text", bpath, "text block needs a 'text' string");
     if (t.rfind("x-anthropic-", 0) == 0) continue;  // client billing header, not instructions
     if (!out.empty()) out += "\n";
     out += t;
@@ -68,9 +56,7 @@ std::string system_text(const json::value& v) {
 // One wire message -> one or more ChatRequest messages (tool results first, then the text).
 void parse_message(const json::value& v, const std::string& path, AnthropicRequest& out) {
   const auto& obj = object_at(v, path, "a message object");
-  const auto* role_v = obj.if_contains("role");
-  if (!role_v) fail(path + ".role", "message needs a 'role'");
-  std::string role = string_field(*role_v, path + ".role");
+  std::string role = required_string(obj, "role", path, "message needs a 'role'");
   Role r;
   if (role == "user") r = Role::User;
   else if (role == "assistant") r = Role::Assistant;
@@ -93,36 +79,28 @@ void parse_message(const json::value& v, const std::string& path, AnthropicReque
       const auto& block = object_at(blocks[i], bpath, "a content block object");
       std::string type = block_type(block, bpath);
       if (type == "text") {
-        const auto* t = block.if_contains("text");
-        if (!t) fail(bpath + ".text", "text block needs a 'text' string");
+        std::string t = required_string(block, "text", bpath, "text block needs a 'text' string");
         if (!text.empty()) text += "\n\n";
-        text += string_field(*t, bpath + ".text");
+        text += t;
       } else if (type == "thinking") {
         if (r != Role::Assistant) fail(bpath + ".type", "only assistant messages carry thinking blocks");
-        const auto* t = block.if_contains("thinking");
-        if (!t) fail(bpath + ".thinking", "thinking block needs a 'thinking' string");
-        m.reasoning = m.reasoning.value_or("") + string_field(*t, bpath + ".thinking");
+        m.reasoning =
+            m.reasoning.value_or("") + required_string(block, "thinking", bpath, "thinking block needs a 'thinking' string");
       } else if (type == "redacted_thinking") {
         continue;  // opaque to us; we never send it
       } else if (type == "tool_use") {
         if (r != Role::Assistant) fail(bpath + ".type", "only assistant messages carry tool_use blocks");
         ToolCall call;
-        const auto* id = block.if_contains("id");
-        if (!id) fail(bpath + ".id", "tool_use block needs the 'id' the server returned");
-        call.id = string_field(*id, bpath + ".id");
-        const auto* name = block.if_contains("name");
-        if (!name) fail(bpath + ".name", "tool_use block needs a 'name'");
-        call.name = string_field(*name, bpath + ".name");
-        const auto* input = block.if_contains("input");
-        call.arguments = !input || input->is_null() ? "{}" : json_scan::compact_text(*input);
+        call.id = required_string(block, "id", bpath, "tool_use block needs the 'id' the server returned");
+        call.name = required_string(block, "name", bpath, "tool_use block needs a 'name'");
+        const auto* input = present(block, "input");
+        call.arguments = input ? json_scan::compact_text(*input) : "{}";
         m.tool_calls.push_back(std::move(call));
       } else if (type == "tool_result") {
         if (r != Role::User) fail(bpath + ".type", "only user messages carry tool_result blocks");
         Message t;
         t.role = Role::Tool;
-        const auto* id = block.if_contains("tool_use_id");
-        if (!id) fail(bpath + ".tool_use_id", "tool_result block needs a 'tool_use_id'");
-        t.tool_call_id = string_field(*id, bpath + ".tool_use_id");
+        t.tool_call_id = required_string(block, "tool_use_id", bpath, "tool_result block needs a 'tool_use_id'");
         if (const auto* c = block.if_contains("content")) t.content = tool_result_text(*c, bpath + ".content");
         tool_results.push_back(std::move(t));
       } else {
@@ -143,37 +121,28 @@ void parse_message(const json::value& v, const std::string& path, AnthropicReque
   out.message_paths.push_back(path);
 }
 
-json::object parse_tool(const json::value& v, const std::string& path, AnthropicRequest& out) {
+json::object parse_tool(const json::value& v, const std::string& path) {
   const auto& obj = object_at(v, path, "a tool object");
   json::object fn;
-  const auto* name = obj.if_contains("name");
-  if (!name) fail(path + ".name", "tool needs a 'name'");
-  std::string n = string_field(*name, path + ".name");
+  std::string n = required_string(obj, "name", path, "tool needs a 'name'");
   if (n.empty()) fail(path + ".name", "tool name must not be empty");
   fn["name"] = n;
-  if (const auto* d = obj.if_contains("description"); d && !d->is_null())
-    fn["description"] = string_field(*d, path + ".description");
-  if (const auto* s = obj.if_contains("input_schema"); s && !s->is_null()) {
-    if (!s->is_object()) wrong_type(path + ".input_schema", *s, "a JSON schema object");
-    fn["parameters"] = *s;
-  }
-  (void)out;
+  if (present(obj, "description")) fn["description"] = optional_string(obj, "description", path);
+  if (const auto* s = present(obj, "input_schema"))
+    fn["parameters"] = object_at(*s, path + ".input_schema", "a JSON schema object");
   return fn;
 }
 
 void read_tool_choice(const json::value& v, ChatRequest& chat) {
   if (v.is_null()) return;
   const auto& obj = object_at(v, "tool_choice", "an object like {\"type\":\"auto\"}");
-  const auto* t = obj.if_contains("type");
-  if (!t) fail("tool_choice.type", "tool_choice needs a 'type' (auto, any, tool or none)");
-  std::string type = string_field(*t, "tool_choice.type");
+  std::string type = required_string(obj, "type", "tool_choice", "tool_choice needs a 'type' (auto, any, tool or none)");
   if (type == "auto") chat.tool_choice = "auto";
   else if (type == "any") chat.tool_choice = "required";
   else if (type == "none") chat.tool_choice = "none";
   else if (type == "tool") {
-    const auto* n = obj.if_contains("name");
-    if (!n) fail("tool_choice.name", "tool_choice of type 'tool' needs the tool's 'name'");
-    chat.tool_choice = "function:" + string_field(*n, "tool_choice.name");
+    chat.tool_choice =
+        "function:" + required_string(obj, "name", "tool_choice", "tool_choice of type 'tool' needs the tool's 'name'");
   } else {
     fail("tool_choice.type", "tool_choice.type must be auto, any, tool or none, got '" + type + "'");
   }
@@ -182,19 +151,18 @@ void read_tool_choice(const json::value& v, ChatRequest& chat) {
 Thinking read_thinking(const json::object& obj) {
   std::optional<bool> enabled;
   std::optional<Thinking> effort;
-  if (const auto* t = obj.if_contains("thinking"); t && !t->is_null()) {
+  if (const auto* t = present(obj, "thinking")) {
     if (t->is_bool()) {
       enabled = t->get_bool();
     } else {
       const auto& th = object_at(*t, "thinking", "an object like {\"type\":\"enabled\"}");
-      if (const auto* type = th.if_contains("type"); type && !type->is_null()) {
-        std::string s = string_field(*type, "thinking.type");
+      if (present(th, "type")) {
+        std::string s = optional_string(th, "type", "thinking");
         if (s == "enabled" || s == "adaptive") enabled = true;
         else if (s == "disabled") enabled = false;
         else fail("thinking.type", "thinking.type must be enabled, adaptive or disabled, got '" + s + "'");
       }
-      if (const auto* b = th.if_contains("budget_tokens"); b && !b->is_null())
-        integer_field(*b, "thinking.budget_tokens", 0, std::numeric_limits<uint32_t>::max());
+      optional_u32(th, "budget_tokens", "thinking");  // checked; the model's thinking has no budget knob
     }
   }
   auto read_effort = [&](const json::value& e, const std::string& path) {
@@ -204,11 +172,11 @@ Thinking read_thinking(const json::object& obj) {
     else if (s == "minimal" || s == "low" || s == "medium" || s == "high" || s == "xhigh") effort = Thinking::High;
     else fail(path, path + " must be low, medium, high or max, got '" + s + "'");
   };
-  if (const auto* oc = obj.if_contains("output_config"); oc && !oc->is_null()) {
+  if (const auto* oc = present(obj, "output_config")) {
     const auto& o = object_at(*oc, "output_config", "an object");
-    if (const auto* e = o.if_contains("effort"); e && !e->is_null()) read_effort(*e, "output_config.effort");
+    if (const auto* e = present(o, "effort")) read_effort(*e, "output_config.effort");
   }
-  if (const auto* e = obj.if_contains("reasoning_effort"); e && !e->is_null()) read_effort(*e, "reasoning_effort");
+  if (const auto* e = present(obj, "reasoning_effort")) read_effort(*e, "reasoning_effort");
   if ((enabled && !*enabled) || effort == Thinking::Off) return Thinking::Off;
   return effort == Thinking::Max ? Thinking::Max : Thinking::High;
 }
@@ -220,7 +188,7 @@ AnthropicRequest parse_anthropic_request(const json::value& body) {
   const auto& obj = body.get_object();
   AnthropicRequest out;
   ChatRequest& chat = out.chat;
-  if (const auto* v = obj.if_contains("model"); v && !v->is_null()) chat.model = string_field(*v, "model");
+  chat.model = optional_string(obj, "model", "");
 
   if (const auto* s = obj.if_contains("system")) {
     std::string text = system_text(*s);
@@ -239,34 +207,31 @@ AnthropicRequest parse_anthropic_request(const json::value& body) {
   if (arr.empty()) fail("messages", "'messages' must contain at least one message");
   for (size_t i = 0; i < arr.size(); ++i) parse_message(arr[i], index_path("messages", i), out);
 
-  if (const auto* tools = obj.if_contains("tools"); tools && !tools->is_null()) {
+  if (const auto* tools = present(obj, "tools")) {
     if (!tools->is_array()) wrong_type("tools", *tools, "an array");
     const auto& t = tools->get_array();
     for (size_t i = 0; i < t.size(); ++i) {
       std::string path = index_path("tools", i);
       const auto& tool = object_at(t[i], path, "a tool object");
-      if (const auto* type = tool.if_contains("type"); type && !type->is_null()) {
-        std::string ty = string_field(*type, path + ".type");
+      if (present(tool, "type")) {
+        std::string ty = optional_string(tool, "type", path);
         if (ty != "custom") {
           const auto* name = tool.if_contains("name");
           out.ignored_tools.push_back(name && name->is_string() ? std::string(name->get_string()) : ty);
           continue;
         }
       }
-      chat.tools.push_back(parse_tool(t[i], path, out));
+      chat.tools.push_back(parse_tool(t[i], path));
     }
   }
   if (const auto* c = obj.if_contains("tool_choice")) read_tool_choice(*c, chat);
   chat.thinking = read_thinking(obj);
 
-  if (const auto* v = obj.if_contains("temperature"); v && !v->is_null())
-    chat.sampling.temperature = ranged(*v, "temperature", 0, 2);
-  if (const auto* v = obj.if_contains("top_p"); v && !v->is_null()) chat.sampling.top_p = ranged(*v, "top_p", 0, 1);
-  if (const auto* v = obj.if_contains("top_k"); v && !v->is_null())
-    chat.sampling.top_k = static_cast<uint32_t>(integer_field(*v, "top_k", 0, std::numeric_limits<uint32_t>::max()));
-  if (const auto* v = obj.if_contains("max_tokens"); v && !v->is_null())
-    chat.max_tokens = static_cast<uint32_t>(integer_field(*v, "max_tokens", 0, std::numeric_limits<uint32_t>::max()));
-  if (const auto* v = obj.if_contains("stop_sequences"); v && !v->is_null()) {
+  if (const auto* v = present(obj, "temperature")) chat.sampling.temperature = ranged(*v, "temperature", 0, 2);
+  if (const auto* v = present(obj, "top_p")) chat.sampling.top_p = ranged(*v, "top_p", 0, 1);
+  if (auto k = optional_u32(obj, "top_k", "")) chat.sampling.top_k = *k;
+  if (auto n = optional_u32(obj, "max_tokens", "")) chat.max_tokens = n;
+  if (const auto* v = present(obj, "stop_sequences")) {
     if (!v->is_array()) wrong_type("stop_sequences", *v, "an array of strings");
     const auto& s = v->get_array();
     for (size_t i = 0; i < s.size(); ++i) {
@@ -274,7 +239,7 @@ AnthropicRequest parse_anthropic_request(const json::value& body) {
       if (!stop.empty()) chat.stop.push_back(std::move(stop));
     }
   }
-  if (const auto* v = obj.if_contains("stream"); v && !v->is_null()) chat.stream = bool_field(*v, "stream");
+  if (const auto* v = present(obj, "stream")) chat.stream = bool_field(*v, "stream");
   return out;
 }
 

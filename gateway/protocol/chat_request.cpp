@@ -286,6 +286,8 @@ ChatRequest parse_chat_request(const json::value& body) {
   }
 
   read_generation_controls(obj, true, req);
+  if (const auto* k = obj.if_contains("prompt_cache_key"); k && !k->is_null())
+    req.session_hint = json_fields::string_field(*k, "prompt_cache_key");
   return req;
 }
 

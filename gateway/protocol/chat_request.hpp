@@ -13,7 +13,8 @@
 //  * tools[i]: {"type":"function","function":{...}} is unwrapped to the inner object; a bare
 //    {"name":...} object is taken as is. tool_choice: "none" | "auto" | "required" kept as the
 //    string; a forced {"type":"function","function":{"name":N}} is kept as "function:N". Only
-//    "none" changes rendering (tools are then not rendered), exactly as in ds4.
+//    "none" changes rendering (tools are then not rendered), exactly as in ds4; "required" and
+//    "function:N" are enforced on the sampled tokens (serving/dsml_token_policy.hpp).
 //  * max_tokens / max_completion_tokens (the latter wins when both are present).
 //  * Thinking mapping (same as ds4-server):
 //      reasoning_effort: "none" -> Off; "minimal","low","medium","high","xhigh" -> High;
@@ -75,6 +76,10 @@ struct ChatRequest {
     std::vector<std::string> stop;  // non-empty strings only
     bool stream = false;
     bool include_usage = false;  // stream_options.include_usage
+    // The client's conversation key (prompt_cache_key; on /v1/messages the
+    // X-Claude-Code-Session-Id header): routes restore points to its session, never decides
+    // which prefix is reused. Empty: none.
+    std::string session_hint;
 
     // Tools are rendered (and DSML expected) only when some are given and choice is not "none".
     bool tools_active() const { return !tools.empty() && tool_choice != "none"; }

@@ -3,6 +3,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <limits>
 
 namespace ds4::protocol::json_fields {
 
@@ -85,6 +86,38 @@ double ranged(const json::value& v, const std::string& path, double lo, double h
   double d = number_field(v, path);
   if (d < lo || d > hi) fail(path, "'" + path + "' must be between " + number_text(lo) + " and " + number_text(hi));
   return d;
+}
+
+std::string member_path(const std::string& path, std::string_view key) {
+  return path.empty() ? std::string(key) : path + "." + std::string(key);
+}
+
+const json::object& object_at(const json::value& v, const std::string& path, const char* what) {
+  if (!v.is_object()) wrong_type(path, v, what);
+  return v.get_object();
+}
+
+const json::value* present(const json::object& obj, std::string_view key) {
+  const json::value* v = obj.if_contains(key);
+  return v && !v->is_null() ? v : nullptr;
+}
+
+std::string optional_string(const json::object& obj, std::string_view key, const std::string& path) {
+  const json::value* v = present(obj, key);
+  return v ? string_field(*v, member_path(path, key)) : std::string();
+}
+
+std::string required_string(const json::object& obj, std::string_view key, const std::string& path,
+                            const std::string& missing) {
+  const json::value* v = obj.if_contains(key);
+  if (!v) fail(member_path(path, key), missing);
+  return string_field(*v, member_path(path, key));
+}
+
+std::optional<uint32_t> optional_u32(const json::object& obj, std::string_view key, const std::string& path) {
+  const json::value* v = present(obj, key);
+  if (!v) return std::nullopt;
+  return static_cast<uint32_t>(integer_field(*v, member_path(path, key), 0, std::numeric_limits<uint32_t>::max()));
 }
 
 }  // namespace ds4::protocol::json_fields

@@ -1,8 +1,6 @@
 // OpenAI Responses request parsing. See responses_request.hpp for the mapping.
 #include "gateway/protocol/responses_request.hpp"
 
-#include <limits>
-
 #include "gateway/protocol/json_fields.hpp"
 #include "gateway/protocol/json_scan.hpp"
 #include "gateway/protocol/reasoning_token.hpp"
@@ -13,17 +11,6 @@ namespace json = boost::json;
 using namespace json_fields;
 
 namespace {
-
-const json::object& object_at(const json::value& v, const std::string& path, const char* what) {
-  if (!v.is_object()) wrong_type(path, v, what);
-  return v.get_object();
-}
-
-std::string optional_string(const json::object& o, const char* key, const std::string& path) {
-  const auto* v = o.if_contains(key);
-  if (!v || v->is_null()) return {};
-  return string_field(*v, path + "." + key);
-}
 
 // A string, or parts whose text is joined without separator (as OpenAI chat content parts).
 std::string parts_text(const json::value& v, const std::string& path) {
@@ -43,9 +30,7 @@ std::string parts_text(const json::value& v, const std::string& path) {
     if (type != "input_text" && type != "output_text" && type != "text" && type != "summary_text" &&
         type != "reasoning_text")
       fail(ppath + ".type", "content part type '" + type + "' is not supported: this model reads text only");
-    const auto* text = part.if_contains("text");
-    if (!text) fail(ppath + ".text", "text part needs a 'text' string");
-    out += string_field(*text, ppath + ".text");
+    out += required_string(part, "text", ppath, "text part needs a 'text' string");
   }
   return out;
 }
@@ -67,8 +52,8 @@ class InputReader {
       if (call.id.empty()) fail(path + ".call_id", "a function_call item needs the 'call_id' the server returned");
       call.name = optional_string(obj, "name", path);
       if (call.name.empty()) fail(path + ".name", "a function_call item needs a 'name'");
-      const json::value* args = obj.if_contains(type == "function_call" ? "arguments" : "input");
-      if (!args || args->is_null()) call.arguments = "{}";
+      const json::value* args = present(obj, type == "function_call" ? "arguments" : "input");
+      if (!args) call.arguments = "{}";
       else if (args->is_string()) call.arguments = std::string(args->get_string());
       else call.arguments = json_scan::compact_text(*args);
       Message& m = assistant(path);
@@ -79,7 +64,7 @@ class InputReader {
       t.role = Role::Tool;
       t.tool_call_id = optional_string(obj, "call_id", path);
       if (t.tool_call_id.empty()) fail(path + ".call_id", "a function_call_output item needs a 'call_id'");
-      if (const auto* o = obj.if_contains("output")) t.content = parts_text(*o, path + ".output");
+      if (const auto* o = obj.if_contains("output")) t.content = parts_text(*o, member_path(path, "output"));
       push(std::move(t), path);
     } else if (type == "reasoning") {
       flush_reasoning();
@@ -92,9 +77,9 @@ class InputReader {
         }
       }
       for (const char* key : {"content", "summary"}) {
-        const auto* parts = obj.if_contains(key);
-        if (!parts || parts->is_null()) continue;
-        std::string t = parts_text(*parts, path + "." + key);
+        const auto* parts = present(obj, key);
+        if (!parts) continue;
+        std::string t = parts_text(*parts, member_path(path, key));
         if (!t.empty()) {
           text = std::move(t);
           break;
@@ -139,16 +124,14 @@ class InputReader {
   }
 
   void message(const json::object& obj, const std::string& path) {
-    const auto* role_v = obj.if_contains("role");
-    if (!role_v) fail(path + ".role", "a message item needs a 'role'");
-    std::string role = string_field(*role_v, path + ".role");
+    std::string role = required_string(obj, "role", path, "a message item needs a 'role'");
     Message m;
     if (role == "user") m.role = Role::User;
     else if (role == "assistant") m.role = Role::Assistant;
     else if (role == "system") m.role = Role::System;
     else if (role == "developer") m.role = Role::Developer;
     else fail(path + ".role", "unknown role '" + role + "' (expected user, assistant, system or developer)");
-    if (const auto* c = obj.if_contains("content")) m.content = parts_text(*c, path + ".content");
+    if (const auto* c = obj.if_contains("content")) m.content = parts_text(*c, member_path(path, "content"));
     if (m.role == Role::Assistant) {
       m.reasoning = std::move(pending_reasoning_);
       pending_reasoning_.reset();
@@ -167,8 +150,8 @@ class InputReader {
 };
 
 void read_tools(const json::object& obj, ResponsesRequest& out) {
-  const auto* tools = obj.if_contains("tools");
-  if (!tools || tools->is_null()) return;
+  const auto* tools = present(obj, "tools");
+  if (!tools) return;
   if (!tools->is_array()) wrong_type("tools", *tools, "an array");
   const auto& arr = tools->get_array();
   for (size_t i = 0; i < arr.size(); ++i) {
@@ -183,19 +166,15 @@ void read_tools(const json::object& obj, ResponsesRequest& out) {
     std::string name = optional_string(t, "name", path);
     if (name.empty()) fail(path + ".name", "a function tool needs a 'name'");
     json::object fn{{"name", name}};
-    if (const auto* d = t.if_contains("description"); d && !d->is_null())
-      fn["description"] = string_field(*d, path + ".description");
-    if (const auto* p = t.if_contains("parameters"); p && !p->is_null()) {
-      if (!p->is_object()) wrong_type(path + ".parameters", *p, "a JSON schema object");
-      fn["parameters"] = *p;
-    }
+    if (present(t, "description")) fn["description"] = optional_string(t, "description", path);
+    if (const auto* p = present(t, "parameters")) fn["parameters"] = object_at(*p, path + ".parameters", "a JSON schema object");
     out.chat.tools.push_back(std::move(fn));
   }
 }
 
 void read_tool_choice(const json::object& obj, ChatRequest& chat) {
-  const auto* v = obj.if_contains("tool_choice");
-  if (!v || v->is_null()) return;
+  const auto* v = present(obj, "tool_choice");
+  if (!v) return;
   if (v->is_string()) {
     std::string c(v->get_string());
     if (c != "none" && c != "auto" && c != "required")
@@ -220,10 +199,10 @@ ResponsesRequest parse_responses_request(const json::value& body) {
   const auto& obj = body.get_object();
   ResponsesRequest out;
   ChatRequest& chat = out.chat;
-  if (const auto* v = obj.if_contains("model"); v && !v->is_null()) chat.model = string_field(*v, "model");
+  chat.model = optional_string(obj, "model", "");
 
-  if (const auto* v = obj.if_contains("instructions"); v && !v->is_null()) {
-    std::string text = string_field(*v, "instructions");
+  {
+    std::string text = optional_string(obj, "instructions", "");
     if (!text.empty()) {
       Message m;
       m.role = Role::System;
@@ -233,8 +212,8 @@ ResponsesRequest parse_responses_request(const json::value& body) {
       out.has_instructions = true;
     }
   }
-  if (const auto* v = obj.if_contains("previous_response_id"); v && !v->is_null())
-    out.previous_response_id = string_field(*v, "previous_response_id");
+  if (present(obj, "previous_response_id"))
+    out.previous_response_id = optional_string(obj, "previous_response_id", "");
 
   const auto* input = obj.if_contains("input");
   if (!input || input->is_null()) fail("input", "missing 'input'");
@@ -257,11 +236,16 @@ ResponsesRequest parse_responses_request(const json::value& body) {
 
   read_tools(obj, out);
   read_tool_choice(obj, chat);
+  // Codex's per-conversation cache key, else its session id: the warm-state routing hint.
+  chat.session_hint = optional_string(obj, "prompt_cache_key", "");
+  if (const auto* cm = present(obj, "client_metadata"); cm && chat.session_hint.empty() && cm->is_object())
+    if (const auto* id = present(cm->get_object(), "session_id"); id && id->is_string())
+      chat.session_hint = std::string(id->get_string());
 
-  if (const auto* r = obj.if_contains("reasoning"); r && !r->is_null()) {
+  if (const auto* r = present(obj, "reasoning")) {
     const auto& ro = object_at(*r, "reasoning", "an object");
-    if (const auto* e = ro.if_contains("effort"); e && !e->is_null()) {
-      std::string s = string_field(*e, "reasoning.effort");
+    if (present(ro, "effort")) {
+      std::string s = optional_string(ro, "effort", "reasoning");
       if (s == "none") chat.thinking = Thinking::Off;
       else if (s == "max") chat.thinking = Thinking::Max;
       else if (s == "minimal" || s == "low" || s == "medium" || s == "high" || s == "xhigh")
@@ -270,18 +254,16 @@ ResponsesRequest parse_responses_request(const json::value& body) {
         fail("reasoning.effort",
              "reasoning.effort must be none, minimal, low, medium, high, xhigh or max, got '" + s + "'");
     }
-    if (const auto* s = ro.if_contains("summary"); s && !s->is_null()) {
-      string_field(*s, "reasoning.summary");
+    if (present(ro, "summary")) {
+      optional_string(ro, "summary", "reasoning");  // auto | concise | detailed: checked, all alike
       out.reasoning_summary = true;
     }
   }
   for (const char* key : {"max_tokens", "max_output_tokens"})
-    if (const auto* v = obj.if_contains(key); v && !v->is_null())
-      chat.max_tokens = static_cast<uint32_t>(integer_field(*v, key, 0, std::numeric_limits<uint32_t>::max()));
-  if (const auto* v = obj.if_contains("temperature"); v && !v->is_null())
-    chat.sampling.temperature = ranged(*v, "temperature", 0, 2);
-  if (const auto* v = obj.if_contains("top_p"); v && !v->is_null()) chat.sampling.top_p = ranged(*v, "top_p", 0, 1);
-  if (const auto* v = obj.if_contains("stream"); v && !v->is_null()) chat.stream = bool_field(*v, "stream");
+    if (auto n = optional_u32(obj, key, "")) chat.max_tokens = n;
+  if (const auto* v = present(obj, "temperature")) chat.sampling.temperature = ranged(*v, "temperature", 0, 2);
+  if (const auto* v = present(obj, "top_p")) chat.sampling.top_p = ranged(*v, "top_p", 0, 1);
+  if (const auto* v = present(obj, "stream")) chat.stream = bool_field(*v, "stream");
   return out;
 }
 

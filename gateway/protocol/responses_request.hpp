@@ -1,9 +1,9 @@
 // OpenAI Responses requests (POST /v1/responses, what Codex CLI speaks) -> the shared
 // ChatRequest.
 //
-// Mapping (unknown keys skipped: Codex sends store, include, prompt_cache_key,
-// parallel_tool_calls, client_metadata, text, truncation, service_tier, which change nothing
-// here):
+// Mapping (unknown keys skipped: Codex sends store, include, parallel_tool_calls, text,
+// truncation, service_tier, which change nothing here; prompt_cache_key, else
+// client_metadata.session_id, becomes the session hint):
 //  * instructions -> the first System message (path "instructions").
 //  * input: a string (one user message) or items, in order:
 //      message {role: user|assistant|system|developer, content: string or parts of type

@@ -7,6 +7,8 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -78,6 +80,17 @@ class GenerationSink {
   virtual void on_finished(const GenerationResult& result) = 0;
 };
 
+// Per-job say over each token, for rules the sampler settings cannot express (DSML-safe
+// sampling and forced tool calls: dsml_token_policy.hpp). Worker thread only.
+class TokenPolicy {
+ public:
+  virtual ~TokenPolicy() = default;
+  // Before each token: the token to take, or nullopt to let the job's sampler choose.
+  virtual std::optional<Token> choose(std::span<const float> logits) = 0;
+  // Every sampled token that becomes output (EOS excluded), with its bytes.
+  virtual void accepted(Token token, std::string_view bytes) = 0;
+};
+
 using CancelFlag = std::shared_ptr<std::atomic<bool>>;
 inline CancelFlag make_cancel_flag() { return std::make_shared<std::atomic<bool>>(false); }
 
@@ -89,6 +102,11 @@ struct GenerationJob {
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
   CancelFlag cancelled = make_cancel_flag();  // checked before every token and prefill chunk
   std::shared_ptr<GenerationSink> sink;
+  std::shared_ptr<TokenPolicy> policy;  // optional
+  // The client's session hint (X-Claude-Code-Session-Id, prompt_cache_key), or empty. Restore
+  // points kept for this job carry it, so the warm store keeps each session's latest turn
+  // (cache/hot_store.hpp); which restore point a prompt uses is still its longest prefix.
+  std::string session;
 };
 
 }  // namespace ds4::serving

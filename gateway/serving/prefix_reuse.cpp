@@ -119,6 +119,7 @@ void Service::reuse_prefix(GenerationJob& job, GenerationUsage& usage) {
           e.reason = checkpoint->reason;
           e.on_disk = true;
           e.hits = 1;
+          e.session = job.session;
           spill(hot_.insert(std::move(e)), std::vector<std::string>{disk->name});
         }
         return;
@@ -149,6 +150,7 @@ void Service::keep_restore_point(cache::CheckpointReason reason, bool to_disk) {
     e.state = std::move(state);
     e.reason = reason;
     e.on_disk = disk_ && disk_->enabled() && disk_->contains(tokens);
+    e.session = live_session_;
     spill(hot_.insert(std::move(e)), {});
     live_saved_ = tokens;
   }
@@ -170,6 +172,7 @@ void Service::save_live_before_switch(std::span<const Token> protect, const std:
     e.state = std::move(state);
     e.reason = cache::CheckpointReason::evict;
     e.on_disk = to_disk && disk_->contains(tokens);
+    e.session = live_session_;
     spill(hot_.insert(std::move(e), protect), keep);
   } else {
     store_on_disk(cache::CheckpointReason::evict, tokens, std::move(state), keep);

@@ -173,6 +173,7 @@ class Service {
   cache::HotStore hot_;
   std::unique_ptr<cache::DiskStore> disk_;
   std::vector<Token> live_saved_;     // live tokens already kept as a restore point
+  std::string live_session_;          // the session hint of the job the live context is from
   std::optional<Restored> restored_;  // what the live context was last restored from
   uint64_t hot_bytes_published_ = 0;
   size_t hot_sessions_published_ = 0;

@@ -54,6 +54,7 @@ void Service::run(Queued& q) {
   try {
     check_prompt(job);
     reuse_prefix(job, usage);
+    live_session_ = job.session;  // restore points kept from here on are this session's
     usage.prompt_tokens = job.prompt.size();  // a byte-prefix match may have re-tokenized the tail
     metrics_.count_cache_outcome(cache_outcome_name(usage.cache));
     if (prefill_rest(turn)) {
@@ -150,7 +151,9 @@ void Service::decode_turn(Turn& turn) {
       turn.ended(job.max_tokens && job.max_tokens <= room ? FinishReason::max_tokens : FinishReason::context_full);
       break;
     }
-    Token t = sampler.sample(seq.logits());
+    // The token policy (DSML-safe sampling, tool_choice) may decide the token; else the sampler.
+    std::optional<Token> chosen = job.policy ? job.policy->choose(seq.logits()) : std::nullopt;
+    Token t = chosen ? *chosen : sampler.sample(seq.logits());
     if (usage.completion_tokens == 0) metrics_.observe_time_to_first_token(seconds_since(turn.q.enqueued));
     if (backend.is_end_of_generation(t)) {
       turn.ended(FinishReason::eos);
@@ -158,7 +161,9 @@ void Service::decode_turn(Turn& turn) {
     }
     ++usage.completion_tokens;
     result.completion.push_back(t);
-    auto out = stops.push(backend.token_bytes(t));
+    std::string bytes = backend.token_bytes(t);
+    if (job.policy) job.policy->accepted(t, bytes);
+    auto out = stops.push(bytes);
     bool keep_going = out.release.empty() || job.sink->on_text(out.release);
     if (out.stopped) done = turn.ended(FinishReason::stop_sequence);
     else if (!keep_going) done = turn.ended(FinishReason::consumer_stop);
@@ -179,9 +184,10 @@ void Service::account(Turn& turn) {
   // The one line per request: what was reused from where, what it cost, how it ended.
   spdlog::info(
       "request: prompt={} cached={} source={} completion={} queue={:.3f}s prefill={:.3f}s decode={:.3f}s "
-      "finish={}",
+      "finish={}{}{}",
       u.prompt_tokens, u.cached_tokens, cache_outcome_name(u.cache), u.completion_tokens, u.queue_seconds,
-      u.prefill_seconds, u.decode_seconds, finish_reason_name(turn.result.finish));
+      u.prefill_seconds, u.decode_seconds, finish_reason_name(turn.result.finish),
+      turn.job.session.empty() ? "" : " session=", turn.job.session);
   publish_live_tokens();
   // The sink remembers the turn's echo contract inside on_finished (the chat endpoints do);
   // locate what it remembered in the token stream, so the checkpoints holding these tokens (and

@@ -10,6 +10,7 @@
 
 #include "tests/support/test_sysroot.hpp"
 #include "config/config_loader.hpp"
+#include "daemon/http_server_config.hpp"
 
 namespace ds4::config {
 namespace {
@@ -173,6 +174,63 @@ TEST(Config, EveryKeyHasDistinctNames) {
     EXPECT_TRUE(envs.insert(k.env).second) << k.env;
     EXPECT_FALSE(k.help.empty()) << k.path;
   }
+}
+
+// Every field of the HTTP server's configuration is reachable from a key, with the server's own
+// default: a new ServerConfig field without a key (or a drifted default) fails here. Before,
+// limits, timeouts and the model name could be set by nothing but code.
+TEST(Config, HttpServerFieldsComeFromKeysWithTheServersDefaults) {
+  const http::ServerConfig server_defaults;
+  const http::ServerConfig d = daemon::http_server_config(Config{});
+  EXPECT_EQ(d.host, server_defaults.host);
+  EXPECT_EQ(d.port, server_defaults.port);
+  EXPECT_EQ(d.io_threads, server_defaults.io_threads);
+  EXPECT_EQ(d.handler_threads, server_defaults.handler_threads);
+  EXPECT_EQ(d.cors_origins, server_defaults.cors_origins);
+  EXPECT_EQ(d.allowed_hosts, server_defaults.allowed_hosts);
+  EXPECT_EQ(d.allow_unauthenticated_remote, server_defaults.allow_unauthenticated_remote);
+  EXPECT_EQ(d.max_header_bytes, server_defaults.max_header_bytes);
+  EXPECT_EQ(d.max_body_bytes, server_defaults.max_body_bytes);
+  EXPECT_EQ(d.max_tokenize_response_bytes, server_defaults.max_tokenize_response_bytes);
+  EXPECT_EQ(d.max_connections, server_defaults.max_connections);
+  EXPECT_EQ(d.max_inflight_body_bytes, server_defaults.max_inflight_body_bytes);
+  EXPECT_EQ(d.read_timeout, server_defaults.read_timeout);
+  EXPECT_EQ(d.idle_timeout, server_defaults.idle_timeout);
+  EXPECT_EQ(d.write_timeout, server_defaults.write_timeout);
+  EXPECT_EQ(d.request_timeout, server_defaults.request_timeout);
+  EXPECT_EQ(d.model_name, server_defaults.model_name);
+  EXPECT_EQ(d.contract_mode, server_defaults.contract_mode);
+
+  Env env;
+  env.vars["DS4D_CONFIG"] = "";
+  env.vars["DS4D_SERVER_MAX_BODY_BYTES"] = "1MiB";
+  env.vars["DS4D_SERVER_CONTRACTS"] = "strict";
+  env.vars["DS4D_SERVER_MODEL_NAME"] = "deepseek-v4-flash";
+  env.vars["DS4D_SERVER_CORS_ORIGINS"] = "http://a.test, http://b.test";
+  const Config c = load({"--server-request-timeout-s", "5", "--server-io-threads", "3", "--server-idle-timeout-s", "7",
+                         "--server-read-timeout-s", "8", "--server-write-timeout-s", "9", "--server-max-header-bytes",
+                         "16KiB", "--server-handler-threads", "4", "--server-max-tokenize-response-bytes", "1KiB"},
+                        env);
+  const http::ServerConfig hc = daemon::http_server_config(c);
+  EXPECT_EQ(hc.max_body_bytes, 1u << 20);
+  EXPECT_EQ(hc.contract_mode, "strict");
+  EXPECT_EQ(hc.model_name, "deepseek-v4-flash");
+  EXPECT_EQ(hc.cors_origins, (std::vector<std::string>{"http://a.test", "http://b.test"}));
+  EXPECT_EQ(hc.request_timeout, std::chrono::seconds(5));
+  EXPECT_EQ(hc.io_threads, 3u);
+  EXPECT_EQ(hc.handler_threads, 4u);
+  EXPECT_EQ(hc.idle_timeout, std::chrono::seconds(7));
+  EXPECT_EQ(hc.read_timeout, std::chrono::seconds(8));
+  EXPECT_EQ(hc.write_timeout, std::chrono::seconds(9));
+  EXPECT_EQ(hc.max_header_bytes, 16u << 10);
+  EXPECT_EQ(hc.max_tokenize_response_bytes, 1u << 10);
+}
+
+TEST(Config, UnknownDs4dVariablesAreListedForAWarning) {
+  const char* envp[] = {"DS4D_SERVER_PORT=1", "DS4D_SERVR_PORT=2", "DS4D_CONFIG=/x", "DS4D_ISA=scalar",
+                        "PATH=/bin",          "DS4D_CORS",         nullptr};
+  EXPECT_EQ(unknown_environment(envp), (std::vector<std::string>{"DS4D_SERVR_PORT", "DS4D_CORS"}));
+  EXPECT_TRUE(unknown_environment(nullptr).empty());
 }
 
 }  // namespace

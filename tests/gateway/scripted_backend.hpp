@@ -3,7 +3,9 @@
 //
 // Tokens are bytes (ids 0..255) plus EOS (256). After any prompt the "model" answers with a
 // fixed reply, byte by byte, then EOS; with `endless` it repeats the reply forever. The logits
-// put all weight on the scripted token, so every sampler setting picks it. Hooks let a test
+// put all weight on the scripted token, so every sampler setting picks it; with `flat_logits`
+// every other token is only one logit below it, so only greedy sampling (temperature 0) is
+// sure to follow the script. Hooks let a test
 // slow decoding down or hold the worker inside append() to fill the queue deterministically.
 // Restore points are off by default (like an engine without them); `rollback` > 0 lets
 // truncate() take back that many tokens, `snapshots` enables snapshot()/restore() (the image
@@ -58,6 +60,7 @@ class ScriptedBackend : public serving::EngineBackend {
 
   // Test controls.
   std::atomic<bool> endless{false};
+  std::atomic<bool> flat_logits{false};
   std::atomic<int> decode_delay_ms{0};
   std::atomic<long> appended_tokens{0};   // every token ever appended
   std::atomic<long> prefilled_tokens{0};  // tokens appended in multi-token appends
@@ -162,7 +165,7 @@ class ScriptedSequence : public serving::EngineSequence {
     if (tokens.size() > 1) b_.prefilled_tokens += static_cast<long>(tokens.size());
   }
   std::span<const float> logits() const override {
-    std::fill(logits_.begin(), logits_.end(), 0.0f);
+    std::fill(logits_.begin(), logits_.end(), b_.flat_logits ? 49.0f : 0.0f);
     logits_[next()] = 50.0f;
     return logits_;
   }

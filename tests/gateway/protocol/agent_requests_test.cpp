@@ -134,6 +134,26 @@ TEST(ResponsesRequest, CodexShapedRequestMapsOntoTheChatConversation) {
   EXPECT_TRUE(r.reasoning_summary);
   EXPECT_TRUE(r.chat.stream);
   EXPECT_FALSE(r.previous_response_id);
+  EXPECT_EQ(r.chat.session_hint, "019a8d0c-1111-7222-8333-944455556666");  // prompt_cache_key
+}
+
+// The session hint: prompt_cache_key, else client_metadata.session_id; chat completions read
+// prompt_cache_key too. A key of the wrong type is a 400 naming it.
+TEST(ResponsesRequest, SessionHintComesFromPromptCacheKeyElseClientMetadata) {
+  auto parse = [](const std::string& body) { return parse_responses_request(json::parse(body)); };
+  EXPECT_EQ(parse(R"({"input":"hi","prompt_cache_key":"k1","client_metadata":{"session_id":"s1"}})").chat.session_hint,
+            "k1");
+  EXPECT_EQ(parse(R"({"input":"hi","client_metadata":{"session_id":"s1"}})").chat.session_hint, "s1");
+  EXPECT_EQ(parse(R"({"input":"hi"})").chat.session_hint, "");
+  try {
+    parse(R"({"input":"hi","prompt_cache_key":7})");
+    ADD_FAILURE() << "no error";
+  } catch (const RequestError& e) {
+    EXPECT_EQ(e.param, "prompt_cache_key");
+  }
+  EXPECT_EQ(parse_chat_request(json::parse(R"({"messages":[{"role":"user","content":"x"}],"prompt_cache_key":"c"})"))
+                .session_hint,
+            "c");
 }
 
 TEST(ResponsesRequest, ItemRulesAndErrors) {
