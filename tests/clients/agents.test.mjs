@@ -53,10 +53,16 @@ function apiExchanges(exchanges) {
   return exchanges.filter((e) => e.method === 'POST' && /\/v1\/(messages|responses|chat\/completions)/.test(e.path));
 }
 
+// Error answers, and error events inside streamed answers, each with the text around it.
+const ERROR_EVENT = /event: error|"type":\s*"response\.failed"|"finish_reason":\s*"error"/;
 function errorsIn(exchanges) {
-  return exchanges
-    .filter((e) => e.status !== 200 || /"type":\s*"error"|event: error|"response\.failed"|"finish_reason":\s*"error"/.test(e.answer))
-    .map((e) => `${e.method} ${e.path} -> ${e.status}: ${e.answer.slice(0, 400)}`);
+  const problems = [];
+  for (const e of exchanges) {
+    const m = ERROR_EVENT.exec(e.answer);
+    if (e.status !== 200) problems.push(`${e.method} ${e.path} -> ${e.status}: ${e.answer.slice(0, 400)}`);
+    else if (m) problems.push(`${e.method} ${e.path}: ${e.answer.slice(Math.max(0, m.index - 300), m.index + 400)}`);
+  }
+  return problems;
 }
 
 // The tool calls whose results a request carries back (tool round trips so far in the session),
