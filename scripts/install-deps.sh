@@ -9,7 +9,7 @@ PACKAGES=(
   libspdlog-dev libfmt-dev libsystemd-dev
   googletest libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev libtomlplusplus-dev libxxhash-dev libssl-dev
-  clang libclang-rt-14-dev
+  clang libclang-rt-14-dev clang-format clang-tidy
   nodejs curl python3 python3-requests
   debhelper dpkg-dev fakeroot lintian systemd
   qemu-system-x86 qemu-utils debootstrap e2fsprogs
