@@ -1,7 +1,8 @@
 // Conversion throughput, measured side by side in one run (run under `nice -n 10`):
 //   1. per target type, quantized weights/s of 4096-wide rows (the release's expert and dense
 //      row width) on 1 and on 2 threads, in CPU time per thread (what a core delivers, whatever
-//      else runs on the machine) and in wall time;
+//      else runs on the machine) and in wall time; for the types with an importance-weighted
+//      mode also that mode's per-core rate (convert --imatrix) and its ratio to the plain one;
 //   2. source decode GB/s for FP8 E4M3 (+ block scales), FP4 E2M1 (+ scales) and BF16;
 //   3. end to end: `convert_checkpoint` of an official-format checkpoint given on the command
 //      line (e.g. the tiny fixture from `ds4ctl export-official`) with 1 and 2 threads;
@@ -82,8 +83,12 @@ int main(int argc, char** argv) {
   for (float& x : src) x = nd(rng);
 
   fmt::print("1. quantization, 4096-wide rows (weights/s; per core = CPU time of each thread)\n");
-  fmt::print("{:<9} {:>14} {:>14} {:>14} {:>9}\n", "type", "1 thr /core", "2 thr /core", "2 thr wall", "scaling");
-  std::map<Type, Rate> one, two;
+  fmt::print("{:<9} {:>14} {:>14} {:>14} {:>9} {:>16} {:>8}\n", "type", "1 thr /core", "2 thr /core", "2 thr wall",
+             "scaling", "imatrix 1 thr", "ratio");
+  // A skewed importance vector, as an imatrix row looks (a few hot columns).
+  std::vector<float> importance(kCols);
+  for (uint64_t c = 0; c < kCols; ++c) importance[c] = c % 61 == 7 ? 200.0f : 0.5f + float(c % 5) * 0.25f;
+  std::map<Type, Rate> one, two, weighted;
   for (Type t : {Type::IQ2_XXS, Type::Q2_K, Type::Q4_K, Type::Q8_0, Type::MXFP4, Type::F16}) {
     const uint64_t rows = t == Type::IQ2_XXS ? 48 : 2048;
     const uint64_t rb = ds4::quant::row_bytes(t, kCols);
@@ -94,8 +99,16 @@ int main(int argc, char** argv) {
     };
     one[t] = measure(1, rows, double(kCols), fn);
     two[t] = measure(2, rows, double(kCols), fn);
-    fmt::print("{:<9} {:>12.3g}/s {:>12.3g}/s {:>12.3g}/s {:>8.2f}x\n", ds4::quant::type_info(t).name, one[t].per_core,
-               two[t].per_core, two[t].wall, two[t].wall / one[t].wall);
+    std::string wcol = "-", wratio = "";
+    if (tr.quantize_weighted) {
+      weighted[t] = measure(1, rows, double(kCols), [&](unsigned th, uint64_t r) {
+        tr.quantize_weighted(src.data() + (r % pool_rows) * kCols, out[th].data(), kCols, importance.data());
+      });
+      wcol = fmt::format("{:.3g}/s", weighted[t].per_core);
+      wratio = fmt::format("{:.2f}x", weighted[t].per_core / one[t].per_core);
+    }
+    fmt::print("{:<9} {:>12.3g}/s {:>12.3g}/s {:>12.3g}/s {:>8.2f}x {:>16} {:>8}\n", ds4::quant::type_info(t).name,
+               one[t].per_core, two[t].per_core, two[t].wall, two[t].wall / one[t].wall, wcol, wratio);
   }
 
   fmt::print("\n2. source decoding (source GB/s, 1 thread, per core)\n");
@@ -165,12 +178,14 @@ int main(int argc, char** argv) {
                     : t == Type::F32 || t == Type::I32              ? n * 4
                                                                     : n * 2;
   }
-  auto project = [&](unsigned cores, bool measured_two) {
+  // with_imatrix: the weighted types at their weighted rate (scaled by the plain 1->2 thread ratio).
+  auto project = [&](unsigned cores, bool measured_two, bool with_imatrix = false) {
     double s = 0;
     for (const auto& [t, n] : elems) {
       if (!one.count(t)) continue;                                          // F32 / I32: copies
       const double eff = std::min(1.0, two[t].per_core / one[t].per_core);  // per-core rate kept at 2 threads
-      const double rate = measured_two && cores == 2 ? two[t].per_core * 2 : one[t].per_core * eff * cores;
+      double rate = measured_two && cores == 2 ? two[t].per_core * 2 : one[t].per_core * eff * cores;
+      if (with_imatrix && weighted.count(t)) rate *= weighted[t].per_core / one[t].per_core;
       s += n / rate;
     }
     return s;
@@ -183,8 +198,11 @@ int main(int argc, char** argv) {
   const double io = source_bytes / (disk_gbps * 1e9);
   for (unsigned cores : {1u, 2u, 20u}) {
     const double cpu = project(cores, true);
-    fmt::print("{:>2} cores: compute {:.1f} h, reading the source at {:.1f} GB/s {:.2f} h -> ~{:.1f} h\n", cores,
-               cpu / 3600, disk_gbps, io / 3600, std::max(cpu, io) / 3600);
+    const double cpu_im = project(cores, true, true);
+    fmt::print(
+        "{:>2} cores: compute {:.1f} h ({:.1f} h with --imatrix), reading the source at {:.1f} GB/s {:.2f} h -> ~{:.1f} "
+        "h\n",
+        cores, cpu / 3600, cpu_im / 3600, disk_gbps, io / 3600, std::max(cpu, io) / 3600);
   }
   return 0;
 }

@@ -78,7 +78,7 @@ if [ "$rc" -eq 77 ]; then echo "vm-test: SKIP: cannot build the guest image here
 run_dir="$cache_dir/run"
 rm -rf "$run_dir"
 mkdir -p "$run_dir/payload"
-cp "$deb" "$here/vm/guest-checks.sh" "$here/vm/vm-test.conf" "$run_dir/payload/"
+cp "$deb" "$here/vm/guest-checks.sh" "$run_dir/payload/"
 [ "${DS4D_VM_PROBE:-all}" = install ] && echo install > "$run_dir/payload/probe"
 # The memory hog of the memory-pressure checks, static because the guest has no compiler.
 if ! "$cc" -O2 -static -o "$run_dir/payload/ds4d-memhog" "$here/vm/memhog.c"; then
