@@ -60,7 +60,7 @@ if [ "$rc" -eq 77 ]; then echo "vm-test: SKIP: cannot build the guest image here
 run_dir="$cache_dir/run"
 rm -rf "$run_dir"
 mkdir -p "$run_dir/payload"
-cp "$deb" "$here/vm/guest-checks.sh" "$here/vm/vm-test.conf" "$run_dir/payload/"
+cp "$deb" "$here/vm/guest-checks.sh" "$run_dir/payload/"
 # The memory hog of the memory-pressure checks, static because the guest has no compiler.
 if ! "${CC:-cc}" -O2 -static -o "$run_dir/payload/ds4d-memhog" "$here/vm/memhog.c"; then
   echo "vm-test: cannot build the static memory hog (packaging/vm/memhog.c)"

@@ -7,5 +7,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${1:-build}
 cmake --build "$BUILD_DIR" --target gateway_e2e_tests >/dev/null
-"$BUILD_DIR/tests/gateway/gateway_e2e_tests" --gtest_filter='EchoExperiment.*' 2>/dev/null |
+"$BUILD_DIR/tests/gateway/e2e/gateway_e2e_tests" --gtest_filter='EchoExperiment.*' 2>/dev/null |
   sed -n '/^| contracts/,/^$/p'

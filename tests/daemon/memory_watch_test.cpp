@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <thread>
 
-#include "../supervisor/test_sysroot.hpp"
+#include "tests/support/test_sysroot.hpp"
 
 namespace ds4::daemon {
 namespace {

@@ -13,7 +13,7 @@
 #include <cstdio>
 
 #include "engine/model/model.hpp"
-#include "tests/model/tiny_cases.hpp"
+#include "tests/engine/model/tiny_cases.hpp"
 #include "tools/tinyagent/eval/agent_eval.hpp"
 
 namespace {

@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "host/oom_adjust.hpp"
-#include "test_sysroot.hpp"
+#include "tests/support/test_sysroot.hpp"
 
 namespace ds4::supervisor {
 namespace {

@@ -14,7 +14,7 @@
 
 #include "host/oom_adjust.hpp"
 #include "supervisor/notify_relay.hpp"
-#include "test_sysroot.hpp"
+#include "tests/support/test_sysroot.hpp"
 
 namespace ds4::supervisor {
 namespace {

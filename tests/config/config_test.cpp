@@ -1,0 +1,179 @@
+// Configuration: precedence (flag > env > file > default) with origins, error messages naming
+// their source, the --print-config round trip, and config/ds4d.example.toml documenting every key
+// with its true default.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <map>
+#include <regex>
+#include <sstream>
+
+#include "tests/support/test_sysroot.hpp"
+#include "config/config_loader.hpp"
+
+namespace ds4::config {
+namespace {
+
+struct Env {
+  std::map<std::string, std::string> vars;
+  EnvLookup lookup() const {
+    return [this](const char* n) -> const char* {
+      auto it = vars.find(n);
+      return it == vars.end() ? nullptr : it->second.c_str();
+    };
+  }
+};
+
+Config load(std::vector<std::string> args, const Env& env, ConfigLoader** keep = nullptr,
+            KeyScope scope = KeyScope::daemon) {
+  static std::unique_ptr<CLI::App> app;
+  static std::unique_ptr<ConfigLoader> loader;
+  app = std::make_unique<CLI::App>("test");
+  loader = std::make_unique<ConfigLoader>(*app, scope);
+  std::vector<const char*> argv{"ds4d"};
+  for (auto& a : args) argv.push_back(a.c_str());
+  app->parse(static_cast<int>(argv.size()), argv.data());
+  Config c = loader->load(env.lookup());
+  if (keep) *keep = loader.get();
+  return c;
+}
+
+std::string config_file(testing::TempDir& d, const std::string& text) {
+  const std::string p = d.str() + "/ds4d.toml";
+  testing::write_file(p, text);
+  return p;
+}
+
+TEST(Config, DefaultsWithoutAFile) {
+  Env env;
+  env.vars["DS4D_CONFIG"] = "";  // no file at all
+  const Config c = load({}, env);
+  EXPECT_EQ(c.server.port, 8080);
+  EXPECT_EQ(c.server.host, "127.0.0.1");
+  EXPECT_EQ(c.model.pin, PinMode::lock);
+  EXPECT_FALSE(c.memory.floor.has_value());  // auto: sized by the plan
+  EXPECT_FALSE(c.cache.hot_bytes.has_value());
+  EXPECT_FALSE(c.memory.workspace.has_value());
+}
+
+TEST(Config, FlagBeatsEnvBeatsFileBeatsDefault) {
+  testing::TempDir d;
+  const std::string f = config_file(d,
+                                    "[server]\nport = 9000\nhost = \"0.0.0.0\"\nmax_queue = 3\n"
+                                    "[memory]\nfloor = \"2GiB\"\n[log]\nlevel = \"debug\"\n");
+  Env env;
+  env.vars["DS4D_SERVER_PORT"] = "9100";
+  env.vars["DS4D_SERVER_MAX_QUEUE"] = "5";
+  ConfigLoader* l = nullptr;
+  const Config c = load({"--config", f, "--port", "9200", "--memory-floor=3GiB"}, env, &l);
+  EXPECT_EQ(c.server.port, 9200);         // flag (alias)
+  EXPECT_EQ(c.server.max_queue, 5u);      // env over file
+  EXPECT_EQ(c.server.host, "0.0.0.0");    // file
+  EXPECT_EQ(c.memory.floor, 3ull << 30);  // flag over file
+  EXPECT_EQ(c.log.level, "debug");
+  EXPECT_EQ(c.server.drain_timeout_s, 60u);  // default
+  EXPECT_EQ(l->origins().at("server.port"), "flag --server-port");
+  EXPECT_EQ(l->origins().at("server.max_queue"), "env DS4D_SERVER_MAX_QUEUE");
+  EXPECT_EQ(l->origins().at("server.host"), "file " + f);
+  EXPECT_EQ(l->origins().at("server.drain_timeout_s"), "default");
+  EXPECT_EQ(l->config_file(), f);
+  const auto given = l->given_flags(KeyScope::daemon);
+  EXPECT_EQ(given, (std::vector<std::string>{"--server-port=9200", "--memory-floor=3GiB"}));
+}
+
+TEST(Config, PinFlagAndEnum) {
+  Env env;
+  env.vars["DS4D_CONFIG"] = "";
+  EXPECT_EQ(load({"--pin", "cuda"}, env).model.pin, PinMode::cuda);
+  EXPECT_EQ(load({"--pin", "none"}, env).model.pin, PinMode::none);
+  try {
+    load({"--pin", "gpu"}, env);
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("--model-pin: 'gpu' is not one of none, lock, cuda"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(Config, FileErrorsNameFileLineAndColumn) {
+  testing::TempDir d;
+  const std::string bad_value = config_file(d, "[server]\n\nport = 70000\n");
+  try {
+    load({"--config", bad_value}, Env{});
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find(bad_value + ":3:"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("server.port"), std::string::npos) << e.what();
+  }
+  const std::string unknown = config_file(d, "[server]\nprot = 1\n");
+  EXPECT_THROW(load({"--config", unknown}, Env{}), ConfigError);
+  const std::string unknown_section = config_file(d, "[servre]\nport = 1\n");
+  EXPECT_THROW(load({"--config", unknown_section}, Env{}), ConfigError);
+  const std::string syntax = config_file(d, "[server\nport = 1\n");
+  EXPECT_THROW(load({"--config", syntax}, Env{}), ConfigError);
+  EXPECT_THROW(load({"--config", d.str() + "/missing.toml"}, Env{}), ConfigError);
+}
+
+TEST(Config, EnvErrorsNameTheVariable) {
+  Env env;
+  env.vars["DS4D_CONFIG"] = "";
+  env.vars["DS4D_MEMORY_FLOOR"] = "four gigs";
+  try {
+    load({}, env);
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("DS4D_MEMORY_FLOOR: ", 0), 0u) << e.what();
+  }
+}
+
+TEST(Config, PrintConfigRoundTrips) {
+  testing::TempDir d;
+  Env env;
+  env.vars["DS4D_CONFIG"] = "";
+  ConfigLoader* l = nullptr;
+  const Config c = load({"--port", "1234", "--memory-workspace", "3GiB", "--hot-cache", "5GiB"}, env, &l);
+  const std::string text = render_config(c, l->origins());
+  EXPECT_NE(text.find("server.port = 1234  # flag --server-port"), std::string::npos) << text;
+  EXPECT_NE(text.find("memory.earlyoom_dropin = \"/etc/systemd/system/earlyoom.service.d/50-ds4d.conf\""),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("# memory.earlyoom_term_percent = (unset)"), std::string::npos) << text;
+  const std::string f = config_file(d, text);
+  const Config back = load({"--config", f}, Env{});
+  for (const ConfigKey& k : config_keys()) EXPECT_EQ(k.get(back), k.get(c)) << k.path;
+}
+
+TEST(Config, ExampleFileDocumentsEveryKeyWithItsDefault) {
+  const std::string example = testing::read_file(DS4D_EXAMPLE_CONFIG);  // this build's copy
+  ASSERT_FALSE(example.empty());
+  // Uncomment every "# key = value" line: the result must parse and give exactly the defaults.
+  std::string uncommented;
+  std::istringstream in(example);
+  const std::regex assignment(R"(^#\s?([a-z_0-9]+ = .*)$)");
+  std::smatch m;
+  for (std::string line; std::getline(in, line);) {
+    if (std::regex_match(line, m, assignment)) uncommented += m[1].str() + "\n";
+    else if (!line.empty() && line[0] == '[') uncommented += line + "\n";
+  }
+  testing::TempDir d;
+  ConfigLoader* l = nullptr;
+  const Config c = load({"--config", config_file(d, uncommented)}, Env{}, &l);
+  const Config defaults;
+  for (const ConfigKey& k : config_keys()) {
+    EXPECT_EQ(l->origins().at(k.path).rfind("file ", 0), 0u) << k.path << " is not documented in the example";
+    EXPECT_EQ(k.get(c), k.get(defaults)) << k.path << ": the example's value is not the default";
+  }
+}
+
+TEST(Config, EveryKeyHasDistinctNames) {
+  std::set<std::string> flags, envs;
+  for (const ConfigKey& k : config_keys()) {
+    EXPECT_TRUE(flags.insert(k.flag).second) << k.flag;
+    if (!k.alias.empty()) EXPECT_TRUE(flags.insert(k.alias).second) << k.alias;
+    EXPECT_TRUE(envs.insert(k.env).second) << k.env;
+    EXPECT_FALSE(k.help.empty()) << k.path;
+  }
+}
+
+}  // namespace
+}  // namespace ds4::config

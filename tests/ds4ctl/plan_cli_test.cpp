@@ -1,0 +1,68 @@
+// `ds4ctl plan` end to end: the report and the documented exit codes (0 fits, 3 below floor,
+// 4 does not fit, 2 error), from figures given directly and from the tiny GGUF with a fake
+// /proc/meminfo.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+namespace {
+
+struct CliRun {
+  int status = -1;
+  std::string out;
+};
+
+CliRun ds4ctl(const std::string& args) {
+  CliRun r;
+  FILE* p = popen((std::string(DS4D_DS4CTL_BINARY) + " plan " + args + " 2>&1").c_str(), "r");
+  std::array<char, 4096> buf{};
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  const int st = pclose(p);
+  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return r;
+}
+
+const std::string kFlashQ2 =
+    "--weights 86720111552 --sidecar 5.64GiB --kv-per-token 13760 --kv-fixed 215294976 "
+    "--workspace 2GiB --reserve 4GiB --floor 4GiB --mem-total 127.6GB";
+
+TEST(PlanCli, ShippingFiguresFit) {
+  const CliRun r = ds4ctl(kFlashQ2 + " --hot-cache 12GiB --context 262144");
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("115,925,764,687 B"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("verdict: fits"), std::string::npos) << r.out;
+}
+
+TEST(PlanCli, VerdictsHaveDistinctExitCodes) {
+  EXPECT_EQ(ds4ctl(kFlashQ2 + " --hot-cache 20GiB --context 262144").status, 3);
+  EXPECT_EQ(ds4ctl(kFlashQ2 + " --hot-cache 20GiB --context 1048576").status, 4);
+  const CliRun bad = ds4ctl("--model /nonexistent.gguf --mem-total 64GiB");
+  EXPECT_EQ(bad.status, 2) << bad.out;
+  EXPECT_NE(bad.out.find("/nonexistent.gguf"), std::string::npos) << bad.out;
+  EXPECT_EQ(ds4ctl("--weights 12GiB --mem-total 64GiB").status, 2);  // no KV figures
+}
+
+TEST(PlanCli, FromTheTinyGgufAndAFakeMeminfo) {
+  const std::string meminfo = (std::filesystem::temp_directory_path() / "ds4ctl-plan-meminfo").string();
+  {
+    std::ofstream m(meminfo);
+    m << "MemTotal:       16777216 kB\nMemAvailable:    8388608 kB\n";
+  }
+  const char* vectors = std::getenv("DS4D_DS4_VECTORS");
+  const std::string model =
+      vectors ? std::string(vectors) + "/model.gguf" : std::string(DS4D_SHARED_DIR) + "/vectors/ds4-tiny/model.gguf";
+  const CliRun r = ds4ctl("--model " + model + " --context 4096 --hot-cache 1GiB --meminfo " + meminfo);
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("1,312 B/token × 4096 tokens"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("17,179,869,184 B"), std::string::npos) << r.out;  // MemTotal 16 GiB
+  std::filesystem::remove(meminfo);
+}
+
+}  // namespace

@@ -1,0 +1,81 @@
+// `ds4ctl quantize` as a process: the embedded model, decoded to F32 and re-encoded with the q2
+// recipe, gets the q2 type of every tensor back (and passes the DS4 layout check the command runs);
+// an input that is not F32 is refused with an error naming the tensor.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "engine/gguf/gguf_reader.hpp"
+#include "engine/gguf/gguf_writer.hpp"
+#include "engine/quant/quant.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using ds4::gguf::GgufFile;
+using ds4::gguf::GgufWriter;
+
+struct ProcessResult {
+  int status;
+  std::string out;
+};
+
+ProcessResult ds4ctl(const std::string& args) {
+  ProcessResult r{-1, {}};
+  FILE* p = ::popen((std::string(DS4D_DS4CTL_BINARY) + " " + args + " 2>&1").c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  const int st = ::pclose(p);
+  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return r;
+}
+
+fs::path temp(const std::string& name) {
+  return fs::temp_directory_path() / ("quantize_test_" + std::to_string(::getpid()) + "_" + name);
+}
+
+TEST(QuantizeCommand, DecodedModelReencodesToTheSameTypes) {
+  const GgufFile model = GgufFile::open(DS4D_AGENT_MODEL);
+  GgufWriter w;
+  for (const auto& kv : model.metadata()) w.set(kv.key, kv.value);
+  std::vector<std::vector<float>> keep;
+  for (const auto& t : model.tensors()) {
+    if (t.type == ds4::quant::Type::I32) {
+      w.add_tensor(t.name, t.type, t.dims, model.bytes(t));
+      continue;
+    }
+    std::vector<float>& f = keep.emplace_back(t.n_elements);
+    const uint64_t ne0 = t.dims[0], rb = t.row_bytes();
+    for (uint64_t r = 0; r < t.rows(); ++r)
+      ds4::quant::traits(t.type).dequantize(model.data(t) + r * rb, f.data() + r * ne0, int64_t(ne0));
+    w.add_tensor(t.name, ds4::quant::Type::F32, t.dims,
+                 std::span<const std::byte>(reinterpret_cast<const std::byte*>(f.data()), f.size() * 4));
+  }
+  const fs::path f32 = temp("f32.gguf"), q2 = temp("q2.gguf");
+  w.write(f32.string());
+  const ProcessResult r = ds4ctl("quantize -i " + f32.string() + " -o " + q2.string() + " --recipe q2");
+  ASSERT_EQ(r.status, 0) << r.out;
+  const GgufFile out = GgufFile::open(q2.string());
+  ASSERT_EQ(out.tensors().size(), model.tensors().size());
+  for (const auto& t : model.tensors()) EXPECT_EQ(out.tensor(t.name).type, t.type) << t.name;
+  fs::remove(f32);
+  fs::remove(q2);
+}
+
+TEST(QuantizeCommand, RefusesQuantizedInputNamingTheTensor) {
+  const fs::path out = temp("refused.gguf");
+  const ProcessResult r = ds4ctl(std::string("quantize -i ") + DS4D_AGENT_MODEL + " -o " + out.string());
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.out.find("token_embd.weight"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("F32"), std::string::npos) << r.out;
+  EXPECT_FALSE(fs::exists(out));
+}
+
+}  // namespace

@@ -1,0 +1,136 @@
+// Conformance against antirez/ds4: load the ds4-tiny GGUF unchanged and compare every logit
+// vector in cases.bin (prompt, teacher-forced decode steps, prefixes). Exact mode must match to
+// 1e-5 (the goal is bit-exact); Fast mode must meet the README's statistical thresholds.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <span>
+
+#include "engine/model/model.hpp"
+#include "tests/engine/model/tiny_cases.hpp"
+
+namespace ds4 {
+namespace {
+
+struct Fixture {
+  test::TinyCases cases;
+  std::shared_ptr<Model> exact, fast;
+};
+
+Fixture& fixture() {
+  static Fixture f = [] {
+    Fixture x;
+    const auto dir = test::tiny_vectors_dir();
+    x.cases = test::load_tiny_cases(dir / "cases.bin");
+    LoadOptions o;
+    o.arithmetic = Arithmetic::Exact;
+    x.exact = Model::load(dir / "model.gguf", o);
+    o.arithmetic = Arithmetic::Fast;
+    x.fast = Model::load(dir / "model.gguf", o);
+    return x;
+  }();
+  return f;
+}
+
+float max_abs_diff(std::span<const float> a, std::span<const float> b) {
+  float m = 0;
+  for (size_t i = 0; i < a.size(); i++) m = std::max(m, std::fabs(a[i] - b[i]));
+  return m;
+}
+
+struct Worst {
+  double pearson = 1, rms_ratio = 0, max_ratio = 0;
+};
+thread_local Worst g_worst;
+
+// Statistical agreement as the ds4-tiny README defines it.
+void expect_statistically_close(std::span<const float> got, std::span<const float> ref, const std::string& what) {
+  const size_t n = ref.size();
+  double mr = 0, mg = 0;
+  for (size_t i = 0; i < n; i++) mr += ref[i], mg += got[i];
+  mr /= n;
+  mg /= n;
+  double sxy = 0, sxx = 0, syy = 0, sdd = 0, maxd = 0, maxref = 0;
+  for (size_t i = 0; i < n; i++) {
+    const double a = ref[i] - mr, b = got[i] - mg, d = double(got[i]) - ref[i];
+    sxy += a * b, sxx += a * a, syy += b * b, sdd += d * d;
+    maxd = std::max(maxd, std::fabs(d));
+    maxref = std::max(maxref, double(std::fabs(ref[i])));
+  }
+  const double pearson = sxy / std::sqrt(sxx * syy);
+  const double std_ref = std::sqrt(sxx / n), rms = std::sqrt(sdd / n);
+  g_worst.pearson = std::min(g_worst.pearson, pearson);
+  g_worst.rms_ratio = std::max(g_worst.rms_ratio, rms / std_ref);
+  g_worst.max_ratio = std::max(g_worst.max_ratio, maxd / maxref);
+  EXPECT_GE(pearson, 0.98) << what;
+  EXPECT_LE(rms, 0.2 * std_ref) << what;
+  EXPECT_LE(maxd, 0.25 * maxref) << what;
+  // argmax must agree where the reference margin exceeds 1.0
+  std::vector<size_t> idx(n);
+  for (size_t i = 0; i < n; i++) idx[i] = i;
+  std::partial_sort(idx.begin(), idx.begin() + 2, idx.end(), [&](size_t a, size_t b) { return ref[a] > ref[b]; });
+  if (ref[idx[0]] - ref[idx[1]] > 1.0f) {
+    const size_t am = size_t(std::max_element(got.begin(), got.end()) - got.begin());
+    EXPECT_EQ(am, idx[0]) << what;
+  }
+}
+
+class Conformance : public ::testing::TestWithParam<std::string> {};
+
+const test::TinyCase& find_case(const std::string& name) {
+  for (const auto& c : fixture().cases.cases)
+    if (c.name == name) return c;
+  throw std::runtime_error("no case " + name);
+}
+
+TEST_P(Conformance, ExactPromptAndTeacherForcedDecode) {
+  const auto& k = find_case(GetParam());
+  Context ctx(fixture().exact);
+  auto logits = ctx.prefill(k.prompt);
+  float worst = max_abs_diff(logits, k.logits);
+  EXPECT_LE(worst, 1e-5f) << k.name << " prompt";
+  for (size_t g = 0; g < k.gen.size(); g++) {
+    auto l = ctx.decode(k.gen[g]);
+    const float d = max_abs_diff(l, k.gen_logits[g]);
+    worst = std::max(worst, d);
+    EXPECT_LE(d, 1e-5f) << k.name << " decode step " << g;
+  }
+  RecordProperty("max_abs_diff", std::to_string(worst));
+  std::printf("[ exact    ] %s: max |dlogit| over prompt + %zu decode steps = %g\n", k.name.c_str(), k.gen.size(),
+              double(worst));
+}
+
+TEST_P(Conformance, ExactPrefixes) {
+  const auto& k = find_case(GetParam());
+  for (const auto& [len, ref] : k.prefixes) {
+    Context ctx(fixture().exact);
+    auto logits = ctx.prefill(std::span<const int32_t>(k.prompt.data(), len));
+    const float d = max_abs_diff(logits, ref);
+    EXPECT_LE(d, 1e-5f) << k.name << " prefix " << len;
+    std::printf("[ exact    ] %s prefix %u: max |dlogit| = %g\n", k.name.c_str(), len, double(d));
+  }
+}
+
+TEST_P(Conformance, FastStatistical) {
+  const auto& k = find_case(GetParam());
+  g_worst = Worst{};
+  Context ctx(fixture().fast);
+  expect_statistically_close(ctx.prefill(k.prompt), k.logits, k.name + " prompt");
+  for (size_t g = 0; g < k.gen.size(); g++)
+    expect_statistically_close(ctx.decode(k.gen[g]), k.gen_logits[g], k.name + " step " + std::to_string(g));
+  for (const auto& [len, ref] : k.prefixes) {
+    Context c2(fixture().fast);
+    expect_statistically_close(c2.prefill(std::span<const int32_t>(k.prompt.data(), len)), ref,
+                               k.name + " prefix " + std::to_string(len));
+  }
+  std::printf("[ fast     ] %s: min Pearson %.6f, max rms/std %.4f, max |d|/max|logit| %.4f\n", k.name.c_str(),
+              g_worst.pearson, g_worst.rms_ratio, g_worst.max_ratio);
+}
+
+INSTANTIATE_TEST_SUITE_P(DsTiny, Conformance, ::testing::Values("rand8", "text64", "rand300", "rand600"));
+
+}  // namespace
+}  // namespace ds4

@@ -1,0 +1,352 @@
+// Invariants of the model API that exact speculative decoding and checkpointing rely on:
+// prefill == token-by-token decode, verify == decode one by one, thread count does not change
+// logits, snapshot/restore resumes bit-exactly, bad snapshots are rejected without touching
+// the context, and capacity / token-id errors leave the state intact.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <span>
+
+#include "engine/model/model.hpp"
+#include "tests/engine/model/tiny_cases.hpp"
+
+namespace ds4 {
+namespace {
+
+std::shared_ptr<Model> load(Arithmetic a, unsigned threads) {
+  LoadOptions o;
+  o.arithmetic = a;
+  o.threads = threads;
+  return Model::load(test::tiny_vectors_dir() / "model.gguf", o);
+}
+
+std::shared_ptr<Model> exact2() {
+  static auto m = load(Arithmetic::Exact, 2);
+  return m;
+}
+
+std::vector<int32_t> random_tokens(size_t n, uint32_t seed, int32_t vocab) {
+  std::mt19937 rng(seed);
+  std::vector<int32_t> t(n);
+  t[0] = 0;
+  for (size_t i = 1; i < n; i++) t[i] = int32_t(rng() % uint32_t(vocab));
+  return t;
+}
+
+std::vector<float> copy(std::span<const float> s) { return {s.begin(), s.end()}; }
+
+bool same_bits(std::span<const float> a, std::span<const float> b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+class Invariants : public ::testing::TestWithParam<Arithmetic> {
+ protected:
+  std::shared_ptr<Model> model() {
+    static auto fast = load(Arithmetic::Fast, 2);
+    return GetParam() == Arithmetic::Exact ? exact2() : fast;
+  }
+};
+
+TEST_P(Invariants, PrefillEqualsTokenByToken) {
+  auto m = model();
+  // 150 tokens: crosses the 128-row window, several ratio-4 rows (indexer top-k active) and
+  // one ratio-128 row.
+  const auto toks = random_tokens(150, 7, int32_t(m->info().n_vocab));
+  Context a(m), b(m);
+  const std::vector<float> pre = copy(a.prefill(toks));
+  std::vector<float> last;
+  for (int32_t t : toks) {
+    auto l = b.decode(t);
+    last.assign(l.begin(), l.end());
+  }
+  EXPECT_TRUE(same_bits(pre, last));
+  // And they continue identically.
+  EXPECT_TRUE(same_bits(a.decode(5), b.decode(5)));
+  EXPECT_EQ(a.tokens(), b.tokens());
+}
+
+TEST_P(Invariants, SplitPrefillEqualsFullPrefill) {
+  auto m = model();
+  const auto toks = random_tokens(140, 11, int32_t(m->info().n_vocab));
+  Context a(m), b(m);
+  const std::vector<float> full = copy(a.prefill(toks));
+  b.prefill(std::span<const int32_t>(toks.data(), 70));
+  auto l = b.prefill(std::span<const int32_t>(toks.data() + 70, 70));
+  EXPECT_TRUE(same_bits(full, l));
+}
+
+TEST_P(Invariants, VerifyEqualsDecodeOneByOne) {
+  auto m = model();
+  const auto toks = random_tokens(60, 3, int32_t(m->info().n_vocab));
+  const std::vector<int32_t> draft = {17, 99, 3, 250, 1000, 4, 4};
+  Context a(m), b(m);
+  a.prefill(toks);
+  b.prefill(toks);
+  auto rows = a.verify(draft);
+  ASSERT_EQ(rows.size(), draft.size());
+  for (size_t i = 0; i < draft.size(); i++) EXPECT_TRUE(same_bits(rows[i], b.decode(draft[i]))) << "row " << i;
+  EXPECT_TRUE(same_bits(a.logits(), b.logits()));
+}
+
+TEST_P(Invariants, ThreadCountDoesNotChangeLogits) {
+  auto one = load(GetParam(), 1);
+  auto two = model();
+  const auto toks = random_tokens(40, 5, int32_t(one->info().n_vocab));
+  Context a(one), b(two);
+  EXPECT_TRUE(same_bits(a.prefill(toks), b.prefill(toks)));
+  EXPECT_TRUE(same_bits(a.decode(9), b.decode(9)));
+}
+
+TEST(ArithmeticModes, FastEqualsExactBitwise) {
+  // Fast mode only changes which independent sums share a SIMD register or a thread.
+  auto fast = load(Arithmetic::Fast, 2);
+  const auto toks = random_tokens(150, 13, int32_t(fast->info().n_vocab));
+  Context a(exact2()), b(fast);
+  EXPECT_TRUE(same_bits(a.prefill(toks), b.prefill(toks)));
+  for (int32_t t : {1, 2, 3}) EXPECT_TRUE(same_bits(a.decode(t), b.decode(t)));
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, Invariants, ::testing::Values(Arithmetic::Exact, Arithmetic::Fast),
+                         [](const auto& i) { return i.param == Arithmetic::Exact ? "Exact" : "Fast"; });
+
+TEST(Snapshot, RestoreAndContinueIsBitIdentical) {
+  auto m = exact2();
+  const auto toks = random_tokens(135, 21, int32_t(m->info().n_vocab));
+  Context a(m);
+  a.prefill(toks);
+  const auto snap = a.snapshot();
+  std::vector<std::vector<float>> ref;
+  for (int32_t t : {4, 8, 15, 16, 23, 42}) {
+    auto l = a.decode(t);
+    ref.emplace_back(l.begin(), l.end());
+  }
+  Context b(m);
+  b.prefill(random_tokens(30, 99, 1000));  // unrelated state, replaced by restore
+  b.restore(snap);
+  EXPECT_EQ(b.size(), toks.size());
+  EXPECT_EQ(b.tokens(), toks);
+  size_t i = 0;
+  for (int32_t t : {4, 8, 15, 16, 23, 42}) EXPECT_TRUE(same_bits(b.decode(t), ref[i++])) << "step " << i;
+}
+
+TEST(Snapshot, EmptyContextRoundTrips) {
+  auto m = exact2();
+  Context a(m), b(m);
+  b.restore(a.snapshot());
+  EXPECT_EQ(b.size(), 0u);
+  EXPECT_TRUE(b.logits().empty());
+  EXPECT_TRUE(same_bits(a.decode(3), b.decode(3)));
+}
+
+// Every rejection must leave the context exactly as it was.
+class SnapshotRejection : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    m = exact2();
+    ctx = std::make_unique<Context>(m);
+    ctx->prefill(random_tokens(20, 1, 1000));
+    snap = ctx->snapshot();
+    Context other(m);
+    other.prefill(random_tokens(12, 2, 1000));
+    foreign = other.snapshot();
+  }
+  void expect_rejected(std::span<const uint8_t> bytes, const std::string& reason_part) {
+    const auto tokens_before = ctx->tokens();
+    const auto state_before = ctx->snapshot();
+    const std::vector<float> logits_before(ctx->logits().begin(), ctx->logits().end());
+    try {
+      ctx->restore(bytes);
+      ADD_FAILURE() << "restore accepted a bad snapshot";
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find(reason_part), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(ctx->tokens(), tokens_before);
+    EXPECT_TRUE(same_bits(ctx->logits(), logits_before));
+    // The state still continues like an untouched twin.
+    Context twin(m);
+    twin.restore(state_before);
+    EXPECT_TRUE(same_bits(ctx->decode(77), twin.decode(77)));
+  }
+  std::shared_ptr<Model> m;
+  std::unique_ptr<Context> ctx;
+  std::vector<uint8_t> snap, foreign;
+};
+
+TEST_F(SnapshotRejection, Corrupted) {
+  auto bad = foreign;
+  bad[bad.size() / 2] ^= 0x40;
+  expect_rejected(bad, "checksum");
+}
+
+TEST_F(SnapshotRejection, Truncated) {
+  auto bad = foreign;
+  bad.resize(bad.size() - 100);
+  expect_rejected(bad, "truncated");
+  expect_rejected(std::span<const uint8_t>(foreign.data(), 10), "truncated");
+}
+
+TEST_F(SnapshotRejection, BadMagicAndVersion) {
+  auto bad = foreign;
+  bad[0] ^= 1;
+  expect_rejected(bad, "magic");
+  bad = foreign;
+  bad[4] = 99;
+  expect_rejected(bad, "version");
+}
+
+TEST_F(SnapshotRejection, OtherModel) {
+  auto bad = foreign;
+  bad[8] ^= 0xff;  // model fingerprint
+  expect_rejected(bad, "different model");
+}
+
+TEST_F(SnapshotRejection, TooLargeForCapacity) {
+  Context small(m, ContextOptions{16});
+  try {
+    small.restore(snap);  // 20 tokens
+    ADD_FAILURE() << "accepted";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("capacity"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(small.size(), 0u);
+}
+
+TEST(ContextErrors, CapacityAndTokenIdLeaveStateIntact) {
+  auto m = exact2();
+  Context c(m, ContextOptions{32});
+  EXPECT_EQ(c.capacity(), 32u);
+  c.prefill(random_tokens(30, 4, 1000));
+  const auto before = c.snapshot();
+  EXPECT_THROW(c.prefill(random_tokens(3, 5, 1000)), std::length_error);
+  EXPECT_THROW(c.decode(int32_t(m->info().n_vocab)), std::out_of_range);
+  EXPECT_THROW(c.decode(-1), std::out_of_range);
+  EXPECT_EQ(c.snapshot(), before);
+}
+
+TEST(ContextErrors, ResetStartsOver) {
+  auto m = exact2();
+  Context a(m), b(m);
+  a.prefill(random_tokens(50, 8, 1000));
+  a.reset();
+  EXPECT_EQ(a.size(), 0u);
+  const auto toks = random_tokens(10, 9, 1000);
+  EXPECT_TRUE(same_bits(a.prefill(toks), b.prefill(toks)));
+}
+
+TEST(Truncate, RollbackAfterVerifyEqualsNeverHavingSeenTheDrafts) {
+  auto m = exact2();
+  const auto toks = random_tokens(150, 31, 1000);
+  const std::vector<int32_t> drafts = {5, 6, 7, 8, 9, 10};
+  Context a(m), b(m);
+  a.prefill(toks);
+  auto rows = a.verify(drafts);
+  a.truncate(toks.size() + 2);  // accept two drafts
+  std::vector<int32_t> kept = toks;
+  kept.insert(kept.end(), drafts.begin(), drafts.begin() + 2);
+  EXPECT_EQ(a.tokens(), kept);
+  EXPECT_TRUE(same_bits(a.logits(), rows[1]));
+  EXPECT_TRUE(same_bits(b.prefill(kept), a.logits()));
+  for (int32_t t : {11, 12, 13}) EXPECT_TRUE(same_bits(a.decode(t), b.decode(t)));
+}
+
+TEST(Truncate, RandomAppendAndRollbackWalk) {
+  // Crosses ratio-4 and ratio-128 window boundaries and the raw window edge many times.
+  auto m = exact2();
+  Context a(m, ContextOptions{0, 24});
+  std::mt19937 rng(77);
+  a.prefill(random_tokens(110, 41, 1000));
+  size_t high_water = a.size();
+  for (int step = 0; step < 40; step++) {
+    const size_t add = 1 + rng() % 6;
+    std::vector<int32_t> t(add);
+    for (auto& x : t) x = int32_t(rng() % 1000);
+    if (rng() % 2) a.verify(t);
+    else
+      for (int32_t x : t) a.decode(x);
+    high_water = std::max(high_water, a.size());
+    const size_t reach = a.size() - (high_water - 24);  // how far the rings still reach
+    const size_t back = rng() % (std::min<size_t>(add + 3, reach) + 1);
+    a.truncate(a.size() - back);
+  }
+  Context b(m);
+  const std::vector<int32_t> all = a.tokens();
+  b.prefill(all);
+  if (!a.logits().empty()) {
+    EXPECT_TRUE(same_bits(a.logits(), b.logits()));
+  }
+  EXPECT_GT(high_water, 140u);  // the walk went well past the first ratio-128 window
+  EXPECT_GT(a.size(), 128u);
+  for (int32_t x : {1, 500, 999}) EXPECT_TRUE(same_bits(a.decode(x), b.decode(x)));
+}
+
+TEST(Truncate, RefusalsLeaveStateIntact) {
+  auto m = exact2();
+  Context a(m, ContextOptions{0, 8});
+  a.prefill(random_tokens(40, 51, 1000));
+  for (int32_t x : {1, 2, 3}) a.decode(x);  // 43 tokens
+  const auto before = a.snapshot();
+  EXPECT_THROW(a.truncate(30), std::out_of_range);  // 13 > rollback 8
+  EXPECT_THROW(a.truncate(44), std::out_of_range);  // beyond the end
+  EXPECT_EQ(a.snapshot(), before);
+  EXPECT_EQ(a.truncate_floor(), 35u);  // what the refusals above say, as a number
+  a.truncate(38);
+  EXPECT_EQ(a.truncate_floor(), 35u);
+  EXPECT_THROW(a.truncate(34), std::out_of_range);  // 43 was reached: the rings reach back to 35
+  a.truncate(35);
+  EXPECT_EQ(a.size(), 35u);
+}
+
+TEST(Truncate, RestorePointIsTheFloor) {
+  auto m = exact2();
+  Context a(m, ContextOptions{0, 8});
+  a.prefill(random_tokens(43, 52, 1000));
+  const auto snap = a.snapshot();
+  Context r(m, ContextOptions{0, 8});
+  r.restore(snap);
+  r.decode(4);
+  r.decode(5);
+  EXPECT_EQ(r.truncate_floor(), 43u);
+  EXPECT_THROW(r.truncate(42), std::out_of_range);  // behind the restore point
+  r.truncate(43);  // the restore point itself: replayed from the restored compressor states
+  EXPECT_TRUE(same_bits(r.logits(), a.logits()));
+  EXPECT_TRUE(same_bits(r.decode(9), a.decode(9)));
+  EXPECT_TRUE(same_bits(r.decode(10), a.decode(10)));
+}
+
+TEST(Progress, LoadAndPrefillReportMonotonicFractions) {
+  std::vector<double> load_steps;
+  LoadOptions o;
+  o.arithmetic = Arithmetic::Exact;
+  auto m = Model::load(test::tiny_vectors_dir() / "model.gguf", o,
+                       [&](double f, std::string_view) { load_steps.push_back(f); });
+  ASSERT_FALSE(load_steps.empty());
+  EXPECT_EQ(load_steps.back(), 1.0);
+  EXPECT_TRUE(std::is_sorted(load_steps.begin(), load_steps.end()));
+  std::vector<double> steps;
+  Context c(m);
+  c.prefill(random_tokens(300, 12, 1000), [&](double f, std::string_view stage) {
+    steps.push_back(f);
+    EXPECT_EQ(stage, "prefill");
+  });
+  // One report per layer per 256-token chunk: 2 chunks x n_layer layers.
+  EXPECT_EQ(steps.size(), 2u * m->info().n_layer);
+  EXPECT_TRUE(std::is_sorted(steps.begin(), steps.end()));
+  EXPECT_DOUBLE_EQ(steps.back(), 1.0);
+}
+
+TEST(ContextMemory, CacheBytesCountsRealStorage) {
+  auto m = exact2();
+  Context c(m, ContextOptions{4096});
+  const uint64_t empty = c.cache_bytes();
+  // Raw windows alone: n_layer * min(window, capacity) * head_dim floats.
+  const auto& i = m->info();
+  EXPECT_GE(empty, uint64_t(i.n_layer) * i.sliding_window * i.head_dim * sizeof(float));
+  c.prefill(random_tokens(300, 10, 1000));
+  EXPECT_GT(c.cache_bytes(), empty);  // compressed rows were appended
+}
+
+}  // namespace
+}  // namespace ds4

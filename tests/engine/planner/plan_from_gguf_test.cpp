@@ -1,0 +1,85 @@
+// The planner read from a real GGUF: the tiny DS4-layout model (6 layers, ratios 0,0,4,128,4,128)
+// must give the same per-layer geometry the architecture describes, found from metadata and the
+// compressor tensor shapes rather than assumed.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include "engine/gguf/gguf_reader.hpp"
+#include "engine/planner/byte_size.hpp"
+#include "engine/planner/plan_from_gguf.hpp"
+
+namespace ds4::planner {
+namespace {
+
+std::string tiny_model() {
+  if (const char* v = std::getenv("DS4D_DS4_VECTORS")) return std::string(v) + "/model.gguf";
+  return std::string(DS4D_SHARED_DIR) + "/vectors/ds4-tiny/model.gguf";
+}
+
+TEST(PlanFromGguf, TinyModelGeometry) {
+  const auto f = gguf::GgufFile::open(tiny_model());
+  const ModelFacts m = read_model_facts(f);
+  ASSERT_EQ(m.kv.layers.size(), 6u);
+  const uint32_t ratios[] = {0, 0, 4, 128, 4, 128};
+  const uint32_t overlaps[] = {1, 1, 2, 1, 2, 1};
+  const bool indexers[] = {false, false, true, false, true, false};
+  for (size_t i = 0; i < 6; ++i) {
+    EXPECT_EQ(m.kv.layers[i].ratio, ratios[i]) << i;
+    EXPECT_EQ(m.kv.layers[i].overlap, overlaps[i]) << i;
+    EXPECT_EQ(m.kv.layers[i].indexer, indexers[i]) << i;
+  }
+  EXPECT_EQ(m.kv.latent_dim, 512u);
+  EXPECT_EQ(m.kv.indexer_dim, 128u);
+  EXPECT_EQ(m.kv.window, 128u);
+  EXPECT_EQ(m.trained_context, 1'048'576u);
+  EXPECT_EQ(m.dims.embedding, 256u);
+  EXPECT_EQ(m.dims.vocab, 1024u);
+  EXPECT_EQ(m.file_bytes, std::filesystem::file_size(tiny_model()));
+}
+
+TEST(PlanFromGguf, TinyModelPlanInput) {
+  GgufPlanRequest r;
+  r.model_path = tiny_model();
+  r.budgets.context_tokens = 4096;
+  r.budgets.hot_cache_bytes = 1 * kGiB;
+  r.budgets.reserve_bytes = 1 * kGiB;
+  r.budgets.floor_bytes = 1 * kGiB;
+  r.mem_total_bytes = 8 * kGiB;
+  const PlanInput in = plan_input_from_gguf(r);
+  EXPECT_EQ(in.weights_bytes, std::filesystem::file_size(tiny_model()));
+  EXPECT_EQ(in.kv_bytes_per_token, 2u * 640 + 2u * 16);
+  // rings: 6 layers × 2304 rows × 2 KiB; states 2 × 80 KiB + 2 × 512 KiB; spares 4 × 2 KiB rows
+  // and 2 × 2 indexer rows of 512 B.
+  EXPECT_EQ(in.kv_fixed_bytes, 6ull * 2304 * 2048 + 2 * 81920 + 2 * 524288 + 4 * 2 * 2048 + 2 * 2 * 512);
+  EXPECT_EQ(compute_plan(in).verdict, Verdict::fits);
+}
+
+TEST(PlanFromGguf, ContextZeroIsTheTrainedContext) {
+  GgufPlanRequest r;
+  r.model_path = tiny_model();
+  r.workspace_bytes = 0;
+  r.budgets.context_tokens = 0;
+  EXPECT_EQ(plan_input_from_gguf(r).context_tokens, 1'048'576u);
+}
+
+TEST(PlanFromGguf, AutoContextIsTheTrainedContextCappedWhenItFits) {
+  GgufPlanRequest r;
+  r.model_path = tiny_model();
+  r.mem_total_bytes = 64 * kGiB;
+  const PlanInput in = plan_input_from_gguf(r);
+  EXPECT_EQ(in.context_tokens, kAutoContextCap);  // trained 1M, capped at 262144
+  EXPECT_EQ(in.auto_terms, unsigned{kAutoContext | kAutoHotCache | kAutoReserve | kAutoFloor | kAutoSwap});
+  EXPECT_EQ(compute_plan(in).verdict, Verdict::fits);
+}
+
+TEST(PlanFromGguf, MissingFileIsAnError) {
+  GgufPlanRequest r;
+  r.model_path = "/nonexistent/model.gguf";
+  EXPECT_THROW(plan_input_from_gguf(r), gguf::GgufError);
+}
+
+}  // namespace
+}  // namespace ds4::planner
