@@ -10,6 +10,10 @@
 // supervisor uses). Unknown sections or keys in the file are errors, reported with the file,
 // line and column, because a mistyped key silently falling back to a default is how a 128 GB
 // host ends up swapping.
+//
+// The memory budgets (model.context, memory.floor/reserve/swap_size, cache.hot_bytes) default to
+// `auto` (an empty optional): the capacity planner sizes them from the model and MemTotal
+// (engine/planner/auto_budget.hpp; memory_budget.hpp applies it to a Config).
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -22,7 +26,7 @@ const char* pin_mode_name(PinMode m);
 struct Config {
   struct Model {
     std::string path = "/usr/share/ds4d/models/ds4-tiny-agent.gguf";  // the packaged default model
-    uint64_t context = 262144;                                        // tokens; 0 = the model's trained context_length
+    std::optional<uint64_t> context;  // tokens; unset = auto (planner/auto_budget.hpp); 0 = the model's trained context_length
     uint32_t prefill_cap = 2048;                                      // prefill ubatch the memory plan assumes
     PinMode pin = PinMode::lock;
     uint32_t threads = 0;  // engine CPU threads; 0 = all cores
@@ -42,14 +46,14 @@ struct Config {
     std::string contracts = "warn";                   // echo contracts: off | warn | strict
   } server;
   struct Memory {
-    uint64_t floor = 4ull << 30;         // minimum MemAvailable to admit new work
-    uint64_t reserve = 4ull << 30;       // OS + other processes, for the plan
+    std::optional<uint64_t> floor;       // minimum MemAvailable to admit new work; unset = auto
+    std::optional<uint64_t> reserve;     // OS + other processes, for the plan; unset = auto
     std::optional<uint64_t> workspace;   // unset: planner estimate
     double psi_full_avg10_limit = 20.0;  // refuse new work above this PSI full avg10 (%)
     uint32_t poll_ms = 1000;             // memory watch period
     std::string meminfo_path = "/proc/meminfo";
     std::string psi_path = "/proc/pressure/memory";
-    uint64_t swap_size = 16ull << 30;  // supervisor: ensure at least this much swap; 0 = leave swap alone
+    std::optional<uint64_t> swap_size;  // supervisor: ensure at least this much swap; 0 = leave swap alone; unset = auto
     std::string swap_file = "/var/lib/ds4d/swapfile";
     int oom_score_adj = -900;                     // supervisor: the daemon's oom_score_adj
     bool earlyoom = true;                         // supervisor: write the earlyoom drop-in
@@ -58,7 +62,7 @@ struct Config {
     std::string earlyoom_dropin = "/etc/systemd/system/earlyoom.service.d/50-ds4d.conf";
   } memory;
   struct Cache {
-    uint64_t hot_bytes = 12ull << 30;             // warm sessions (snapshots) in RAM
+    std::optional<uint64_t> hot_bytes;            // warm sessions (snapshots) in RAM; unset = auto
     std::string dir = "/var/lib/ds4d/kv";         // disk KV checkpoints; empty = none
     uint64_t disk_bytes = 32ull << 30;            // disk budget for them; 0 = none
     uint32_t checkpoint_min_tokens = 256;         // shorter prompts get no restore point

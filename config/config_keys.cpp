@@ -105,6 +105,19 @@ struct Builder {
 #define UINT(field, max) \
   [](Config& c, const std::string& v) { c.field = static_cast<decltype(c.field)>(parse_uint(v, max)); }, \
       [](const Config& c) { return std::to_string(c.field); }
+// A byte size or token count that may be `auto` (unset: the planner sizes it).
+#define AUTO_BYTES(field) \
+  [](Config& c, const std::string& v) { \
+    if (v == "auto") c.field.reset(); \
+    else c.field = planner::parse_byte_size(v); \
+  }, \
+      [](const Config& c) { return c.field ? std::to_string(*c.field) : std::string("auto"); }
+#define AUTO_UINT(field, max) \
+  [](Config& c, const std::string& v) { \
+    if (v == "auto") c.field.reset(); \
+    else c.field = parse_uint(v, max); \
+  }, \
+      [](const Config& c) { return c.field ? std::to_string(*c.field) : std::string("auto"); }
 #define BOOL(field) \
   [](Config& c, const std::string& v) { c.field = parse_bool(v); }, \
       [](const Config& c) { return std::string(c.field ? "true" : "false"); }
@@ -114,8 +127,9 @@ std::vector<ConfigKey> build() {
   Builder b;
   // [model]
   b.add("model.path", "path", "target model GGUF", STR(model.path), KeyScope::both, "--model");
-  b.add("model.context", "tokens", "context length in tokens (0: the model's trained context_length)",
-        UINT(model.context, uint64_t{1} << 40), KeyScope::both, "--context");
+  b.add("model.context", "tokens|auto",
+        "context length in tokens (auto: sized from the model and MemTotal; 0: the model's trained context_length)",
+        AUTO_UINT(model.context, uint64_t{1} << 40), KeyScope::both, "--context");
   b.add("model.prefill_cap", "tokens", "prefill batch the memory plan assumes (it sizes the GPU raw KV ring)",
         UINT(model.prefill_cap, 65536));
   b.add(
@@ -166,9 +180,12 @@ std::vector<ConfigKey> build() {
       },
       [](const Config& c) { return c.server.contracts; }, KeyScope::daemon);
   // [memory]
-  b.add("memory.floor", "bytes", "minimum MemAvailable (and planned headroom) for admitting new work",
-        BYTES(memory.floor));
-  b.add("memory.reserve", "bytes", "memory the plan sets aside for the OS and other processes", BYTES(memory.reserve));
+  b.add("memory.floor", "bytes|auto",
+        "minimum MemAvailable (and planned headroom) for admitting new work (auto: 4 GiB scaled to MemTotal)",
+        AUTO_BYTES(memory.floor));
+  b.add("memory.reserve", "bytes|auto",
+        "memory the plan sets aside for the OS and other processes (auto: 4 GiB scaled to MemTotal)",
+        AUTO_BYTES(memory.reserve));
   b.add(
       "memory.workspace", "bytes", "activation/CUDA workspace for the plan (unset: estimated from the model)",
       [](Config& c, const std::string& v) {
@@ -183,8 +200,9 @@ std::vector<ConfigKey> build() {
   b.add("memory.poll_ms", "milliseconds", "memory watch period", UINT(memory.poll_ms, 60000), KeyScope::daemon);
   b.add("memory.meminfo_path", "path", "meminfo file (tests point it elsewhere)", STR(memory.meminfo_path));
   b.add("memory.psi_path", "path", "PSI memory file (empty: do not watch PSI)", STR(memory.psi_path), KeyScope::daemon);
-  b.add("memory.swap_size", "bytes", "supervisor: ensure at least this much swap (0: leave swap alone)",
-        BYTES(memory.swap_size), KeyScope::supervisor);
+  b.add("memory.swap_size", "bytes|auto",
+        "supervisor: ensure at least this much swap (0: leave swap alone; auto: 16 GiB scaled to MemTotal)",
+        AUTO_BYTES(memory.swap_size), KeyScope::supervisor);
   b.add("memory.swap_file", "path", "supervisor: swap file to create when swap is short", STR(memory.swap_file),
         KeyScope::supervisor);
   b.add(
@@ -216,8 +234,10 @@ std::vector<ConfigKey> build() {
   b.add("memory.earlyoom_dropin", "path", "supervisor: where the earlyoom drop-in is written",
         STR(memory.earlyoom_dropin), KeyScope::supervisor);
   // [cache]
-  b.add("cache.hot_bytes", "bytes", "warm sessions (conversation snapshots) kept in RAM; counted in the memory plan",
-        BYTES(cache.hot_bytes), KeyScope::both, "--hot-cache");
+  b.add("cache.hot_bytes", "bytes|auto",
+        "warm sessions (conversation snapshots) kept in RAM; counted in the memory plan (auto: up to 12 GiB of "
+        "what the plan leaves)",
+        AUTO_BYTES(cache.hot_bytes), KeyScope::both, "--hot-cache");
   b.add("cache.dir", "path", "directory for disk KV checkpoints, mode 0700 (empty: none)", STR(cache.dir),
         KeyScope::daemon);
   b.add("cache.disk_bytes", "bytes", "disk budget for KV checkpoints; the least valuable go first (0: none)",
@@ -266,6 +286,8 @@ std::vector<ConfigKey> build() {
 #undef BYTES
 #undef UINT
 #undef BOOL
+#undef AUTO_BYTES
+#undef AUTO_UINT
 
 }  // namespace
 

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <thread>
 #include <vector>
@@ -23,7 +24,9 @@
 #include "daemon/worker_heartbeat.hpp"
 #include "engine/gguf/gguf_reader.hpp"
 #include "engine/model/model.hpp"
+#include "config/memory_budget.hpp"
 #include "engine/planner/byte_size.hpp"
+#include "host/host_memory.hpp"
 #include "engine/tokenizer/tokenizer.hpp"
 #include "gateway/http/server.hpp"
 #include "gateway/serving/ds4_backend.hpp"
@@ -87,7 +90,7 @@ void load_model(const config::Config& cfg, serving::Service& service, std::share
     if (cfg.model.pin != config::PinMode::none)
       spdlog::info("weights pinned ({}): {}", config::pin_mode_name(cfg.model.pin), planner::format_gib(pin.bytes()));
     ContextOptions co;
-    co.context_length = static_cast<uint32_t>(cfg.model.context);
+    co.context_length = static_cast<uint32_t>(cfg.model.context.value_or(0));
     auto backend = std::make_shared<serving::Ds4Backend>(model, std::move(tokenizer), std::string(), co);
     id = backend->model_id();
     service.set_backend(with_heartbeat(backend, heartbeat));
@@ -104,9 +107,37 @@ void load_model(const config::Config& cfg, serving::Service& service, std::share
   out.pin = std::move(pin);
 }
 
+// The configuration with its `auto` budgets (context, hot cache, floor) sized by the same plan
+// the supervisor checked before launching us (config/memory_budget.hpp). nullopt: the plan
+// could not be made although a budget needed it (the error is logged).
+std::optional<config::Config> with_budgets(const config::Config& given) {
+  const bool needs_plan = !given.model.context || !given.cache.hot_bytes || !given.memory.floor;
+  try {
+    const uint64_t mem_total = host::read_meminfo(given.memory.meminfo_path).mem_total;
+    const planner::Plan plan = config::plan_for_config(given, mem_total);
+    config::Config cfg = config::with_planned_budgets(given, plan);
+    spdlog::info("memory plan ({}): context {} tokens, hot cache {} B, floor {} B, total {} of MemTotal {}",
+                 planner::verdict_name(plan.verdict), *cfg.model.context,
+                 planner::format_bytes_exact(*cfg.cache.hot_bytes), planner::format_bytes_exact(*cfg.memory.floor),
+                 planner::format_gib(plan.total_bytes), planner::format_gib(mem_total));
+    if (plan.verdict != planner::Verdict::fits)
+      spdlog::warn("the memory plan says '{}' (ds4d-supervisor would refuse it):\n{}",
+                   planner::verdict_name(plan.verdict), planner::render_report(plan));
+    return cfg;
+  } catch (const std::exception& e) {
+    if (needs_plan) {
+      spdlog::error("memory plan: {} (needed to size the `auto` budgets)", e.what());
+      return std::nullopt;
+    }
+    // Every budget is explicit: a model that cannot be read fails in the loader as before.
+    spdlog::warn("memory plan: {}", e.what());
+    return given;
+  }
+}
+
 }  // namespace
 
-int run_daemon(const config::Config& cfg) {
+int run_daemon(const config::Config& given) {
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
   sigaddset(&stop_signals, SIGTERM);
@@ -116,10 +147,16 @@ int run_daemon(const config::Config& cfg) {
   std::signal(SIGHUP, SIG_IGN);
 
   Notifier notifier;
+  const std::optional<config::Config> planned = with_budgets(given);
+  if (!planned) {
+    notifier.status("Failed: the memory plan could not be made (see the log)");
+    return config::kExitConfigError;
+  }
+  const config::Config& cfg = *planned;
   serving::Metrics metrics;
   serving::ServiceConfig sc;
   sc.max_queued_jobs = cfg.server.max_queue;
-  sc.hot_bytes = cfg.cache.hot_bytes;
+  sc.hot_bytes = *cfg.cache.hot_bytes;
   sc.cache_dir = cfg.cache.dir;
   sc.disk_bytes = cfg.cache.disk_bytes;
   sc.checkpoint_min_tokens = cfg.cache.checkpoint_min_tokens;
@@ -131,7 +168,7 @@ int run_daemon(const config::Config& cfg) {
     if (s.psi_some_avg10) metrics.set_psi_memory_some_avg10_ratio(*s.psi_some_avg10 / 100.0);
     if (s.psi_full_avg10) metrics.set_psi_memory_full_avg10_ratio(*s.psi_full_avg10 / 100.0);
   });
-  metrics.set_memory_floor_bytes(static_cast<double>(cfg.memory.floor));
+  metrics.set_memory_floor_bytes(static_cast<double>(*cfg.memory.floor));
   watch.start();
   service.set_admission_gate([&watch] { return watch.admission(); });
 

@@ -30,6 +30,22 @@ class HeartbeatSequence final : public serving::EngineSequence {
     inner_->append(tokens);
   }
   std::span<const float> logits() const override { return inner_->logits(); }
+  // The prefix cache's operations: each must reach the engine, or the daemon silently serves
+  // without warm sessions, disk checkpoints or rollback (the base class's defaults say "not
+  // supported"). A snapshot or restore of a long context is an engine call like a prefill chunk.
+  size_t truncate_floor() const override { return inner_->truncate_floor(); }
+  void truncate(size_t n) override {
+    CallGuard g(*h_);
+    inner_->truncate(n);
+  }
+  std::vector<uint8_t> snapshot() const override {
+    CallGuard g(*h_);
+    return inner_->snapshot();
+  }
+  void restore(std::span<const uint8_t> state) override {
+    CallGuard g(*h_);
+    inner_->restore(state);
+  }
 
  private:
   std::unique_ptr<serving::EngineSequence> inner_;
@@ -48,6 +64,7 @@ class HeartbeatBackend final : public serving::EngineBackend {
   std::string decode(std::span<const serving::Token> tokens) const override { return inner_->decode(tokens); }
   std::string token_bytes(serving::Token token) const override { return inner_->token_bytes(token); }
   bool is_end_of_generation(serving::Token token) const override { return inner_->is_end_of_generation(token); }
+  uint64_t fingerprint() const override { return inner_->fingerprint(); }
   std::unique_ptr<serving::EngineSequence> new_sequence() override {
     return std::make_unique<HeartbeatSequence>(inner_->new_sequence(), h_);
   }

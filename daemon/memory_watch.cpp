@@ -27,9 +27,11 @@ MemorySample sample_memory(const config::Config::Memory& cfg) {
 }
 
 std::optional<std::string> refusal_reason(const MemorySample& s, const config::Config::Memory& cfg) {
-  if (s.mem_available < cfg.floor)
+  // The daemon hands over its planned configuration, so an `auto` floor is resolved by now.
+  const uint64_t floor = cfg.floor.value();
+  if (s.mem_available < floor)
     return fmt::format("memory is low: MemAvailable {} is below the {} floor (memory.floor); retry later",
-                       planner::format_gib(s.mem_available), planner::format_gib(cfg.floor));
+                       planner::format_gib(s.mem_available), planner::format_gib(floor));
   if (s.psi_full_avg10 && *s.psi_full_avg10 > cfg.psi_full_avg10_limit)
     return fmt::format(
         "memory pressure is high: PSI full avg10 {:.2f}% is above {:.2f}% "

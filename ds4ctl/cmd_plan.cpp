@@ -1,13 +1,16 @@
 // ds4ctl plan: the memory capacity plan for a model on this machine (or on figures given
 // directly), printed term by term in GiB and exact bytes, with a verdict and an exit status per
 // verdict: 0 fits, 3 below the floor, 4 does not fit, 2 error. Defaults match ds4d's
-// configuration defaults, so `ds4ctl plan --model X` answers "will ds4d start with X here?".
+// configuration defaults (the budgets are `auto`, resolved by the same planner function the
+// supervisor and the daemon call), so `ds4ctl plan --model X` answers "will ds4d start with X
+// here, and with which context and hot cache?".
 #include <iostream>
 #include <memory>
 #include <optional>
 #include <string>
 
 #include "ds4ctl/command_registry.hpp"
+#include "engine/planner/auto_budget.hpp"
 #include "engine/planner/byte_size.hpp"
 #include "engine/planner/memory_plan.hpp"
 #include "engine/planner/plan_from_gguf.hpp"
@@ -17,8 +20,9 @@ namespace {
 
 struct PlanOptions {
   std::string model, drafter, meminfo = "/proc/meminfo";
-  std::string sidecar, hot_cache = "12GiB", workspace, reserve = "4GiB", floor = "4GiB", mem_total, weights;
-  uint64_t context = 262144;
+  std::string sidecar, hot_cache = "auto", workspace, reserve = "auto", floor = "auto", swap = "auto", mem_total,
+      weights;
+  std::string context = "auto";
   uint32_t prefill_cap = ds4::planner::kDefaultPrefillCap;
   uint64_t kv_per_token = 0;
   std::string kv_fixed;
@@ -27,6 +31,35 @@ struct PlanOptions {
 std::optional<uint64_t> size_or_none(const std::string& s) {
   if (s.empty()) return std::nullopt;
   return ds4::planner::parse_byte_size(s);
+}
+
+// "auto" (or empty) → unset: the planner sizes it.
+std::optional<uint64_t> size_or_auto(const std::string& s) {
+  if (s.empty() || s == "auto") return std::nullopt;
+  return ds4::planner::parse_byte_size(s);
+}
+
+std::optional<uint64_t> tokens_or_auto(const std::string& s) {
+  if (s.empty() || s == "auto") return std::nullopt;
+  size_t used = 0;
+  uint64_t v = 0;
+  try {
+    v = std::stoull(s, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != s.size() || s[0] == '-') throw std::invalid_argument("--context: expected tokens or auto, got '" + s + "'");
+  return v;
+}
+
+ds4::planner::BudgetChoice budget_choice(const PlanOptions& o) {
+  ds4::planner::BudgetChoice c;
+  c.context_tokens = tokens_or_auto(o.context);
+  c.hot_cache_bytes = size_or_auto(o.hot_cache);
+  c.reserve_bytes = size_or_auto(o.reserve);
+  c.floor_bytes = size_or_auto(o.floor);
+  c.swap_bytes = size_or_auto(o.swap);
+  return c;
 }
 
 int run_plan(const PlanOptions& o) {
@@ -39,12 +72,9 @@ int run_plan(const PlanOptions& o) {
     r.model_path = o.model;
     r.drafter_path = o.drafter;
     r.sidecar_bytes = size_or_none(o.sidecar);
-    r.context_tokens = o.context;
+    r.budgets = budget_choice(o);
     r.prefill_cap = o.prefill_cap;
-    r.hot_cache_bytes = parse_byte_size(o.hot_cache);
     r.workspace_bytes = size_or_none(o.workspace);
-    r.reserve_bytes = parse_byte_size(o.reserve);
-    r.floor_bytes = parse_byte_size(o.floor);
     r.mem_total_bytes = mem_total;
     in = plan_input_from_gguf(r);
   } else {
@@ -53,14 +83,26 @@ int run_plan(const PlanOptions& o) {
     in.model_name = "figures given on the command line";
     in.weights_bytes = parse_byte_size(o.weights);
     in.sidecar_bytes = size_or_none(o.sidecar).value_or(0);
-    in.context_tokens = o.context;
     in.kv_bytes_per_token = o.kv_per_token;
     in.kv_fixed_bytes = size_or_none(o.kv_fixed).value_or(0);
-    in.hot_cache_bytes = parse_byte_size(o.hot_cache);
     in.workspace_bytes = size_or_none(o.workspace).value_or(0);
-    in.reserve_bytes = parse_byte_size(o.reserve);
-    in.floor_bytes = parse_byte_size(o.floor);
     in.mem_total_bytes = mem_total;
+    BudgetFacts facts;
+    facts.mem_total_bytes = mem_total;
+    facts.weights_bytes = in.weights_bytes;
+    facts.sidecar_bytes = in.sidecar_bytes;
+    facts.workspace_bytes = in.workspace_bytes;
+    facts.kv_bytes = [&in](uint64_t ctx) { return in.kv_bytes_per_token * ctx + in.kv_fixed_bytes; };
+    const BudgetChoice choice = budget_choice(o);
+    if (choice.context_tokens && *choice.context_tokens == 0)
+      throw std::invalid_argument("--context 0 (the model's trained length) needs --model");
+    const Budgets b = resolve_budgets(facts, choice);
+    in.context_tokens = b.context_tokens;
+    in.hot_cache_bytes = b.hot_cache_bytes;
+    in.reserve_bytes = b.reserve_bytes;
+    in.floor_bytes = b.floor_bytes;
+    in.swap_bytes = b.swap_bytes;
+    in.auto_terms = b.auto_terms;
   }
   const Plan plan = compute_plan(in);
   std::cout << render_report(plan);
@@ -76,12 +118,17 @@ ds4ctl::Register reg{
       sub.add_option("--model,-m", o->model, "target model GGUF (KV geometry and size come from it)");
       sub.add_option("--drafter", o->drafter, "drafter (MTP) GGUF; its size is the sidecar");
       sub.add_option("--sidecar", o->sidecar, "sidecar size, overriding the drafter's file size (e.g. 5.64GiB)");
-      sub.add_option("--context,-c", o->context, "context length in tokens (0: the model's)")->capture_default_str();
+      sub.add_option("--context,-c", o->context, "context length in tokens (0: the model's; auto: sized to fit)")
+          ->capture_default_str();
       sub.add_option("--prefill-cap", o->prefill_cap, "prefill batch (sizes the raw KV ring)")->capture_default_str();
-      sub.add_option("--hot-cache", o->hot_cache, "in-RAM checkpoint cache")->capture_default_str();
+      sub.add_option("--hot-cache", o->hot_cache, "in-RAM checkpoint cache (auto: what the plan leaves, at most 12GiB)")
+          ->capture_default_str();
       sub.add_option("--workspace", o->workspace, "activation/CUDA workspace (default: estimated from the model)");
-      sub.add_option("--reserve", o->reserve, "OS and other processes")->capture_default_str();
-      sub.add_option("--floor", o->floor, "minimum headroom")->capture_default_str();
+      sub.add_option("--reserve", o->reserve, "OS and other processes (auto: 4GiB scaled to MemTotal)")
+          ->capture_default_str();
+      sub.add_option("--floor", o->floor, "minimum headroom (auto: 4GiB scaled to MemTotal)")->capture_default_str();
+      sub.add_option("--swap", o->swap, "swap the supervisor ensures (auto: 16GiB scaled to MemTotal)")
+          ->capture_default_str();
       sub.add_option("--meminfo", o->meminfo, "meminfo file for MemTotal")->capture_default_str();
       sub.add_option("--mem-total", o->mem_total, "MemTotal to plan against instead of --meminfo (e.g. 127.6GB)");
       sub.add_option("--weights", o->weights, "without --model: weights size");

@@ -12,7 +12,7 @@ PACKAGES=(
   clang libclang-rt-14-dev clang-format clang-tidy
   nodejs curl python3 python3-requests
   debhelper dpkg-dev fakeroot lintian systemd
-  qemu-system-x86 qemu-utils debootstrap e2fsprogs
+  qemu-system-x86 qemu-system-arm qemu-utils debootstrap e2fsprogs
 )
 # On amd64: the arm64 cross compiler, user-mode emulation for the arm64 test suites
 # (scripts/test-arm64.sh) and the arm64 builds of the libraries the cross build links (Debian

@@ -115,7 +115,7 @@ int main(int argc, char** argv) {
     spdlog::info("memory plan: total {} of MemTotal {}, headroom {} (floor {})", planner::format_gib(plan.total_bytes),
                  planner::format_gib(plan.input.mem_total_bytes),
                  planner::format_gib(static_cast<uint64_t>(plan.headroom_bytes)),
-                 planner::format_gib(cfg.memory.floor));
+                 planner::format_gib(plan.input.floor_bytes));
 
   host::ProcessRunner runner;
   host::SystemChanges changes(root, runner, dry_run, std::cout);

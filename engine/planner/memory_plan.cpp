@@ -5,6 +5,7 @@
 
 #include <stdexcept>
 
+#include "engine/planner/auto_budget.hpp"
 #include "engine/planner/byte_size.hpp"
 
 namespace ds4::planner {
@@ -15,8 +16,9 @@ uint64_t checked_add(uint64_t a, uint64_t b, const char* what) {
   return a + b;
 }
 
-std::string line(const char* label, uint64_t bytes) {
-  return fmt::format("  {:<11} {:>12}  {:>20} B\n", label, format_gib(bytes), format_bytes_exact(bytes));
+std::string line(const char* label, uint64_t bytes, bool chosen_by_auto = false) {
+  return fmt::format("  {:<11} {:>12}  {:>20} B{}\n", label, format_gib(bytes), format_bytes_exact(bytes),
+                     chosen_by_auto ? "  (auto)" : "");
 }
 
 std::string signed_line(const char* label, int64_t bytes) {
@@ -71,20 +73,23 @@ int exit_code(Verdict v) {
 std::string render_report(const Plan& p) {
   const PlanInput& in = p.input;
   std::string s;
-  s += fmt::format("Memory plan for {} at {} tokens of context\n",
-                   in.model_name.empty() ? "<model>" : in.model_name, in.context_tokens);
+  const auto chose = [&](unsigned bit) { return (in.auto_terms & bit) != 0; };
+  s += fmt::format("Memory plan for {} at {} tokens of context{}\n",
+                   in.model_name.empty() ? "<model>" : in.model_name, in.context_tokens,
+                   chose(kAutoContext) ? " (auto)" : "");
   s += line("weights", in.weights_bytes);
   s += line("sidecar", in.sidecar_bytes);
-  s += line("hot cache", in.hot_cache_bytes);
+  s += line("hot cache", in.hot_cache_bytes, chose(kAutoHotCache));
   s += line("KV", p.kv_bytes);
   s += fmt::format("    ({} B/token × {} tokens + {} B fixed)\n", format_bytes_exact(in.kv_bytes_per_token),
                    in.context_tokens, format_bytes_exact(in.kv_fixed_bytes));
   s += line("workspace", in.workspace_bytes);
-  s += line("reserve", in.reserve_bytes);
+  s += line("reserve", in.reserve_bytes, chose(kAutoReserve));
   s += line("= total", p.total_bytes);
   s += line("MemTotal", in.mem_total_bytes);
   s += signed_line("headroom", p.headroom_bytes);
-  s += line("floor", in.floor_bytes);
+  s += line("floor", in.floor_bytes, chose(kAutoFloor));
+  s += line("swap", in.swap_bytes, chose(kAutoSwap));
   s += fmt::format("verdict: {}", verdict_name(p.verdict));
   switch (p.verdict) {
     case Verdict::fits:

@@ -36,6 +36,8 @@ struct PlanInput {
   uint64_t reserve_bytes = 0;
   uint64_t mem_total_bytes = 0;     // MemTotal
   uint64_t floor_bytes = 0;         // minimum headroom at steady state
+  uint64_t swap_bytes = 0;          // swap the supervisor ensures (not a term of the total)
+  unsigned auto_terms = 0;          // AutoTerm bits (auto_budget.hpp): which figures `auto` chose
 };
 
 enum class Verdict { fits, below_floor, does_not_fit };

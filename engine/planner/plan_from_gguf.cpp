@@ -94,18 +94,29 @@ PlanInput plan_input_from_gguf(const GgufPlanRequest& r) {
     in.sidecar_bytes = drafter.size();
   }
   if (r.sidecar_bytes) in.sidecar_bytes = *r.sidecar_bytes;
-  in.context_tokens = r.context_tokens != 0 ? r.context_tokens : m.trained_context;
+  in.workspace_bytes = r.workspace_bytes ? *r.workspace_bytes : workspace_estimate(m.dims, r.prefill_cap);
+  in.mem_total_bytes = r.mem_total_bytes;
+
+  BudgetFacts facts;
+  facts.mem_total_bytes = r.mem_total_bytes;
+  facts.weights_bytes = in.weights_bytes;
+  facts.sidecar_bytes = in.sidecar_bytes;
+  facts.workspace_bytes = in.workspace_bytes;
+  facts.trained_context = m.trained_context;
+  facts.kv_bytes = [&](uint64_t ctx) { return kv_cost(m.kv, ctx, r.prefill_cap).total(ctx); };
+  const Budgets b = resolve_budgets(facts, r.budgets);
+  in.context_tokens = b.context_tokens;
   if (in.context_tokens == 0)
     throw gguf::GgufError(r.model_path, std::nullopt,
                           "no context length given and the model has no context_length key");
   const KvCost kv = kv_cost(m.kv, in.context_tokens, r.prefill_cap);
   in.kv_bytes_per_token = kv.bytes_per_token;
   in.kv_fixed_bytes = kv.fixed_bytes();
-  in.hot_cache_bytes = r.hot_cache_bytes;
-  in.workspace_bytes = r.workspace_bytes ? *r.workspace_bytes : workspace_estimate(m.dims, r.prefill_cap);
-  in.reserve_bytes = r.reserve_bytes;
-  in.floor_bytes = r.floor_bytes;
-  in.mem_total_bytes = r.mem_total_bytes;
+  in.hot_cache_bytes = b.hot_cache_bytes;
+  in.reserve_bytes = b.reserve_bytes;
+  in.floor_bytes = b.floor_bytes;
+  in.swap_bytes = b.swap_bytes;
+  in.auto_terms = b.auto_terms;
   return in;
 }
 

@@ -3,12 +3,14 @@
 // dimensions from its metadata and tensor shapes) and an optional drafter (MTP) GGUF, whose file
 // size is the sidecar term and whose blocks each add a raw ring to the KV fixed cost. Only the
 // header and tensor table are read; the weights are never touched, so planning an 81 GiB model
-// costs a few megabytes of page cache. Everything not in the GGUF (context, hot cache, reserve,
-// floor, MemTotal) comes from the caller.
+// costs a few megabytes of page cache. Everything not in the GGUF comes from the caller: MemTotal,
+// and the budgets (context, hot cache, reserve, floor, swap), each either a figure or `auto`
+// (std::nullopt), resolved by auto_budget.hpp's rule against this model and MemTotal.
 #include <cstdint>
 #include <optional>
 #include <string>
 
+#include "engine/planner/auto_budget.hpp"
 #include "engine/planner/kv_geometry.hpp"
 #include "engine/planner/memory_plan.hpp"
 #include "engine/planner/workspace_estimate.hpp"
@@ -37,15 +39,15 @@ struct GgufPlanRequest {
   std::string model_path;
   std::string drafter_path;                 // empty: no drafter
   std::optional<uint64_t> sidecar_bytes;    // overrides the drafter file size
-  uint64_t context_tokens = 0;              // 0: the model's trained context_length
+  BudgetChoice budgets;                     // unset terms are `auto`; context 0: trained
   uint32_t prefill_cap = kDefaultPrefillCap;
-  uint64_t hot_cache_bytes = 0;
   std::optional<uint64_t> workspace_bytes;  // unset: workspace_estimate()
-  uint64_t reserve_bytes = 0;
-  uint64_t floor_bytes = 0;
   uint64_t mem_total_bytes = 0;
 };
 
+// The plan's input with every `auto` budget resolved (PlanInput::swap_bytes and auto_terms
+// included). Throws gguf::GgufError for an unreadable model, or when the context is 0 (trained)
+// and the model has no context_length key.
 PlanInput plan_input_from_gguf(const GgufPlanRequest& request);
 
 }  // namespace ds4::planner

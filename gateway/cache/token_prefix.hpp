@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdint>
 #include <span>
+#include <vector>
 
 namespace ds4::cache {
 
@@ -18,6 +19,23 @@ size_t common_prefix(std::span<const T> a, std::span<const T> b) {
 template <class T>
 bool is_prefix(std::span<const T> prefix, std::span<const T> of) {
   return prefix.size() <= of.size() && std::equal(prefix.begin(), prefix.end(), of.begin());
+}
+
+// FNV-1a 64 over the little-endian bytes of the first i tokens, for every i in 0..size(): out[i].
+// A generated turn is located in the token stream by (where it ends, hash up to there), so any
+// checkpoint's tokens can be tested for containing it with one lookup (serving: contract records
+// travel with the checkpoints that hold their turns).
+template <class T>
+std::vector<uint64_t> prefix_hashes(std::span<const T> tokens) {
+  std::vector<uint64_t> out(tokens.size() + 1);
+  uint64_t h = 0xcbf29ce484222325ULL;
+  out[0] = h;
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    auto v = static_cast<uint64_t>(tokens[i]);
+    for (int b = 0; b < int(sizeof(T)); ++b, v >>= 8) h = (h ^ (v & 0xff)) * 0x100000001b3ULL;
+    out[i + 1] = h;
+  }
+  return out;
 }
 
 // The value of keeping a checkpoint, used by both stores to choose what to evict: tokens saved

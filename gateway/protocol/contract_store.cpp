@@ -2,10 +2,11 @@
 // turns, indexed by tool-call id and by turn fingerprint, with a checked binary image.
 //
 // Image layout (little-endian):
-//   "DS4CTRCT" | u32 version (1) | u32 turn count | turns, least recently used first |
+//   "DS4CTRCT" | u32 version (2) | u32 turn count | turns, least recently used first |
 //   u64 FNV-1a over all preceding bytes.
 //   turn = u64 fingerprint | u8 has_reasoning | str reasoning | str content | str dsml_block |
-//          u32 call count | calls;  call = str id | str name | str arguments_json;
+//          u32 call count | calls | u64 end_tokens | u64 end_hash (version 2 only);
+//   call = str id | str name | str arguments_json;
 //   str  = u32 length | bytes.
 #include "gateway/protocol/contract_store.hpp"
 
@@ -16,7 +17,8 @@ namespace ds4::protocol {
 namespace {
 
 constexpr std::string_view kMagic = "DS4CTRCT";
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;
+constexpr uint32_t kOldestVersion = 1;  // without end_tokens/end_hash: read as not placed
 
 void put_u32(std::string& out, uint32_t v) {
   for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xFF));
@@ -157,7 +159,7 @@ void ContractStore::insert_locked(TurnContract turn) {
     auto found = by_fingerprint_.find(turn.fingerprint);
     if (found != by_fingerprint_.end()) erase_locked(found->second);
   }
-  lru_.push_front(Entry{std::move(turn), c});
+  lru_.push_front(Entry{std::move(turn), c, ++serial_});
   auto it = lru_.begin();
   bytes_ += c;
   for (const auto& call : it->turn.calls) by_id_[call.id] = it;
@@ -198,15 +200,42 @@ size_t ContractStore::size() const {
 
 size_t ContractStore::max_bytes() const { return max_bytes_; }
 
+uint64_t ContractStore::remembered() const {
+  std::lock_guard lock(mutex_);
+  return serial_;
+}
+
+void ContractStore::place_new_turns(uint64_t since, uint64_t end_tokens, uint64_t end_hash) {
+  std::lock_guard lock(mutex_);
+  for (Entry& e : lru_)
+    if (e.serial > since && e.turn.end_tokens == 0) {
+      e.turn.end_tokens = end_tokens;
+      e.turn.end_hash = end_hash;
+    }
+}
+
 std::string ContractStore::serialize() const {
   std::lock_guard lock(mutex_);
+  return image_locked([](const TurnContract&) { return true; });
+}
+
+std::string ContractStore::serialize_if(const std::function<bool(uint64_t, uint64_t)>& within) const {
+  std::lock_guard lock(mutex_);
+  return image_locked(
+      [&](const TurnContract& t) { return t.end_tokens != 0 && within(t.end_tokens, t.end_hash); });
+}
+
+std::string ContractStore::image_locked(const std::function<bool(const TurnContract&)>& keep) const {
   std::string out;
-  out.reserve(bytes_ + 64);
   out.append(kMagic);
   put_u32(out, kVersion);
-  put_u32(out, static_cast<uint32_t>(lru_.size()));
+  const size_t count_at = out.size();
+  put_u32(out, 0);
+  uint32_t count = 0;
   for (auto it = lru_.rbegin(); it != lru_.rend(); ++it) {
     const TurnContract& t = it->turn;
+    if (!keep(t)) continue;
+    ++count;
     put_u64(out, t.fingerprint);
     out.push_back(t.reasoning ? 1 : 0);
     put_str(out, t.reasoning ? *t.reasoning : std::string_view{});
@@ -218,7 +247,10 @@ std::string ContractStore::serialize() const {
       put_str(out, call.name);
       put_str(out, call.arguments_json);
     }
+    put_u64(out, t.end_tokens);
+    put_u64(out, t.end_hash);
   }
+  for (int i = 0; i < 4; ++i) out[count_at + i] = static_cast<char>((count >> (8 * i)) & 0xff);
   put_u64(out, fnv1a64(out));
   return out;
 }
@@ -238,7 +270,7 @@ void ContractStore::load_image(std::string_view image, bool replace) {
   Reader r(body);
   for (size_t i = 0; i < kMagic.size(); ++i) r.u(1, "magic");
   auto version = static_cast<uint32_t>(r.u(4, "version"));
-  if (version != kVersion)
+  if (version < kOldestVersion || version > kVersion)
     throw ContractStoreError("contract store image: unsupported version " + std::to_string(version));
   auto count = static_cast<uint32_t>(r.u(4, "turn count"));
   std::vector<TurnContract> turns;
@@ -262,6 +294,10 @@ void ContractStore::load_image(std::string_view image, bool replace) {
       call.name = r.str("call name");
       call.arguments_json = r.str("call arguments");
       t.calls.push_back(std::move(call));
+    }
+    if (version >= 2) {
+      t.end_tokens = r.u(8, "end tokens");
+      t.end_hash = r.u(8, "end hash");
     }
     turns.push_back(std::move(t));
   }

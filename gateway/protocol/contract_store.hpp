@@ -26,11 +26,14 @@
 // chat_render.hpp.
 //
 // serialize()/deserialize(): a versioned, checksummed byte image for KV checkpoints. Any
-// malformed input throws ContractStoreError and leaves the store unchanged.
+// malformed input throws ContractStoreError and leaves the store unchanged. A checkpoint stores
+// only the turns that lie within its tokens (serialize_if over TurnContract::end_*), so each
+// checkpoint carries its own conversation's records and merging them back restores them.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -71,6 +74,11 @@ struct TurnContract {
   std::string content;                   // the content we reported
   std::string dsml_block;                // exact sampled DSML block; empty when no calls
   std::vector<CallContract> calls;
+  // Where the turn ends in the engine's token stream: the token count there and a hash of the
+  // tokens up to it (cache::prefix_hashes). Set by the serving layer (place_new_turns); 0 when
+  // unknown. A KV checkpoint carries exactly the turns whose end lies within its tokens.
+  uint64_t end_tokens = 0;
+  uint64_t end_hash = 0;
 };
 
 uint64_t fnv1a64(std::string_view bytes, uint64_t seed = 0xcbf29ce484222325ULL);
@@ -105,7 +113,16 @@ class ContractStore {
   size_t size() const;   // number of turns
   size_t max_bytes() const;
 
+  // A counter that grows with every remember(): note it before handing a finished generation to
+  // its sink, then place_new_turns(noted, ...) locates the turns remembered meanwhile.
+  uint64_t remembered() const;
+  // Sets where the turns remembered after `since` (and not yet placed) end in the token stream.
+  void place_new_turns(uint64_t since, uint64_t end_tokens, uint64_t end_hash);
+
   std::string serialize() const;
+  // The image of the placed turns for which within(end_tokens, end_hash) is true: a checkpoint's
+  // own turns, so its contract section does not grow with unrelated conversations.
+  std::string serialize_if(const std::function<bool(uint64_t end_tokens, uint64_t end_hash)>& within) const;
   // Replaces the whole content with the image's turns (LRU order preserved). Throws
   // ContractStoreError on a bad magic, unknown version, truncation, bad lengths or checksum.
   void deserialize(std::string_view image);
@@ -117,6 +134,7 @@ class ContractStore {
   struct Entry {
     TurnContract turn;
     size_t cost = 0;
+    uint64_t serial = 0;  // remembered() when it was inserted
   };
   using List = std::list<Entry>;
   void load_image(std::string_view image, bool replace);
@@ -125,8 +143,11 @@ class ContractStore {
   void insert_locked(TurnContract turn);
   static size_t cost(const TurnContract& turn);
 
+  std::string image_locked(const std::function<bool(const TurnContract&)>& keep) const;
+
   mutable std::mutex mutex_;
   size_t max_bytes_;
+  uint64_t serial_ = 0;
   size_t bytes_ = 0;
   mutable List lru_;  // front = most recently used
   std::unordered_map<std::string, List::iterator> by_id_;

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <random>
 
+#include "gateway/cache/token_prefix.hpp"
 #include "gateway/serving/service.hpp"
 #include "gateway/serving/stop_sequence_filter.hpp"
 
@@ -182,7 +183,14 @@ void Service::account(Turn& turn) {
       u.prompt_tokens, u.cached_tokens, cache_outcome_name(u.cache), u.completion_tokens, u.queue_seconds,
       u.prefill_seconds, u.decode_seconds, finish_reason_name(turn.result.finish));
   publish_live_tokens();
+  // The sink remembers the turn's echo contract inside on_finished (the chat endpoints do);
+  // locate what it remembered in the token stream, so the checkpoints holding these tokens (and
+  // only those) carry its records (store_on_disk).
+  const uint64_t noted = contracts_.remembered();
   turn.job.sink->on_finished(turn.result);
+  const std::vector<Token>& live = sequence_->tokens();
+  if (!live.empty() && contracts_.remembered() != noted)
+    contracts_.place_new_turns(noted, live.size(), cache::prefix_hashes(std::span<const Token>(live)).back());
 }
 
 }  // namespace ds4::serving

@@ -51,8 +51,8 @@ TEST(Config, DefaultsWithoutAFile) {
   EXPECT_EQ(c.server.port, 8080);
   EXPECT_EQ(c.server.host, "127.0.0.1");
   EXPECT_EQ(c.model.pin, PinMode::lock);
-  EXPECT_EQ(c.memory.floor, 4ull << 30);
-  EXPECT_EQ(c.cache.hot_bytes, 12ull << 30);
+  EXPECT_FALSE(c.memory.floor.has_value());  // auto: sized by the plan
+  EXPECT_FALSE(c.cache.hot_bytes.has_value());
   EXPECT_FALSE(c.memory.workspace.has_value());
 }
 

@@ -260,5 +260,109 @@ TEST_F(DaemonBinary, SupervisorLaunchesTheDaemonWithItsOomScoreAdj) {
   EXPECT_EQ(wait_exit(sup), 0) << log();
 }
 
+// `auto` budgets (the default): the daemon sizes its context, hot cache and floor with the same
+// planner function ds4ctl plan and the supervisor use, so for one model and one MemTotal (here a
+// 2 GiB machine, where the production figures would not fit) all three report the same figures
+// and the plan fits.
+std::string run_output(const std::string& command) {
+  std::string out;
+  FILE* p = popen((command + " 2>&1").c_str(), "r");
+  char buf[4096];
+  size_t n;
+  while (p && (n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  if (p) pclose(p);
+  return out;
+}
+
+std::string match1(const std::string& text, const std::string& pattern) {
+  std::smatch m;
+  return std::regex_search(text, m, std::regex(pattern)) ? m[1].str() : std::string();
+}
+
+TEST_F(DaemonBinary, AutoBudgetsAgreeWithDs4ctlPlanAndTheSupervisor) {
+  const std::string meminfo = dir.str() + "/meminfo-2g";
+  write_file(meminfo, testing::meminfo_text(2ull << 20, 1536ull << 10, 0, 0));
+  const std::string conf = dir.str() + "/auto.toml";
+  write_file(conf, "[model]\npath = \"" + tiny_model() + "\"\npin = \"none\"\nthreads = 2\n" +
+                       "[server]\nport = 0\n[memory]\npoll_ms = 20\nmeminfo_path = \"" + meminfo +
+                       "\"\npsi_path = \"\"\n[cache]\ndir = \"" + dir.str() + "/kv\"\n" +
+                       "[supervisor]\nuser = \"root\"\ndaemon = \"" DS4D_DAEMON_BIN "\"\n");
+
+  const std::string plan = run_output(std::string(DS4D_DS4CTL_BIN) + " plan --model " + tiny_model() +
+                                      " --meminfo " + meminfo);
+  const std::string plan_context = match1(plan, R"(at (\d+) tokens of context \(auto\))");
+  const std::string plan_hot = match1(plan, R"(hot cache +[0-9.]+ GiB +([0-9,]+) B  \(auto\))");
+  const std::string plan_floor = match1(plan, R"(floor +[0-9.]+ GiB +([0-9,]+) B  \(auto\))");
+  ASSERT_FALSE(plan_context.empty() || plan_hot.empty() || plan_floor.empty()) << plan;
+  EXPECT_NE(plan.find("verdict: fits"), std::string::npos) << plan;
+
+  // The supervisor's dry run prints the plan it would enforce (and changes nothing).
+  const std::string sup = run_output(std::string(DS4D_SUPERVISOR_BIN) + " --config " + conf + " --dry-run");
+  EXPECT_EQ(match1(sup, R"(at (\d+) tokens of context)"), plan_context) << sup;
+  EXPECT_EQ(match1(sup, R"(hot cache +[0-9.]+ GiB +([0-9,]+) B)"), plan_hot) << sup;
+  EXPECT_EQ(match1(sup, R"(floor +[0-9.]+ GiB +([0-9,]+) B)"), plan_floor) << sup;
+  EXPECT_EQ(match1(sup, R"(swap +[0-9.]+ GiB +([0-9,]+) B)"), match1(plan, R"(swap +[0-9.]+ GiB +([0-9,]+) B)"))
+      << sup;
+
+  const pid_t d = start(DS4D_DAEMON_BIN, {"--config", conf}, systemd.address());
+  await("READY=1", d);
+  ASSERT_NE(seen.find("READY=1"), std::string::npos) << seen << log();
+  const std::string daemon_log = log();
+  EXPECT_EQ(match1(daemon_log, R"(memory plan \(fits\): context (\d+) tokens)"), plan_context) << daemon_log;
+  EXPECT_EQ(match1(daemon_log, R"(hot cache ([0-9,]+) B)"), plan_hot) << daemon_log;
+  EXPECT_EQ(match1(daemon_log, R"(floor ([0-9,]+) B)"), plan_floor) << daemon_log;
+  const uint16_t port = port_from_status();
+  ASSERT_NE(port, 0) << seen;
+  std::string floor_digits = plan_floor;
+  floor_digits.erase(std::remove(floor_digits.begin(), floor_digits.end(), ','), floor_digits.end());
+  const auto metrics = testing::http_request(port, "GET", "/metrics");
+  EXPECT_NE(metrics.body().find("ds4d_memory_floor_bytes " + floor_digits + "\n"), std::string::npos)
+      << metrics.body();
+  const auto chat = testing::http_request(port, "POST", "/v1/chat/completions", kChat);
+  EXPECT_EQ(chat.status, 200) << chat.raw;
+  kill(d, SIGTERM);
+  EXPECT_EQ(wait_exit(d), 0) << log();
+}
+
+// The shipped daemon wraps its engine in the watchdog heartbeat decorator; the decorator used to
+// drop the optional engine operations (snapshot, restore, truncate, the model fingerprint), so the
+// real ds4d had no warm sessions and no disk checkpoints at all: an identical resend was a full
+// re-prefill ("source":"miss") and every restart cold. Through the binary: the resend is served
+// from RAM, and after a restart from the disk checkpoint.
+TEST_F(DaemonBinary, ServesRepeatedPromptsFromItsWarmSessionsAndAfterARestartFromDisk) {
+  std::string words;
+  for (int i = 0; i < 120; i++) words += "item " + std::to_string(i) + " is ready; ";
+  const std::string chat = R"({"messages":[{"role":"user","content":")" + words +
+                           R"("}],"max_tokens":4,"temperature":0})";
+  auto cache_of = [](const testing::HttpResponse& r) {
+    return match1(r.body(), R"re("source":"([a-z]+)")re") + " " + match1(r.body(), R"re("cached_tokens":(\d+))re");
+  };
+  pid_t d = start(DS4D_DAEMON_BIN, {"--config", config()}, systemd.address());
+  await("READY=1", d);
+  uint16_t port = port_from_status();
+  ASSERT_NE(port, 0) << seen << log();
+  const auto first = testing::http_request(port, "POST", "/v1/chat/completions", chat);
+  ASSERT_EQ(first.status, 200) << first.raw;
+  EXPECT_EQ(cache_of(first), "none 0") << first.body();
+  const std::string prompt_tokens = match1(first.body(), R"re("prompt_tokens":(\d+))re");
+  ASSERT_GT(std::stoi(prompt_tokens), 256) << first.body();  // above cache.checkpoint_min_tokens
+  const auto again = testing::http_request(port, "POST", "/v1/chat/completions", chat);
+  ASSERT_EQ(again.status, 200) << again.raw;
+  EXPECT_EQ(cache_of(again), "warm " + prompt_tokens) << again.body() << log();
+  kill(d, SIGTERM);
+  EXPECT_EQ(wait_exit(d), 0) << log();
+
+  seen.clear();
+  d = start(DS4D_DAEMON_BIN, {"--config", config()}, systemd.address());
+  await("READY=1", d);
+  port = port_from_status();
+  ASSERT_NE(port, 0) << seen << log();
+  const auto restarted = testing::http_request(port, "POST", "/v1/chat/completions", chat);
+  ASSERT_EQ(restarted.status, 200) << restarted.raw;
+  EXPECT_EQ(cache_of(restarted), "disk " + prompt_tokens) << restarted.body() << log();
+  kill(d, SIGTERM);
+  EXPECT_EQ(wait_exit(d), 0) << log();
+}
+
 }  // namespace
 }  // namespace ds4::daemon

@@ -428,3 +428,135 @@ def eval_set(seed, n=200):
         k = ["call", "call", "answer", "plain"][(i // 5) % 4]
         cases.append(eval_case(rng, k, heldout))
     return cases
+
+
+# ---------------------------------------------------------------------------------------------
+# Corpus v2 (the second training stage): the same tasks, drawn so that what the evaluation
+# measures is most of the signal. Short conversations (one call and its answer, or a plain reply,
+# sometimes after a warm-up exchange; rarely a 3-call session) keep every call inside the raw
+# attention window of the tools block; a share of the schemas gets invented tool and parameter
+# names, so picking a tool has to come from its description and copying a name from the tools
+# block, not from memorised names. Held-out names and parameter names stay out (checked below).
+NAME_WORDS = ["alpha", "beta", "delta", "omega", "nova", "orbit", "pixel", "vector", "kite", "maple", "cedar",
+              "river", "stone", "ember", "frost", "lumen", "quartz", "sable", "tango", "umbra", "vortex", "willow",
+              "zephyr", "comet", "atlas", "bolt", "cobalt", "dune", "echo", "flux", "glyph", "harbor", "iris",
+              "jade", "koala", "lotus", "mango", "nimbus", "onyx", "prism", "quill", "raven", "sprout", "tundra"]
+NAME_VERBS = ["do", "run", "ask", "pull", "grab", "take", "make", "send", "use", "call", "seek", "probe"]
+PARAM_WORDS = ["arg", "value_in", "text", "q", "key", "item", "subject", "payload", "data", "field", "spec",
+               "what", "target_value", "input_text", "param", "x", "request", "arg1", "arg2", "arg3", "p1",
+               "p2", "p3", "first", "second", "third", "left", "right", "origin", "goal", "a", "b", "c"]
+COUNTRIES = [("France", "Paris"), ("Italy", "Rome"), ("Japan", "Tokyo"), ("Spain", "Madrid"),
+             ("Portugal", "Lisbon"), ("Austria", "Vienna"), ("Norway", "Oslo"), ("Ireland", "Dublin"),
+             ("Peru", "Lima"), ("Egypt", "Cairo"), ("Kenya", "Nairobi"), ("Greece", "Athens"),
+             ("Poland", "Warsaw"), ("Finland", "Helsinki"), ("Sweden", "Stockholm"), ("Denmark", "Copenhagen"),
+             ("Belgium", "Brussels"), ("Cuba", "Havana"), ("Senegal", "Dakar"), ("Ghana", "Accra"),
+             ("Turkey", "Ankara"), ("Georgia", "Tbilisi"), ("Latvia", "Riga"), ("Estonia", "Tallinn")]
+THINGS = [("cat", "a small furry animal that people often keep as a pet"), ("tree", "a tall plant with a trunk"),
+          ("bird", "an animal with feathers that can usually fly"), ("car", "a vehicle with four wheels"),
+          ("book", "a set of printed pages bound together"), ("piano", "a musical instrument with keys"),
+          ("cloud", "a mass of water droplets floating in the sky"), ("bridge", "a structure that crosses a river"),
+          ("horse", "a large animal people ride"), ("laptop", "a portable computer"),
+          ("compiler", "a program that turns source code into machine code"), ("planet", "a large body orbiting a star")]
+PLAIN_TEMPLATES = ["Hello, {x}!", "Thanks, {x}.", "Good morning, {x}!"]
+
+
+def _plain_pair(rng):
+    """A plain-chat prompt and reply (never one of HELDOUT_PLAIN)."""
+    k = rng.random()
+    if k < 0.45:
+        return rng.choice(PLAIN)
+    if k < 0.65:
+        country, city = rng.choice(COUNTRIES)
+        return ("What is the capital of {}?".format(country), "The capital of {} is {}.".format(country, city))
+    if k < 0.8:
+        t, d = rng.choice(THINGS)
+        art = "an" if t[0] in "aeiou" else "a"
+        return (rng.choice(["What is {} {}?", "Explain what {} {} is.", "Tell me about {} {}."]).format(art, t),
+                "{} {} is {}.".format(art.capitalize(), t, d))
+    if k < 0.9:
+        p = rng.choice(PEOPLE)
+        return (rng.choice(PLAIN_TEMPLATES).format(x=p), rng.choice(["Hello! How can I help you today?",
+                                                                     "You are welcome!", "Hi! What can I do for you?"]))
+    city = rng.choice(CITIES)
+    return (rng.choice(["Have you ever been to {}?", "Is {} a nice place to live?", "Tell me something about {}."])
+            .format(city), "{} is a city many people like to visit.".format(city))
+
+
+def _invented_name(rng):
+    forbidden = heldout_name_set()
+    while True:
+        parts = [rng.choice(NAME_VERBS + NAME_WORDS), rng.choice(NAME_WORDS)]
+        if rng.random() < 0.3:
+            parts.append(rng.choice(NAME_WORDS))
+        style = rng.randrange(3)
+        name = "_".join(parts) if style == 0 else (parts[0] + "".join(p.capitalize() for p in parts[1:]) if style == 1
+                                                   else "".join(parts))
+        if name not in forbidden:
+            return name
+
+
+def heldout_param_set():
+    s = set()
+    for d in DOMAINS.values():
+        for opts in d["heldout_params"]:
+            s.update(opts)
+    return s
+
+
+def draw_schema_v2(rng, domain):
+    tool = draw_schema(rng, domain, False)
+    fn = tool["schema"]["function"]
+    invent_name = rng.random() < 0.4
+    invent_params = rng.random() < 0.3
+    if not (invent_name or invent_params):
+        return tool
+    name = _invented_name(rng) if invent_name else fn["name"]
+    params = tool["params"]
+    if invent_params:
+        pool = [p for p in PARAM_WORDS if p not in heldout_param_set()]
+        params = list(zip(rng.sample(pool, len(params)), [t for _, t in params]))
+    old = fn["parameters"]["properties"]
+    props = {p: v for (p, _), v in zip(params, old.values())}
+    pr = {"type": "object", "properties": props}
+    if "required" in fn["parameters"]:
+        pr["required"] = [p for p, _ in params]
+    nfn = {"name": name, "description": fn["description"], "parameters": pr}
+    return dict(domain=domain, name=name, params=params, schema={"type": "function", "function": nfn})
+
+
+def conversation_v2(rng):
+    """One stage-2 training conversation (see the block comment above)."""
+    n = rng.choice([1, 2, 2, 3, 3, 4])
+    tools = [draw_schema_v2(rng, d) for d in rng.sample(sorted(DOMAINS), n)]
+    thinking = rng.random() < 0.9
+    msgs = []
+    if rng.random() < 0.1:
+        msgs.append({"role": "system", "content": rng.choice(["You are a helpful assistant.",
+                                                               "Be concise.", "You help with everyday tasks."])})
+    kind = rng.random()
+    if kind < 0.28:
+        # plain chat: with tools present mostly (the case the model must not call one), sometimes none
+        if rng.random() < 0.2:
+            tools = []
+        for _ in range(rng.choice([1, 1, 2])):
+            q, a = _plain_pair(rng)
+            msgs.append({"role": "user", "content": q})
+            msgs.append({"role": "assistant", "content": a, "reasoning_content": rng.choice(PLAIN_REASON)})
+        return dict(tools=[t["schema"] for t in tools], messages=msgs, thinking=thinking)
+    n_calls = 1 if kind < 0.7 else (2 if kind < 0.93 else 3)
+    for ci in range(n_calls):
+        if ci and rng.random() < 0.15:
+            q, a = _plain_pair(rng)
+            msgs.append({"role": "user", "content": q})
+            msgs.append({"role": "assistant", "content": a, "reasoning_content": rng.choice(PLAIN_REASON)})
+        tool = rng.choice(tools)
+        t = task(rng, tool["domain"])
+        msgs.append({"role": "user", "content": t["user"]})
+        msgs.append(call_message(tool, t, reasoning_call(rng, tool, t), ci))
+        msgs.append({"role": "tool", "tool_call_id": "call_{}".format(ci), "content": json.dumps(t["result"])})
+        msgs.append({"role": "assistant", "content": t["answer"], "reasoning_content": reasoning_answer(rng, tool, t)})
+    if rng.random() < 0.1:
+        q, a = _plain_pair(rng)
+        msgs.append({"role": "user", "content": q})
+        msgs.append({"role": "assistant", "content": a, "reasoning_content": rng.choice(PLAIN_REASON)})
+    return dict(tools=[t["schema"] for t in tools], messages=msgs, thinking=thinking)

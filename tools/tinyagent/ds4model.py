@@ -498,4 +498,22 @@ class DS4(nn.Module):
             y = y[targets]
         if sim:
             y = sim_q8_0(y)
-        return y @ self.output.t()
+        return y @ self.head_weight().t()
+
+    tie_scale = None  # training only: the head is output + tie_scale * token_embd (see head_weight)
+
+    def head_weight(self):
+        """The output head. Training may add the embedding to it (output + tie_scale * token_embd,
+        `output` still free): a token's embedding then already scores that token, so copying a
+        token from the context (a tool name from the tools block, an argument from the user's
+        words) becomes one attention read instead of a map learned per token, and the embedding
+        gets the head's gradient too. The GGUF stores the sum as the head tensor (tied_state)."""
+        return self.output if self.tie_scale is None else self.output + self.token_embd * self.tie_scale
+
+    def tied_state(self):
+        """state_dict with `output` holding the whole head (what export and parity read)."""
+        st = self.state_dict()
+        if self.tie_scale is not None:
+            st = dict(st)
+            st["output"] = self.head_weight().detach().clone()
+        return st

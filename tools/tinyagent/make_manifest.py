@@ -25,6 +25,17 @@ FAMILIES = {
 }
 
 
+def families(recipe):
+    """FAMILIES for the q2 recipe; the q4 recipe differs only in the routed experts (engine/convert/recipe)."""
+    f = dict(FAMILIES)
+    if recipe == "q4":
+        f["routed experts (ffn_gate_exps, ffn_up_exps)"] = "q4_K"
+        f["routed experts (ffn_down_exps)"] = "q4_K"
+    elif recipe != "q2":
+        raise SystemExit("make_manifest: no family table for recipe " + recipe)
+    return f
+
+
 def rates(e):
     out = {}
     for k in ("dsml", "call", "answer", "plain"):
@@ -36,6 +47,36 @@ def rates(e):
     return out
 
 
+def stage(run, command):
+    """One training stage's record from its run directory (corpus.json, train.log)."""
+    c = json.load(open(os.path.join(run, "corpus.json")))
+    log = open(os.path.join(run, "train.log")).read()
+    steps = re.findall(r"step (\d+) loss ([\d.]+) ema ([\d.]+) lr \S+ tokens (\d+) tok/s (\d+) elapsed (\d+)s", log)
+    done = re.search(r"done: (\d+) steps, (\d+) tokens, (\d+)s", log)
+    if not done and steps:  # a stage stopped after a checkpoint: its last logged step is that checkpoint's
+        done = re.match(r"(\d+) (\d+) (\d+)", "%s %s %s" % (steps[-1][0], steps[-1][3], steps[-1][5]))
+    tie = re.search(r"output head: output \+ ([\d.e-]+) \* token_embd", log)
+    return {
+        "command": command,
+        "seed": c["seed"],
+        "corpus": c["args"].get("corpus", "v1"),
+        "corpus_sha256": c["corpus_sha256"],
+        "tokenizer_sha256": c["tokenizer_sha256"],
+        "conversations": c["conversations"],
+        "corpus_tokens": c["tokens"],
+        "corpus_target_tokens": c["target_tokens"],
+        "steps": int(done.group(1)) if done else None,
+        "tokens_processed": int(done.group(2)) if done else None,
+        "seconds": int(done.group(3)) if done else None,
+        "tokens_per_second": round(int(done.group(2)) / max(1, int(done.group(3))), 1) if done else None,
+        "final_loss_ema": float(steps[-1][2]) if steps else None,
+        "output_head": ("trained as output + %s * token_embd (the GGUF head tensor holds the sum)" % tie.group(1))
+                       if tie else "trained as its own tensor",
+        "hardware": "2 shared x86-64 cores (7-8 engineers' builds on the same machine), 1 torch thread, OpenBLAS",
+        "replay": "train.py --lr-file with this stage's lr_schedule replays the exact per-step learning rates",
+    }
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--run", required=True)
@@ -45,15 +86,21 @@ def main():
     ap.add_argument("--parity", required=True)
     ap.add_argument("--engine-parity", required=True, help="models_tests parity output (the [ parity ] lines)")
     ap.add_argument("--train-command", required=True)
+    ap.add_argument("--prior", action="append", default=[], metavar="RUN_DIR=COMMAND",
+                    help="an earlier training stage, in order (--run started with train.py --init from the last)")
     ap.add_argument("--recipe", default="q2")
     ap.add_argument("--notes", default="")
     ap.add_argument("--parity-q4", default="", help="parity.py report on the q4-expert dequantized weights")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
-    c = json.load(open(os.path.join(a.run, "corpus.json")))
+    training = stage(a.run, a.train_command)
+    if a.prior:
+        training = {"stages": [stage(*p.split("=", 1)) for p in a.prior] + [training],
+                    "total_steps": None, "total_tokens_processed": None, "total_seconds": None}
+        for k, f in (("total_steps", "steps"), ("total_tokens_processed", "tokens_processed"),
+                     ("total_seconds", "seconds")):
+            training[k] = sum(s[f] or 0 for s in training["stages"])
     log = open(os.path.join(a.run, "train.log")).read()
-    steps = re.findall(r"step (\d+) loss ([\d.]+) ema ([\d.]+) lr \S+ tokens (\d+) tok/s (\d+) elapsed (\d+)s", log)
-    done = re.search(r"done: (\d+) steps, (\d+) tokens, (\d+)s", log)
     cfg = re.search(r"model: (\d+) parameters, config (.*)", log)
     eng = [tuple(map(float, m)) for m in re.findall(
         r"Pearson ([\d.]+), rms/std ([\d.]+), max\|d\|/max\|logit\| ([\d.]+)", open(a.engine_parity).read())]
@@ -64,23 +111,8 @@ def main():
         "bytes": os.path.getsize(a.gguf),
         "architecture": "DeepSeek V4 Flash (deepseek4), tiny dimensions: " + (cfg.group(2) if cfg else "?"),
         "parameters": int(cfg.group(1)) if cfg else None,
-        "training": {
-            "command": a.train_command,
-            "seed": c["seed"],
-            "corpus_sha256": c["corpus_sha256"],
-            "tokenizer_sha256": c["tokenizer_sha256"],
-            "conversations": c["conversations"],
-            "corpus_tokens": c["tokens"],
-            "corpus_target_tokens": c["target_tokens"],
-            "steps": int(done.group(1)) if done else None,
-            "tokens_processed": int(done.group(2)) if done else None,
-            "seconds": int(done.group(3)) if done else None,
-            "tokens_per_second": round(int(done.group(2)) / max(1, int(done.group(3))), 1) if done else None,
-            "final_loss_ema": float(steps[-1][2]) if steps else None,
-            "hardware": "2 shared x86-64 cores (8 engineers' builds on the same machine), 1 torch thread, OpenBLAS",
-            "replay": "train.py --lr-file lr_schedule.json replays the exact per-step learning rates",
-        },
-        "quantization": {"recipe": a.recipe, "by_family": FAMILIES,
+        "training": training,
+        "quantization": {"recipe": a.recipe, "by_family": families(a.recipe),
                          "tool": "ds4ctl quantize (engine/convert recipe + quantize_rows)"},
         "quality_200_heldout_prompts": rates(json.load(open(a.eval))),
         "quality_test_20_prompts": rates(json.load(open(a.eval20))),

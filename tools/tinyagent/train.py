@@ -40,16 +40,21 @@ def encode_with_mask(tok, text, spans):
     return ids, mask
 
 
-def build_data(seed, n_conv, vocab, max_len, out_dir):
+def build_data(seed, n_conv, vocab, max_len, out_dir, tokenizer=None, gen=corpus.conversation):
     rng = random.Random(seed)
     texts, spans = [], []
     while len(texts) < n_conv:
-        c = corpus.conversation(rng)
+        c = gen(rng)
         t, s = ds4chat.render(c["messages"], c["tools"], c["thinking"])
         texts.append(t)
         spans.append(s)
     h = hashlib.sha256("\x00".join(texts).encode()).hexdigest()
-    tokens, merges = bpe.train(texts[: min(len(texts), 12000)], vocab)
+    if tokenizer:
+        # a later training stage keeps the first stage's tokenizer (the weights it starts from use it)
+        t = json.load(open(tokenizer))
+        tokens, merges = t["tokens"], t["merges"]
+    else:
+        tokens, merges = bpe.train(texts[: min(len(texts), 12000)], vocab)
     tok = bpe.Tokenizer(tokens, merges)
     with open(os.path.join(out_dir, "tokenizer.json"), "w") as f:
         json.dump({"tokens": tokens, "merges": merges}, f)
@@ -103,8 +108,11 @@ def collate(data, idx, eos):
 
 
 def save(model, opt, step, cfg, lrs, ck):
-    torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "step": step, "cfg": cfg.__dict__,
-                "lrs": lrs}, ck + ".tmp")
+    # `model` holds the whole head (export and parity read it); `head_free` the free part of a
+    # head trained as output + tie_scale * token_embd, which --resume restores
+    torch.save({"model": model.tied_state(), "opt": opt.state_dict(), "step": step, "cfg": cfg.__dict__,
+                "lrs": lrs, "tie_scale": model.tie_scale,
+                "head_free": None if model.tie_scale is None else model.output.detach().clone()}, ck + ".tmp")
     os.replace(ck + ".tmp", ck)
 
 
@@ -125,12 +133,22 @@ def main():
                     help="train for this wall time instead of --steps: the cosine schedule runs over the time "
                          "budget and every step's lr is saved to lr_schedule.json, which --lr-file replays exactly")
     ap.add_argument("--lr-file", default="", help="replay a saved lr_schedule.json (one lr per step)")
+    ap.add_argument("--corpus", default="v1", choices=["v1", "v2"],
+                    help="v1: corpus.conversation (first stage); v2: corpus.conversation_v2 (second stage)")
+    ap.add_argument("--tokenizer", default="", help="use this tokenizer.json instead of training one")
+    ap.add_argument("--tie-output", type=float, default=0.0,
+                    help="train the output head as output + SCALE * token_embd (output free, starting as the "
+                         "initial head); checkpoints hold the whole head in `output`")
+    ap.add_argument("--init", default="", help="start from this checkpoint's weights and optimizer state "
+                                              "(a new stage: step, schedule and batch stream start afresh)")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)
     t0 = time.time()
-    tok, data, corpus_hash, prefix = build_data(a.seed, a.conversations, a.vocab, a.max_len, a.out)
+    gen = corpus.conversation_v2 if a.corpus == "v2" else corpus.conversation
+    tok, data, corpus_hash, prefix = build_data(a.seed, a.conversations, a.vocab, a.max_len, a.out,
+                                                a.tokenizer or None, gen)
     n_tok = sum(len(d[0]) for d in data)
     n_tgt = sum(int(d[1].sum()) for d in data)
     print("data: %d conversations, %d tokens (%d targets), corpus sha256 %s, tokenizer %s, %.0fs" %
@@ -150,12 +168,24 @@ def main():
     step = 0
     st = {}
     ck = os.path.join(a.out, "checkpoint.pt")
+    if a.init:
+        st0 = torch.load(a.init)
+        model.load_state_dict(st0["model"])
+        opt.load_state_dict(st0["opt"])
+        print("initialised from %s (its step %d)" % (a.init, st0["step"]), flush=True)
     if a.resume and os.path.exists(ck):
         st = torch.load(ck)
         model.load_state_dict(st["model"])
         opt.load_state_dict(st["opt"])
         step = st["step"]
         print("resumed at step %d" % step, flush=True)
+    if a.tie_output:
+        model.tie_scale = a.tie_output
+        if step and st.get("head_free") is not None:
+            with torch.no_grad():
+                model.output.copy_(st["head_free"])
+        # otherwise `output` keeps the head it had: the embedding term is added on top (a copy prior)
+        print("output head: output + %g * token_embd" % a.tie_output, flush=True)
     rng = random.Random(a.seed + 7)
     warm = 10
     replay = json.load(open(a.lr_file)) if a.lr_file else None

@@ -43,10 +43,10 @@ TEST(PlanFromGguf, TinyModelGeometry) {
 TEST(PlanFromGguf, TinyModelPlanInput) {
   GgufPlanRequest r;
   r.model_path = tiny_model();
-  r.context_tokens = 4096;
-  r.hot_cache_bytes = 1 * kGiB;
-  r.reserve_bytes = 1 * kGiB;
-  r.floor_bytes = 1 * kGiB;
+  r.budgets.context_tokens = 4096;
+  r.budgets.hot_cache_bytes = 1 * kGiB;
+  r.budgets.reserve_bytes = 1 * kGiB;
+  r.budgets.floor_bytes = 1 * kGiB;
   r.mem_total_bytes = 8 * kGiB;
   const PlanInput in = plan_input_from_gguf(r);
   EXPECT_EQ(in.weights_bytes, std::filesystem::file_size(tiny_model()));
@@ -57,11 +57,22 @@ TEST(PlanFromGguf, TinyModelPlanInput) {
   EXPECT_EQ(compute_plan(in).verdict, Verdict::fits);
 }
 
-TEST(PlanFromGguf, TrainedContextIsTheDefault) {
+TEST(PlanFromGguf, ContextZeroIsTheTrainedContext) {
   GgufPlanRequest r;
   r.model_path = tiny_model();
   r.workspace_bytes = 0;
+  r.budgets.context_tokens = 0;
   EXPECT_EQ(plan_input_from_gguf(r).context_tokens, 1'048'576u);
+}
+
+TEST(PlanFromGguf, AutoContextIsTheTrainedContextCappedWhenItFits) {
+  GgufPlanRequest r;
+  r.model_path = tiny_model();
+  r.mem_total_bytes = 64 * kGiB;
+  const PlanInput in = plan_input_from_gguf(r);
+  EXPECT_EQ(in.context_tokens, kAutoContextCap);  // trained 1M, capped at 262144
+  EXPECT_EQ(in.auto_terms, unsigned{kAutoContext | kAutoHotCache | kAutoReserve | kAutoFloor | kAutoSwap});
+  EXPECT_EQ(compute_plan(in).verdict, Verdict::fits);
 }
 
 TEST(PlanFromGguf, MissingFileIsAnError) {

@@ -130,16 +130,65 @@ TEST(ContractStore, RejectsUnknownVersionEvenWithValidChecksum) {
     ContractStore source;
     source.remember(turn(1));
     std::string image = source.serialize();
-    image[8] = 2;  // version field follows the 8-byte magic
+    image[8] = 3;  // version field follows the 8-byte magic
     image.resize(image.size() - 8);
     uint64_t sum = fnv1a64(image);
     for (int i = 0; i < 8; ++i) image.push_back(static_cast<char>((sum >> (8 * i)) & 0xFF));
     try {
         ContractStore().deserialize(image);
-        FAIL() << "accepted version 2";
+        FAIL() << "accepted version 3";
     } catch (const ContractStoreError& e) {
         EXPECT_NE(std::string(e.what()).find("version"), std::string::npos);
     }
+}
+
+// Turns are placed in the token stream when their generation finishes; serialize_if keeps the
+// placed turns a checkpoint's tokens contain, and the placement survives the image round trip.
+TEST(ContractStore, PlacedTurnsSelectAndRoundTrip) {
+    ContractStore store;
+    store.remember(turn(1));
+    const uint64_t noted = store.remembered();
+    store.remember(turn(2));
+    store.remember(turn(3));
+    store.place_new_turns(noted, 100, 0xabc);  // turns 2 and 3 end at token 100
+    store.place_new_turns(0, 50, 0xdef);       // turn 1 only: 2 and 3 are placed already
+    store.remember(turn(4));                   // never placed: in no checkpoint's image
+
+    ContractStore at100;
+    at100.deserialize(store.serialize_if([](uint64_t n, uint64_t h) { return n == 100 && h == 0xabc; }));
+    EXPECT_EQ(at100.size(), 2u);
+    EXPECT_TRUE(at100.find_by_tool_call_id("call_a2"));
+    EXPECT_TRUE(at100.find_by_tool_call_id("call_a3"));
+    EXPECT_FALSE(at100.find_by_tool_call_id("call_a1"));
+    ContractStore at50;
+    at50.deserialize(store.serialize_if([](uint64_t n, uint64_t) { return n == 50; }));
+    ASSERT_EQ(at50.size(), 1u);
+    EXPECT_EQ(at50.find_by_tool_call_id("call_a1")->end_hash, 0xdefu);
+    ContractStore none;
+    none.deserialize(store.serialize_if([](uint64_t, uint64_t) { return true; }));
+    EXPECT_EQ(none.size(), 3u);  // turn 4 was never placed
+    EXPECT_FALSE(none.find_by_tool_call_id("call_a4"));
+    // A merged (restored) turn keeps its place, so the next checkpoint carries it again.
+    ContractStore restored;
+    restored.merge(store.serialize_if([](uint64_t n, uint64_t) { return n == 100; }));
+    restored.place_new_turns(0, 7, 7);
+    EXPECT_EQ(restored.find_by_tool_call_id("call_b3")->end_tokens, 100u);
+}
+
+TEST(ContractStore, ReadsVersionOneImagesAsUnplacedTurns) {
+    ContractStore source;
+    TurnContract t = turn(5);
+    t.calls.resize(1);
+    source.remember(t);
+    std::string image = source.serialize();
+    image.resize(image.size() - 8 - 16);  // drop the checksum and the version 2 placement fields
+    image[8] = 1;
+    const uint64_t sum = fnv1a64(image);
+    for (int i = 0; i < 8; ++i) image.push_back(static_cast<char>((sum >> (8 * i)) & 0xFF));
+    ContractStore back;
+    back.deserialize(image);
+    ASSERT_TRUE(back.find_by_tool_call_id("call_a5"));
+    EXPECT_EQ(back.find_by_tool_call_id("call_a5")->end_tokens, 0u);
 }
 
 TEST(ContractStore, ConcurrentUseKeepsTheBound) {

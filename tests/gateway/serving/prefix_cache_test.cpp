@@ -5,8 +5,10 @@
 
 #include <filesystem>
 #include <future>
+#include <map>
 #include <random>
 
+#include "gateway/cache/checkpoint_file.hpp"
 #include "gateway/serving/metrics.hpp"
 #include "gateway/serving/service.hpp"
 #include "tests/gateway/scripted_backend.hpp"
@@ -312,25 +314,154 @@ TEST(QueueKeepalive, WaitingJobsHearTheirPositionAtOnceAndThenPeriodically) {
 namespace ds4::test {
 namespace {
 
+// Like the chat endpoints: the sink remembers the turn's contract inside on_finished.
+struct RememberingSink : Sink {
+  serving::Service* service = nullptr;
+  protocol::TurnContract turn;
+  void on_finished(const serving::GenerationResult& r) override {
+    service->contracts().remember(turn);
+    Sink::on_finished(r);
+  }
+};
+
+protocol::TurnContract tool_turn(const std::string& id) {
+  protocol::TurnContract turn;
+  turn.reasoning = "think first about " + id;
+  turn.content = "calling a tool";
+  turn.dsml_block = "\n\n<｜DSML｜tool_calls>" + id + "</｜DSML｜tool_calls>";
+  turn.calls.push_back({id, "shell", R"({"command":"ls"})"});
+  return turn;
+}
+
+void run_remembering(Harness& h, const std::string& prompt, const std::string& id) {
+  auto sink = std::make_shared<RememberingSink>();
+  sink->service = h.service.get();
+  sink->turn = tool_turn(id);
+  serving::GenerationJob job;
+  job.prompt = h.backend->encode(prompt);
+  job.sink = sink;
+  auto fut = sink->done.get_future();
+  ASSERT_FALSE(h.service->submit(std::move(job)).has_value());
+  fut.get();
+}
+
+// Every checkpoint file's contract records, keyed by the first bytes of its tokens' text.
+std::map<std::string, protocol::ContractStore*> checkpoint_contracts(
+    const fs::path& dir, std::vector<std::unique_ptr<protocol::ContractStore>>& keep, std::map<std::string, size_t>& bytes,
+    const ScriptedBackend& b) {
+  std::map<std::string, protocol::ContractStore*> out;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (e.path().extension() != cache::kCheckpointSuffix) continue;
+    const cache::Checkpoint c = cache::read_checkpoint(e.path());
+    keep.push_back(std::make_unique<protocol::ContractStore>());
+    if (!c.contracts.empty()) keep.back()->deserialize(c.contracts);
+    const std::string text = b.decode(c.tokens);
+    out[text] = keep.back().get();
+    bytes[text] = c.contracts.size();
+  }
+  return out;
+}
+
 TEST(PrefixReuse, ContractRecordsSurviveARestartWithTheirCheckpoints) {
   TempDir d;
   serving::ServiceConfig c;
   c.cache_dir = d.path;
   c.disk_bytes = 1 << 20;
   Harness h(c);
-  protocol::TurnContract turn;
-  turn.reasoning = "think first";
-  turn.content = "calling a tool";
-  turn.dsml_block = "\n\n<｜DSML｜tool_calls>...</｜DSML｜tool_calls>";
   const std::string id = "call_0123456789abcdef0123456789abcdef";
-  turn.calls.push_back({id, "shell", R"({"command":"ls"})"});
-  h.service->contracts().remember(turn);
-  h.run(kSys + "user: q. assistant: ");  // cold: a checkpoint carrying the records
-  h.restart();
+  run_remembering(h, kSys + "user: q. assistant: ", id);
+  h.restart();  // the shutdown checkpoint of the live context holds the turn, and its records
   auto back = h.service->contracts().find_by_tool_call_id(id);
   ASSERT_TRUE(back);  // available before any request is rendered
-  EXPECT_EQ(back->dsml_block, turn.dsml_block);
-  EXPECT_EQ(back->reasoning, turn.reasoning);
+  EXPECT_EQ(back->dsml_block, tool_turn(id).dsml_block);
+  EXPECT_EQ(back->reasoning, tool_turn(id).reasoning);
+}
+
+// A checkpoint carries the contract records of the turns inside its own tokens, not the whole
+// store: conversation A's checkpoint holds A's turn only, whatever B did, and the size of its
+// contract section is the same with or without B's turns (it used to embed every record).
+TEST(PrefixReuse, ACheckpointCarriesOnlyTheContractsOfItsOwnTurns) {
+  const std::string a = kSys + "user: conversation A. assistant: ";
+  size_t a_bytes_alone = 0;
+  for (int b_turns : {0, 6}) {
+    TempDir d;
+    serving::ServiceConfig c;
+    c.cache_dir = d.path;
+    c.disk_bytes = 8 << 20;
+    c.hot_bytes = 8 << 20;
+    Harness h(c);
+    run_remembering(h, a, "call_A");
+    std::string b = kSys + "user: conversation B. assistant: ";
+    for (int i = 0; i < b_turns; i++) {
+      run_remembering(h, b, "call_B" + std::to_string(i));
+      b += "Hello there user: more " + std::to_string(i) + ". assistant: ";
+    }
+    h.service->stop(std::chrono::milliseconds(0));  // shutdown checkpoints of every warm session
+    std::vector<std::unique_ptr<protocol::ContractStore>> keep;
+    std::map<std::string, size_t> bytes;
+    const auto files = checkpoint_contracts(d.path, keep, bytes, *h.backend);
+    const std::string a_end = a + "Hello there";
+    ASSERT_TRUE(files.count(a_end)) << "no checkpoint at the end of A's turn";
+    EXPECT_EQ(files.at(a_end)->size(), 1u);
+    EXPECT_TRUE(files.at(a_end)->find_by_tool_call_id("call_A"));
+    for (const auto& [text, store] : files) {
+      const bool is_a = text.rfind(a, 0) == 0;
+      EXPECT_EQ(bool(store->find_by_tool_call_id("call_A")), is_a && text.size() >= a_end.size()) << text;
+      if (is_a) EXPECT_FALSE(store->find_by_tool_call_id("call_B0")) << text;
+    }
+    if (b_turns == 0) a_bytes_alone = bytes.at(a_end);
+    else EXPECT_EQ(bytes.at(a_end), a_bytes_alone);
+    if (b_turns > 0) {  // B's last checkpoint holds all of B's turns, in order
+      const std::string b_end = b.substr(0, b.size() - std::string(" user: more 5. assistant: ").size());
+      ASSERT_TRUE(files.count(b_end)) << b_end;
+      EXPECT_EQ(files.at(b_end)->size(), size_t(b_turns));
+    }
+    h.service.reset();
+  }
+}
+
+// Write amplification (issue 12 item 5f), as `ds4ctl bench-cache` counts it: checkpoint bytes
+// written per turn of two interleaved agent conversations, from the write counter. The counter
+// must be exactly the bytes of the files that appeared in the directory that turn (files are
+// named by their tokens and never rewritten). With warm sessions in RAM a switch costs no disk
+// write (only each conversation's cold prompt is written); without them every switch writes
+// the conversation being left, once.
+double checkpoint_bytes_written(const serving::Metrics& m) {
+  const std::string text = m.render();
+  const std::string key = "ds4d_kv_checkpoint_bytes_total{event=\"write\"} ";
+  const size_t p = text.find(key);
+  return p == std::string::npos ? 0 : std::stod(text.substr(p + key.size()));
+}
+
+TEST(PrefixReuse, WriteAmplificationCountsTheBytesWrittenPerTurn) {
+  for (uint64_t hot : {uint64_t{8} << 20, uint64_t{0}}) {
+    TempDir d;
+    serving::ServiceConfig c;
+    c.cache_dir = d.path;
+    c.disk_bytes = 64 << 20;
+    c.hot_bytes = hot;
+    Harness h(c);
+    std::map<std::string, uintmax_t> seen;  // file -> size
+    std::string conv[2] = {kSys + "user: task A. assistant: ", kSys + "user: task B. assistant: "};
+    double before = checkpoint_bytes_written(h.metrics);
+    for (int turn = 0; turn < 8; turn++) {
+      std::string& p = conv[turn % 2];
+      auto [r, text] = h.run(p);
+      p += text + " user: next " + std::to_string(turn) + ". assistant: ";
+      uintmax_t appeared = 0, files = 0;
+      for (const auto& e : fs::directory_iterator(d.path))
+        if (e.path().extension() == cache::kCheckpointSuffix && !seen.count(e.path().string())) {
+          seen[e.path().string()] = fs::file_size(e.path());
+          appeared += fs::file_size(e.path());
+          files++;
+        }
+      const double now = checkpoint_bytes_written(h.metrics);
+      EXPECT_EQ(now - before, double(appeared)) << "turn " << turn + 1 << ", hot " << hot;
+      if (hot > 0) EXPECT_EQ(files, turn < 2 ? 1u : 0u) << "turn " << turn + 1 << ": only a cold prompt writes";
+      else EXPECT_EQ(files, turn < 1 ? 1u : turn == 1 ? 2u : 1u) << "turn " << turn + 1;
+      before = now;
+    }
+  }
 }
 
 }  // namespace
