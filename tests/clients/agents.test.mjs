@@ -84,6 +84,11 @@ function toolRoundTrips(body) {
   return done;
 }
 
+// The daemon's warnings and errors (why a generation failed).
+function daemonProblems() {
+  return daemon.log().split('\n').filter((l) => /\[(warning|error)\]/.test(l)).slice(-6).join('\n');
+}
+
 // A turn ended well: exit 0, or Claude Code stopping at --max-turns (exit 1, says so).
 function endedWell(agent, r) {
   return r.code === 0 || (agent === 'claude-code' && r.code === 1 && /Reached max turns/.test(r.stdout + r.stderr));
@@ -108,7 +113,7 @@ for (const agent of SELECTED) {
       assert.ok(endedWell(agent, first), `${agent} turn 1: ${describe(first)}\n${daemon.log().slice(-2000)}`);
       const turn1 = apiExchanges(relay.exchanges);
       assert.ok(turn1.length >= 1, `${agent} turn 1 made no API request: ${describe(first)}`);
-      assert.deepEqual(errorsIn(relay.exchanges), [], `${agent} turn 1`);
+      assert.deepEqual(errorsIn(relay.exchanges), [], `${agent} turn 1; daemon: ${daemonProblems()}`);
 
       const cachedBefore = await daemon.metric('ds4d_cached_tokens_total');
       const second = await runAgent(agent, opts, 'Thanks. Now say it once more.', { resume: true });
@@ -116,7 +121,7 @@ for (const agent of SELECTED) {
       assert.ok(endedWell(agent, second), `${agent} turn 2: ${describe(second)}\n${daemon.log().slice(-2000)}`);
       const all = apiExchanges(relay.exchanges);
       assert.ok(all.length > turn1.length, `${agent} turn 2 made no API request: ${describe(second)}`);
-      assert.deepEqual(errorsIn(relay.exchanges), [], `${agent} turn 2`);
+      assert.deepEqual(errorsIn(relay.exchanges), [], `${agent} turn 2; daemon: ${daemonProblems()}`);
       assert.ok(cachedAfter > cachedBefore,
         `${agent} turn 2 should reuse the cached prefix of turn 1 (ds4d_cached_tokens_total ${cachedBefore} -> ${cachedAfter})`);
 
