@@ -9,10 +9,10 @@ PACKAGES=(
   libspdlog-dev libfmt-dev libsystemd-dev
   googletest libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev libtomlplusplus-dev libxxhash-dev libssl-dev
-  clang libclang-rt-14-dev
+  clang libclang-rt-14-dev clang-format clang-tidy
   nodejs curl python3 python3-requests
   debhelper dpkg-dev fakeroot lintian systemd
-  qemu-system-x86 qemu-utils debootstrap e2fsprogs
+  qemu-system-x86 qemu-system-arm qemu-utils debootstrap e2fsprogs
 )
 # On amd64: the arm64 cross compiler, user-mode emulation for the arm64 test suites
 # (scripts/test-arm64.sh) and the arm64 builds of the libraries the cross build links (Debian

@@ -147,11 +147,12 @@ struct EightSearch {
 // number of negative values must flip one sign (the grid's sign patterns have even parity): the
 // element where that costs least, the first one among equals. With a finite `limit` only a fit
 // whose error is below it matters: {INFINITY, 0, negatives} says there is none.
+template <bool W>
 GridFit fit_eight(const float* x, float g, float limit, const float* w) {
   EightSearch s(limit);
   for (int j = 0; j < 8; j++) {
     const float a = std::fabs(x[j]);
-    const float wj = w ? w[j] : 1.0f;
+    const float wj = W ? w[j] : 1.0f;  // plain: x*1 folds away, the old code exactly
     if (x[j] < 0) s.neg |= static_cast<uint8_t>(1u << j);
     for (int l = 0; l < 3; l++) {
       const float v = g * kMagnitudes[l];
@@ -181,10 +182,11 @@ struct GroupFit {
 // The four 8-value fits of a group of 32 at group scale g. Callers keep a fit only when its error
 // is below `limit`; once the running sum reaches it (the parts left are >= 0) the search stops and
 // the error is INFINITY. With limit INFINITY every part is searched, as before any bound existed.
+template <bool W>
 GroupFit fit_group(const float* x, const float* w, float g, float limit = INFINITY) {
   GroupFit f{0, {}};
   for (int l = 0; l < 4; l++) {
-    f.part[l] = fit_eight(x + 8 * l, g, limit, w ? w + 8 * l : nullptr);
+    f.part[l] = fit_eight<W>(x + 8 * l, g, limit, W ? w + 8 * l : nullptr);
     f.err += f.part[l].err;
     if (limit < INFINITY && !(f.err < limit)) return {INFINITY, {}};
   }
@@ -192,6 +194,7 @@ GroupFit fit_group(const float* x, const float* w, float g, float limit = INFINI
 }
 
 // (Weighted) least-squares group scale for the chosen grid points and signs.
+template <bool W>
 float refit_scale(const float* x, const float* w, const GroupFit& f) {
   double num = 0, den = 0;
   for (int l = 0; l < 4; l++) {
@@ -199,7 +202,7 @@ float refit_scale(const float* x, const float* w, const GroupFit& f) {
     for (int j = 0; j < 8; j++) {
       double v = static_cast<double>((grid >> (8 * j)) & 255);
       if ((f.part[l].signs >> j) & 1) v = -v;
-      const double wj = w ? w[8 * l + j] : 1.0;
+      const double wj = W ? w[8 * l + j] : 1.0;
       num += wj * (v * x[8 * l + j]);
       den += wj * (v * v);
     }
@@ -208,6 +211,7 @@ float refit_scale(const float* x, const float* w, const GroupFit& f) {
 }
 
 // Best continuous group scale for 32 values.
+template <bool W>
 float best_group_scale(const float* x, const float* w) {
   float amax = 0;
   for (int j = 0; j < 32; j++) amax = std::max(amax, std::fabs(x[j]));
@@ -216,14 +220,14 @@ float best_group_scale(const float* x, const float* w) {
   constexpr int kSteps = 8;
   for (int s = 0; s <= kSteps; s++) {  // the top magnitude 43*g spans 0.5x .. 1.25x amax
     const float g = amax / 43.0f * (0.5f + 0.75f * static_cast<float>(s) / kSteps);
-    const GroupFit f = fit_group(x, w, g, best_err);
+    const GroupFit f = fit_group<W>(x, w, g, best_err);
     if (f.err < best_err) {
       best_err = f.err;
       best_g = g;
     }
   }
-  const float g2 = refit_scale(x, w, fit_group(x, w, best_g));
-  if (g2 > 0 && fit_group(x, w, g2, best_err).err < best_err) best_g = g2;
+  const float g2 = refit_scale<W>(x, w, fit_group<W>(x, w, best_g));
+  if (g2 > 0 && fit_group<W>(x, w, g2, best_err).err < best_err) best_g = g2;
   return best_g;
 }
 
@@ -236,6 +240,7 @@ void pack_group(BlockIQ2_XXS& y, int ib, const GroupFit& f, int s) {
   std::memcpy(y.qs + 4 * ib, aux, 8);
 }
 
+template <bool W>
 void quantize_iq2_xxs_impl(const float* src, void* dst, int64_t n, const float* importance) {
   BlockIQ2_XXS* out = static_cast<BlockIQ2_XXS*>(dst);
   for (int64_t i = 0; i < n / QK_K; i++) {
@@ -243,12 +248,12 @@ void quantize_iq2_xxs_impl(const float* src, void* dst, int64_t n, const float* 
     BlockIQ2_XXS& y = out[i];
     std::memset(&y, 0, sizeof(y));
     float wbuf[QK_K];
-    if (importance) element_weights(x, importance + i * QK_K, QK_K, 1.0f, wbuf);
-    const float* w = importance ? wbuf : nullptr;
-    auto wg = [&](int ib) { return w ? w + 32 * ib : nullptr; };
+    if (W) element_weights(x, importance + i * QK_K, QK_K, 1.0f, wbuf);
+    const float* w = W ? wbuf : nullptr;
+    auto wg = [&](int ib) { return W ? w + 32 * ib : nullptr; };
     float g[8], gmax = 0;
     for (int ib = 0; ib < 8; ib++) {
-      g[ib] = best_group_scale(x + 32 * ib, wg(ib));
+      g[ib] = best_group_scale<W>(x + 32 * ib, wg(ib));
       gmax = std::max(gmax, g[ib]);
     }
     if (gmax == 0) continue;
@@ -267,7 +272,7 @@ void quantize_iq2_xxs_impl(const float* src, void* dst, int64_t n, const float* 
         float gerr = INFINITY;
         for (int s = std::max(0, s0 - 1); s <= std::min(15, s0 + 1); s++) {
           const float db = d * (0.5f + static_cast<float>(s)) * 0.25f;
-          const GroupFit f = fit_group(x + 32 * ib, wg(ib), db, gerr);
+          const GroupFit f = fit_group<W>(x + 32 * ib, wg(ib), db, gerr);
           if (f.err < gerr) {
             gerr = f.err;
             pack_group(cand, ib, f, s);
@@ -286,9 +291,9 @@ void quantize_iq2_xxs_impl(const float* src, void* dst, int64_t n, const float* 
 
 }  // namespace
 
-void quantize_iq2_xxs(const float* src, void* dst, int64_t n) { quantize_iq2_xxs_impl(src, dst, n, nullptr); }
+void quantize_iq2_xxs(const float* src, void* dst, int64_t n) { quantize_iq2_xxs_impl<false>(src, dst, n, nullptr); }
 void quantize_iq2_xxs_weighted(const float* src, void* dst, int64_t n, const float* importance) {
-  quantize_iq2_xxs_impl(src, dst, n, importance);
+  quantize_iq2_xxs_impl<true>(src, dst, n, importance);
 }
 
 }  // namespace ds4::quant::detail

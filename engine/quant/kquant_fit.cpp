@@ -7,11 +7,13 @@
 // from the description.
 //
 // Importance weights (docs/quant.md §importance-weighted-quantization): every function takes an
-// optional per-element weight w (null: plain squared error). With weights every error and every
+// optional per-element weight w (W false / null: plain squared error). With weights every error and every
 // least-squares fit is the weighted one, and the super-scales are chosen among a few candidates
 // by the weighted error of the scales they code. Without weights each w_i is read as 1 and every
 // operation is the same float/double operation as before the weights existed (x*1 is exact and
-// -ffp-contract=off keeps the products separate), so the plain bytes are unchanged.
+// -ffp-contract=off keeps the products separate), so the plain bytes are unchanged; the plain
+// path is a separate instantiation (W false) in which those products fold away, so it also
+// runs at the old speed.
 #include "engine/quant/kquant_fit.hpp"
 
 #include <algorithm>
@@ -28,8 +30,12 @@ struct ScaleMin {
 };
 
 // Given a fixed sub-block scale and min, the best integer levels and their squared error.
-inline float weight_of(const float* w, int i) { return w ? w[i] : 1.0f; }
+// W: weighted. The plain instantiation reads every weight as the constant 1, whose products
+// fold away: the same code as before weights existed.
+template <bool W>
+inline float weight_of(const float* w, int i) { return W ? w[i] : 1.0f; }
 
+template <bool W>
 float assign_levels(int n, int nmax, const float* x, float scale, float min, uint8_t* L, const float* w) {
   float err = 0.0f;
   for (int i = 0; i < n; i++) {
@@ -37,17 +43,18 @@ float assign_levels(int n, int nmax, const float* x, float scale, float min, uin
     l = std::clamp(l, 0, nmax);
     L[i] = static_cast<uint8_t>(l);
     const float diff = scale * static_cast<float>(l) - min - x[i];
-    err += weight_of(w, i) * (diff * diff);
+    err += weight_of<W>(w, i) * (diff * diff);
   }
   return err;
 }
 
 // (Weighted) least-squares scale and offset for fixed levels: x ≈ scale*L + offset, offset <= 0.
 // Unweighted, sw sums n ones and is exactly n.
+template <bool W>
 ScaleMin solve(int n, const float* x, const uint8_t* L, const float* w) {
   double sw = 0, sl = 0, sl2 = 0, sx = 0, slx = 0;
   for (int i = 0; i < n; i++) {
-    const double wi = weight_of(w, i);
+    const double wi = weight_of<W>(w, i);
     sw += wi;
     sl += wi * L[i];
     sl2 += wi * (static_cast<double>(L[i]) * L[i]);
@@ -73,6 +80,7 @@ ScaleMin solve(int n, const float* x, const uint8_t* L, const float* w) {
 // Σ (scale*L - min - x)². Tries a sweep of grid spacings around (max - min)/nmax, solves the
 // least-squares scale/offset for each resulting assignment, keeps the best, then polishes by
 // alternating re-assignment and re-fit. Writes L and returns {scale, min}.
+template <bool W>
 ScaleMin fit_scale_min(int n, int nmax, const float* x, uint8_t* L, const float* w) {
   float lo = x[0], hi = x[0];
   for (int i = 1; i < n; i++) {
@@ -86,15 +94,15 @@ ScaleMin fit_scale_min(int n, int nmax, const float* x, uint8_t* L, const float*
   }
   uint8_t cand[64];
   ScaleMin best{(hi - lo) / nmax, -lo};
-  float best_err = assign_levels(n, nmax, x, best.scale, best.min, L, w);
+  float best_err = assign_levels<W>(n, nmax, x, best.scale, best.min, L, w);
   // Sweep the number of steps spanned by [lo, hi] from nmax-1 to nmax+1.5 and fit each.
   constexpr int kSteps = 24;
   for (int s = 0; s <= kSteps; s++) {
     const float span = static_cast<float>(nmax) - 1.0f + 2.5f * static_cast<float>(s) / kSteps;
     const float iscale = span / (hi - lo);
     for (int i = 0; i < n; i++) cand[i] = static_cast<uint8_t>(std::clamp(nearest_int(iscale * (x[i] - lo)), 0, nmax));
-    const ScaleMin sm = solve(n, x, cand, w);
-    const float err = assign_levels(n, nmax, x, sm.scale, sm.min, cand, w);
+    const ScaleMin sm = solve<W>(n, x, cand, w);
+    const float err = assign_levels<W>(n, nmax, x, sm.scale, sm.min, cand, w);
     if (err < best_err) {
       best_err = err;
       best = sm;
@@ -102,8 +110,8 @@ ScaleMin fit_scale_min(int n, int nmax, const float* x, uint8_t* L, const float*
     }
   }
   for (int it = 0; it < 4; it++) {  // polish: refit for the best levels, reassign
-    const ScaleMin sm = solve(n, x, L, w);
-    const float err = assign_levels(n, nmax, x, sm.scale, sm.min, cand, w);
+    const ScaleMin sm = solve<W>(n, x, L, w);
+    const float err = assign_levels<W>(n, nmax, x, sm.scale, sm.min, cand, w);
     if (!(err < best_err)) break;
     best_err = err;
     best = sm;
@@ -126,13 +134,17 @@ uint16_t quantize_super_scale(int n, int qmax, const float* v, uint8_t* q, const
     for (int i = 0; i < n; i++) {
       out[i] = static_cast<uint8_t>(d > 0 ? std::clamp(nearest_int(v[i] / d), 0, qmax) : 0);
       const float diff = v[i] - d * static_cast<float>(out[i]);
-      err += weight_of(sw, i) * (diff * diff);
+      err += sw[i] * (diff * diff);
     }
     return err;
   };
   uint16_t best = f32_to_f16(vmax / static_cast<float>(qmax));
+  if (sw == nullptr) {
+    const float d = f16_to_f32(best);
+    for (int i = 0; i < n; i++) q[i] = static_cast<uint8_t>(d > 0 ? std::clamp(nearest_int(v[i] / d), 0, qmax) : 0);
+    return best;
+  }
   float best_err = code(best, q);
-  if (sw == nullptr) return best;
   uint8_t cand[16];
   for (const float t : {0.88f, 0.92f, 0.96f, 0.98f, 1.02f, 1.04f}) {
     const uint16_t d16 = f32_to_f16(t * vmax / static_cast<float>(qmax));
@@ -152,6 +164,7 @@ uint16_t quantize_super_scale(int n, int qmax, const float* v, uint8_t* q, const
 // the squared error with the values the decoder will actually produce. x: sub-block values (n),
 // d/dmin: the decoded super-scales; ls/lm in: rounded integer scale/min, out: the best
 // neighbours; L out: levels.
+template <bool W>
 void refine_sub_block(int n, int nmax, int qmax, const float* x, float d, float dmin, uint8_t& ls, uint8_t& lm,
                       uint8_t* L, const float* w) {
   uint8_t cand[32];
@@ -162,7 +175,7 @@ void refine_sub_block(int n, int nmax, int qmax, const float* x, float d, float 
       // the decoder computes (d*sc)*q - (dmin*m) in f32
       const float scale = d * static_cast<float>(a);
       const float min = dmin * static_cast<float>(b);
-      const float err = assign_levels(n, nmax, x, scale, min, cand, w);
+      const float err = assign_levels<W>(n, nmax, x, scale, min, cand, w);
       if (best < 0 || err < best) {
         best = err;
         ls = static_cast<uint8_t>(a);
@@ -173,28 +186,35 @@ void refine_sub_block(int n, int nmax, int qmax, const float* x, float d, float 
   }
 }
 
-}  // namespace
-
-SuperScales fit_super_block(const float* x, int n_sub, int sub_len, int nmax, int qmax, uint8_t* ls, uint8_t* lm,
-                            uint8_t* L, const float* w) {
+template <bool W>
+SuperScales fit_super_block_impl(const float* x, int n_sub, int sub_len, int nmax, int qmax, uint8_t* ls, uint8_t* lm,
+                                 uint8_t* L, const float* w) {
   float scales[16], mins[16], sw[16];  // n_sub <= 16 (Q2_K)
   for (int j = 0; j < n_sub; j++) {
-    const float* wj = w ? w + sub_len * j : nullptr;
-    const ScaleMin sm = fit_scale_min(sub_len, nmax, x + sub_len * j, L + sub_len * j, wj);
+    const float* wj = W ? w + sub_len * j : nullptr;
+    const ScaleMin sm = fit_scale_min<W>(sub_len, nmax, x + sub_len * j, L + sub_len * j, wj);
     scales[j] = sm.scale;
     mins[j] = sm.min;
     sw[j] = 0;
-    if (wj)
+    if (W)
       for (int i = 0; i < sub_len; i++) sw[j] += wj[i];
   }
-  const float* swp = w ? sw : nullptr;
+  const float* swp = W ? sw : nullptr;
   const SuperScales s{quantize_super_scale(n_sub, qmax, scales, ls, swp),
                       quantize_super_scale(n_sub, qmax, mins, lm, swp)};
   const float d = f16_to_f32(s.d), dmin = f16_to_f32(s.dmin);
   for (int j = 0; j < n_sub; j++)
-    refine_sub_block(sub_len, nmax, qmax, x + sub_len * j, d, dmin, ls[j], lm[j], L + sub_len * j,
-                     w ? w + sub_len * j : nullptr);
+    refine_sub_block<W>(sub_len, nmax, qmax, x + sub_len * j, d, dmin, ls[j], lm[j], L + sub_len * j,
+                        W ? w + sub_len * j : nullptr);
   return s;
+}
+
+}  // namespace
+
+SuperScales fit_super_block(const float* x, int n_sub, int sub_len, int nmax, int qmax, uint8_t* ls, uint8_t* lm,
+                            uint8_t* L, const float* w) {
+  return w ? fit_super_block_impl<true>(x, n_sub, sub_len, nmax, qmax, ls, lm, L, w)
+           : fit_super_block_impl<false>(x, n_sub, sub_len, nmax, qmax, ls, lm, L, nullptr);
 }
 
 void element_weights(const float* x, const float* importance, int n, float sigma2_factor, float* w) {

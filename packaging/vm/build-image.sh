@@ -15,6 +15,11 @@
 # image under CACHE_DIR/image-<packages hash>-<hash of the files that shape the guest>/.
 # A rerun whose packages a cached image already holds prints that image's directory at once.
 #
+# DS4D_VM_ARCH (default: the host's architecture) picks the guest's Debian architecture. A
+# foreign one (arm64 on an amd64 host) is bootstrapped in two stages: `debootstrap --foreign`
+# unpacks on the host, and the second stage runs the guest's own dpkg chrooted under qemu-user
+# (foreign-chroot.sh). The serial console is ttyS0 on amd64 and ttyAMA0 (PL011) on arm64.
+#
 # Usage: build-image.sh CACHE_DIR [EXTRA_PACKAGE...]
 # Prints the image directory (holding rootfs.img, vmlinuz, initrd.img) on the last stdout line.
 # Exit 77 when the image cannot be built here (not root, no debootstrap, no Debian mirror).
@@ -23,13 +28,20 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cache_dir=${1:?usage: build-image.sh CACHE_DIR [EXTRA_PACKAGE...]}
 shift
+arch=${DS4D_VM_ARCH:-$(dpkg --print-architecture)}
+host_arch=$(dpkg --print-architecture)
+case "$arch" in
+  amd64) console=ttyS0 ;;
+  arm64) console=ttyAMA0 ;;
+  *) echo "build-image: no guest configuration for architecture $arch" >&2; exit 77 ;;
+esac
 
 # Packages beyond minbase. Recommends are never installed (debootstrap resolves Depends only).
-base_packages=(systemd systemd-sysv udev linux-image-amd64 earlyoom curl ca-certificates
+base_packages=(systemd systemd-sysv udev "linux-image-$arch" earlyoom curl ca-certificates
                iproute2 procps)
 mapfile -t packages < <(printf '%s\n' "${base_packages[@]}" "$@" | sort -u)
 
-guest_key=$(cat "$0" "$here/ds4d-vm-check.service" "$here/guest-run.sh" | sha256sum | cut -c1-16)
+guest_key=$({ cat "$0" "$here/ds4d-vm-check.service" "$here/guest-run.sh"; echo "$arch"; } | sha256sum | cut -c1-16)
 pkg_key=$(printf '%s\n' "${packages[@]}" | sha256sum | cut -c1-16)
 out="$cache_dir/image-$pkg_key-$guest_key"
 root="$cache_dir/rootfs-$pkg_key"
@@ -59,9 +71,9 @@ command -v mkfs.ext4 >/dev/null || { echo "build-image: mkfs.ext4 not installed"
 
 # The mirror the host itself installs bookworm from (works with sources.list and deb822 files).
 mirror=${DS4D_VM_MIRROR:-$(apt-cache policy 2>/dev/null \
-          | awk '$3 ~ /^bookworm\/main$/ && $4 == "amd64" { print $2; exit }')}
+          | awk -v arch="$arch" '$3 ~ /^bookworm\/main$/ && $4 == arch { print $2; exit }')}
 if [ -z "$mirror" ]; then
-  echo "build-image: no bookworm/main mirror in the host's apt sources (set DS4D_VM_MIRROR)" >&2
+  echo "build-image: no bookworm/main $arch mirror in the host's apt sources (set DS4D_VM_MIRROR)" >&2
   exit 77
 fi
 
@@ -81,13 +93,30 @@ done
 
 if [ ! -f "$root/.debootstrap-complete" ]; then
   rm -rf "$root"
-  echo "build-image: debootstrap bookworm from $mirror with ${packages[*]}" >&2
+  echo "build-image: debootstrap bookworm $arch from $mirror with ${packages[*]}" >&2
   include=$(IFS=,; echo "${packages[*]}")
-  if ! debootstrap --variant=minbase --include="$include" bookworm "$root" "$mirror" \
+  foreign=()
+  [ "$arch" = "$host_arch" ] || foreign=(--foreign "--arch=$arch")
+  if ! debootstrap "${foreign[@]}" --variant=minbase --include="$include" bookworm "$root" "$mirror" \
        >"$work/debootstrap.log" 2>&1; then
     tail -n 30 "$work/debootstrap.log" >&2
     echo "build-image: debootstrap failed (log: $work/debootstrap.log)" >&2
     exit 1
+  fi
+  if [ ${#foreign[@]} -gt 0 ]; then
+    echo "build-image: debootstrap second stage in the $arch tree under qemu-user" >&2
+    set +e
+    bash "$here/foreign-chroot.sh" "$arch" "$root" /debootstrap/debootstrap --second-stage \
+      >"$work/second-stage.log" 2>&1
+    rc=$?
+    set -e
+    if [ "$rc" -ne 0 ]; then
+      tail -n 30 "$work/second-stage.log" >&2
+      [ -f "$root/debootstrap/debootstrap.log" ] && tail -n 20 "$root/debootstrap/debootstrap.log" >&2
+      [ "$rc" -eq 77 ] && { rm -rf "$root"; exit 77; }
+      echo "build-image: debootstrap second stage failed (log: $work/second-stage.log)" >&2
+      exit 1
+    fi
   fi
   # Smaller image: no downloaded archives, no package lists (the guest has no network anyway).
   rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/var/lib/apt/lists/*_Packages
@@ -100,11 +129,13 @@ echo ds4d-vm > "$root/etc/hostname"
 printf '127.0.0.1 localhost\n127.0.1.1 ds4d-vm\n' > "$root/etc/hosts"
 printf '/dev/vda / ext4 defaults,errors=remount-ro 0 1\n' > "$root/etc/fstab"
 : > "$root/etc/machine-id"
-for unit in serial-getty@ttyS0.service getty@tty1.service apt-daily.timer \
+for unit in "serial-getty@$console.service" getty@tty1.service apt-daily.timer \
             apt-daily-upgrade.timer e2scrub_all.timer fstrim.timer; do
   ln -sf /dev/null "$root/etc/systemd/system/$unit"
 done
-install -m 0644 "$here/ds4d-vm-check.service" "$root/etc/systemd/system/ds4d-vm-check.service"
+sed "s|^TTYPath=/dev/ttyS0$|TTYPath=/dev/$console|" "$here/ds4d-vm-check.service" \
+  > "$root/etc/systemd/system/ds4d-vm-check.service"
+chmod 0644 "$root/etc/systemd/system/ds4d-vm-check.service"
 install -m 0755 "$here/guest-run.sh" "$root/usr/local/sbin/ds4d-vm-run"
 mkdir -p "$root/etc/systemd/system/multi-user.target.wants"
 ln -sf ../ds4d-vm-check.service "$root/etc/systemd/system/multi-user.target.wants/ds4d-vm-check.service"
@@ -113,7 +144,7 @@ vmlinuz=$(ls "$root"/boot/vmlinuz-* | sort -V | tail -n 1)
 initrd=$(ls "$root"/boot/initrd.img-* | sort -V | tail -n 1)
 cp "$vmlinuz" "$work/vmlinuz"
 cp "$initrd" "$work/initrd.img"
-chroot "$root" dpkg-query -W -f='${Package} ${Version}\n' > "$work/manifest.txt"
+dpkg-query --admindir="$root/var/lib/dpkg" -W -f='${Package} ${Version}\n' > "$work/manifest.txt"
 
 # Room for the package, the daemon's state and the supervisor's swapfile; the file is sparse.
 used_mib=$(du -sm "$root" | cut -f1)

@@ -23,6 +23,22 @@ export function missingAgents() {
   return AGENTS.filter((a) => !existsSync(join(BIN, BINARIES[a])));
 }
 
+// ctest's SKIP_RETURN_CODE for the client tests.
+export const SKIP = 77;
+
+// Exits with SKIP, naming the install step, when one of `packages` (npm names) or `agents` is not
+// installed in tests/clients/node_modules.
+export function skipUnlessInstalled({ packages = [], agents = [] }) {
+  const absent = [
+    ...packages.filter((p) => !existsSync(join(CLIENTS_DIR, 'node_modules', p, 'package.json'))),
+    ...agents.filter((a) => missingAgents().includes(a)),
+  ];
+  if (absent.length === 0) return;
+  console.log(`SKIP: ${absent.join(', ')} not installed in ${CLIENTS_DIR}/node_modules; ` +
+    'scripts/install-deps.sh installs them (npm ci --prefix tests/clients)');
+  process.exit(SKIP);
+}
+
 function baseEnv(home) {
   return {
     PATH: process.env.PATH,
@@ -38,8 +54,9 @@ function baseEnv(home) {
 }
 
 // Claude Code: the Anthropic base URL and key, and every kind of non-API traffic off.
-// maxOutputTokens caps `max_tokens` (Claude Code asks for 32000 by default).
-function claudeCode({ base, apiKey, model, home, maxOutputTokens }, prompt, resume) {
+// maxOutputTokens caps `max_tokens` (Claude Code asks for 32000 by default); maxSteps caps the
+// model requests of one turn (`--max-turns`; reaching it exits 1 with "Reached max turns").
+function claudeCode({ base, apiKey, model, home, maxOutputTokens, maxSteps }, prompt, resume) {
   const env = {
     ...baseEnv(home),
     ANTHROPIC_BASE_URL: base,
@@ -50,12 +67,14 @@ function claudeCode({ base, apiKey, model, home, maxOutputTokens }, prompt, resu
     DISABLE_ERROR_REPORTING: '1',
   };
   if (maxOutputTokens) env.CLAUDE_CODE_MAX_OUTPUT_TOKENS = String(maxOutputTokens);
-  const args = ['-p', ...(resume ? ['-c'] : []), prompt, '--model', model];
+  const args = ['-p', ...(resume ? ['-c'] : []), prompt, '--model', model,
+    ...(maxSteps ? ['--max-turns', String(maxSteps)] : [])];
   return { cmd: join(BIN, 'claude'), args, env };
 }
 
 // Codex CLI: a model provider in $CODEX_HOME/config.toml speaking the Responses API.
-// Codex has no setting for max_output_tokens (it sends none): the server's default applies.
+// Codex has no setting for max_output_tokens (it sends none: the server's default applies) nor
+// for the number of model requests in a turn.
 function codexConfig({ base, model }) {
   return [
     `model = "${model}"`,
@@ -89,9 +108,11 @@ function codex(opts, prompt, resume) {
 // opencode: a custom provider on the OpenAI-compatible chat API (@ai-sdk/openai-compatible, which
 // opencode bundles). opencode looks its plugin package up on the npm registry at start; the
 // registry is pointed at a closed loopback port so that it never leaves the machine (it goes on
-// without it).
-export function opencodeConfig({ base, apiKey, model, maxOutputTokens }) {
+// without it). maxSteps caps the model requests of one turn of the build agent (opencode then
+// asks for a final answer without tools).
+export function opencodeConfig({ base, apiKey, model, maxOutputTokens, maxSteps }) {
   return {
+    ...(maxSteps ? { agent: { build: { steps: maxSteps } } } : {}),
     $schema: 'https://opencode.ai/config.json',
     autoupdate: false,
     share: 'disabled',
@@ -130,14 +151,15 @@ function opencode(opts, prompt, resume) {
     OPENCODE_PURE: '1',
     npm_config_registry: 'http://127.0.0.1:9/',
   };
-  const args = ['run', ...(resume ? ['-c'] : []), prompt];
+  // --title: the session's title is the prompt, not a second model request.
+  const args = ['run', ...(resume ? ['-c'] : []), '--title', 'ds4d', prompt];
   return { cmd: join(BIN, 'opencode'), args, env };
 }
 
 const BUILDERS = { 'claude-code': claudeCode, codex, opencode };
 
 // Runs one turn of `agent` and resolves {code, signal, stdout, stderr, ms}; never rejects.
-// opts: {base, apiKey, model, scratch, maxOutputTokens, timeoutMs}; resume continues the session
+// opts: {base, apiKey, model, scratch, maxOutputTokens, maxSteps, timeoutMs}; resume continues the session
 // of the previous turn in the same scratch directory.
 export function runAgent(agent, opts, prompt, { resume = false } = {}) {
   const home = join(opts.scratch, 'home');

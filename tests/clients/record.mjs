@@ -2,8 +2,8 @@
 // recorder.mjs on 127.0.0.1 for a turn with one tool call (the recorder answers the first
 // request that offers the tool with a call of it), a second turn continuing the session, and a
 // turn whose first three attempts get a 500 (how it retries). The sanitized requests land in
-// recordings/<agent>.jsonl and recordings/<agent>-retry.jsonl; tests/gateway protocol tests read
-// them. Usage: node record.mjs [agent...]   (needs `npm ci` here first; takes about a minute)
+// recordings/<agent>.jsonl and recordings/<agent>-retry.jsonl; recordings_replay.test.mjs sends
+// them to the gateway. Usage: node record.mjs [agent...]   (needs `npm ci` here first; takes about a minute)
 import { spawn } from 'node:child_process';
 import { mkdtempSync, mkdirSync, writeFileSync, rmSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';

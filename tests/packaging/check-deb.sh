@@ -16,7 +16,8 @@ fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 ok() { echo "ok: $*"; }
 
-[ "$(basename "$deb")" = "ds4d_$(dpkg-deb -f "$deb" Version)_amd64.deb" ] && ok "file name $(basename "$deb")" \
+[ "$(basename "$deb")" = "ds4d_$(dpkg-deb -f "$deb" Version)_$(dpkg-deb -f "$deb" Architecture).deb" ] \
+  && ok "file name $(basename "$deb")" \
   || fail "file name $(basename "$deb") does not match the version"
 
 dpkg-deb -c "$deb" | awk '{ print $6 }' | sed 's|^\./|/|' > "$tmp/files"

@@ -6,11 +6,14 @@
 //   (c) echoes reasoning_content and tool_call ids as contracted; (c+restart) the same with a
 //       daemon restart (shutdown checkpoints, a fresh service on the same directory) between
 //       turns.
-// The forged tiny model has random weights and cannot produce tool calls, so the assistant's
-// tokens are injected: ForcedBackend runs every token through the real engine (the KV cache,
-// the prefill costs and the checkpoints are real) but its logits put all weight on the scripted
-// reply, so the greedy sampler emits it. scripts/echo-experiment.sh runs this test and prints
-// the table; the README shows a run.
+// It runs on two models. The embedded trained agent model (models/ds4-tiny-agent.gguf) samples
+// its own turns (greedy): its DSML tool calls are the model's, well-formed though not always the
+// right call, and the conversation follows them (a tool result answers each call, otherwise the
+// next user message). The forged tiny model has random weights and cannot produce tool calls, so
+// there the assistant's tokens are injected: ForcedBackend runs every token through the real
+// engine (the KV cache, the prefill costs and the checkpoints are real) but its logits put all
+// weight on the scripted reply, so the greedy sampler emits it. scripts/echo-experiment.sh runs
+// this test and prints the table; the README shows a run.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -36,6 +39,11 @@ using bhttp::verb;
 std::string tiny_model_path() {
   if (const char* p = std::getenv("DS4D_TINY_MODEL")) return p;
   return DS4D_FORGED_TINY_MODEL;
+}
+
+std::string agent_model_path() {
+  if (const char* p = std::getenv("DS4D_AGENT_MODEL")) return p;
+  return DS4D_AGENT_MODEL;
 }
 
 // The real engine with a scripted choice of tokens (see above).
@@ -98,24 +106,27 @@ std::unique_ptr<serving::EngineSequence> ForcedBackend::new_sequence() {
 // The conversation: what the user says and what the assistant "samples" each turn.
 const char* kTools = R"([{"type":"function","function":{"name":"shell","parameters":{"type":"object",
   "properties":{"command":{"type":"string"}}}}}])";
+// A turn answers the previous turn's tool calls when it made some (each gets kToolResult),
+// otherwise the next user message of the script.
 struct Turn {
   std::string user;         // empty: this turn answers the previous tool call's result
   std::string tool_result;  // for the tool message before this turn
-  std::string reply;        // sampled: reasoning</think>content[DSML]
+  std::string reply;        // forced model: sampled reasoning</think>content[DSML]
 };
+const char* kToolResult = "a.txt 120 bytes\nb.txt 4096 bytes\ndone";
 const std::vector<Turn> kTurns = {
     {"List the files in /tmp and count them, then tell me which one is the largest of them all.", "",
      "The user wants a listing; a shell call does it.</think>Listing the directory."
      "\n\n<｜DSML｜tool_calls>\n<｜DSML｜invoke name=\"shell\">\n"
      "<｜DSML｜parameter name=\"command\" string=\"true\">ls  -la /tmp &amp;&amp; echo done</｜DSML｜parameter>\n"
      "</｜DSML｜invoke>\n</｜DSML｜tool_calls>"},
-    {"", "a.txt 120 bytes\nb.txt 4096 bytes\ndone",
+    {"", kToolResult,
      "Two files; b.txt is larger.</think>There are two files; b.txt (4096 bytes) is the largest."},
     {"Thanks. Summarize that in five words.", "", "Short answer.</think>Two files, b.txt is largest."},
 };
 
 struct Row {
-  std::string mode, contracts;
+  std::string model, mode, contracts;
   int turn = 0;
   int status = 0;
   int64_t cached = 0, prompt = 0;
@@ -125,26 +136,36 @@ struct Row {
 
 class EchoExperiment : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    ASSERT_TRUE(fs::exists(tiny_model_path())) << tiny_model_path();
+  static std::shared_ptr<serving::Ds4Backend> load(const std::string& path) {
     LoadOptions load;
     load.threads = 2;
     ContextOptions ctx;
     ctx.context_length = 2048;
-    inner_ = serving::Ds4Backend::load(tiny_model_path(), load, ctx);
+    return serving::Ds4Backend::load(path, load, ctx);
+  }
+  static void SetUpTestSuite() {
+    ASSERT_TRUE(fs::exists(tiny_model_path())) << tiny_model_path();
+    inner_ = load(tiny_model_path());
   }
   static void TearDownTestSuite() {
     print_table();
     inner_.reset();
   }
 
+  // The model a play runs on: the forged one with injected replies, or one that samples itself.
+  struct Model {
+    std::string name;
+    std::shared_ptr<serving::Ds4Backend> engine;
+    bool forced = true;
+  };
+
   struct Daemon {
     serving::Metrics metrics;
     std::unique_ptr<serving::Service> service;
     std::unique_ptr<http::Server> server;
-    std::shared_ptr<ForcedBackend> backend;
-    Daemon(const std::string& contracts, const fs::path& dir) {
-      backend = std::make_shared<ForcedBackend>(inner_);
+    std::shared_ptr<ForcedBackend> backend;  // null: the model samples its own turns
+    Daemon(const std::string& contracts, const fs::path& dir, const Model& model) {
+      if (model.forced) backend = std::make_shared<ForcedBackend>(model.engine);
       serving::ServiceConfig sc;
       sc.hot_bytes = 64 << 20;
       sc.cache_dir = dir;
@@ -156,7 +177,8 @@ class EchoExperiment : public ::testing::Test {
       hc.contract_mode = contracts;
       server = std::make_unique<http::Server>(hc, *service, metrics);
       server->start();
-      service->set_backend(backend);
+      if (backend) service->set_backend(backend);
+      else service->set_backend(model.engine);
     }
     ~Daemon() {
       server->stop(std::chrono::milliseconds(0));
@@ -170,30 +192,41 @@ class EchoExperiment : public ::testing::Test {
   }
 
   // Plays the conversation; `mode` is a, b, c. Returns the rows.
-  static std::vector<Row> play(char mode, const std::string& contracts, bool restart) {
-    const fs::path dir =
-        fs::temp_directory_path() / fmt::format("ds4d-echo-{}-{}{}{}", ::getpid(), mode, contracts, restart);
+  static std::vector<Row> play(char mode, const std::string& contracts, bool restart, const Model& model) {
+    const fs::path dir = fs::temp_directory_path() /
+                         fmt::format("ds4d-echo-{}-{}{}{}{}", ::getpid(), mode, contracts, restart, model.forced);
     fs::remove_all(dir);
     std::vector<Row> rows;
-    auto daemon = std::make_unique<Daemon>(contracts, dir);
+    auto daemon = std::make_unique<Daemon>(contracts, dir, model);
     json::array messages;
-    std::string pending_tool_id;
+    std::vector<std::string> pending_tool_ids;
+    size_t next_user = 0;
+    std::vector<std::string> users;
+    for (const Turn& t : kTurns)
+      if (!t.user.empty()) users.push_back(t.user);
     for (size_t i = 0; i < kTurns.size(); i++) {
-      const Turn& t = kTurns[i];
-      if (!t.user.empty()) messages.push_back(json::object{{"role", "user"}, {"content", t.user}});
-      else
-        messages.push_back(
-            json::object{{"role", "tool"}, {"tool_call_id", pending_tool_id}, {"content", t.tool_result}});
+      if (!pending_tool_ids.empty()) {
+        for (const std::string& id : pending_tool_ids)
+          messages.push_back(json::object{{"role", "tool"}, {"tool_call_id", id}, {"content", kToolResult}});
+        pending_tool_ids.clear();
+      } else {
+        messages.push_back(json::object{{"role", "user"}, {"content", users.at(next_user++ % users.size())}});
+      }
       if (restart && i > 0) {
         daemon.reset();  // SIGTERM: drain, write the shutdown checkpoints
-        daemon = std::make_unique<Daemon>(contracts, dir);
+        daemon = std::make_unique<Daemon>(contracts, dir, model);
       }
-      daemon->backend->force(t.reply);
-      json::object body{{"model", "tiny"}, {"messages", messages}, {"tools", json::parse(kTools)}, {"max_tokens", 200}};
+      if (daemon->backend) daemon->backend->force(kTurns[i].reply);
+      json::object body{{"model", "tiny"},
+                        {"messages", messages},
+                        {"tools", json::parse(kTools)},
+                        {"max_tokens", 200},
+                        {"temperature", 0}};
       const double prefill_before = prefill_seconds(daemon->metrics);
       HttpTestClient c(daemon->server->port());
       auto r = c.request(verb::post, "/v1/chat/completions", json::serialize(body));
       Row row;
+      row.model = model.name;
       row.mode = std::string(1, mode) + (restart ? "+restart" : "");
       row.contracts = contracts;
       row.turn = int(i + 1);
@@ -211,7 +244,7 @@ class EchoExperiment : public ::testing::Test {
       // The client's echo of the assistant turn.
       auto& msg = v.at("choices").at(0).at("message").as_object();
       json::object echo{{"role", "assistant"}, {"content", msg.at("content")}};
-      if (mode == 'c') echo["reasoning_content"] = msg.at("reasoning_content");
+      if (mode == 'c' && msg.if_contains("reasoning_content")) echo["reasoning_content"] = msg.at("reasoning_content");
       if (mode == 'b') echo["reasoning_content"] = "";
       if (auto* calls = msg.if_contains("tool_calls")) {
         json::array out;
@@ -222,7 +255,7 @@ class EchoExperiment : public ::testing::Test {
             auto& fn = cc["function"].as_object();
             fn["arguments"] = json::serialize(json::parse(fn["arguments"].as_string()));
           }
-          pending_tool_id = std::string(cc["id"].as_string());
+          pending_tool_ids.push_back(std::string(cc["id"].as_string()));
           out.push_back(cc);
         }
         echo["tool_calls"] = out;
@@ -234,6 +267,10 @@ class EchoExperiment : public ::testing::Test {
     return rows;
   }
 
+  static std::vector<Row> play_rows(char mode, const std::string& contracts, bool restart, const Model& model) {
+    return play(mode, contracts, restart, model);
+  }
+
   static double prefill_seconds(const serving::Metrics& m) {
     const std::string text = m.render();
     const std::string key = "\nds4d_prefill_seconds_total ";
@@ -243,45 +280,62 @@ class EchoExperiment : public ::testing::Test {
 
   static void print_table() {
     std::printf(
-        "\n| contracts | client echo | turn | status | cached / prompt tokens | source | prefill s |\n"
-        "|---|---|---|---|---|---|---|\n");
+        "\n| model | contracts | client echo | turn | status | cached / prompt tokens | source | prefill s |\n"
+        "|---|---|---|---|---|---|---|---|\n");
     for (const Row& r : all_rows_)
-      std::printf("| %s | %s | %d | %d | %lld / %lld | %s | %.3f |\n", r.contracts.c_str(), r.mode.c_str(), r.turn,
-                  r.status, (long long)r.cached, (long long)r.prompt, r.source.c_str(), r.prefill_s);
+      std::printf("| %s | %s | %s | %d | %d | %lld / %lld | %s | %.3f |\n", r.model.c_str(), r.contracts.c_str(),
+                  r.mode.c_str(), r.turn, r.status, (long long)r.cached, (long long)r.prompt, r.source.c_str(),
+                  r.prefill_s);
   }
 
   static inline std::shared_ptr<serving::Ds4Backend> inner_;
   static inline std::vector<Row> all_rows_;
+  friend void check_echo_modes(const Model& model, std::vector<Row>& all);
 };
 
-TEST_F(EchoExperiment, ContractedEchoReusesEverythingButTheNewMessageAlsoAcrossRestarts) {
+// The checks common to both models: a broken echo is refused in strict mode; a contracted echo
+// (c, and b, whose empty reasoning the store repairs in warn mode) reuses every token of the
+// previous prompt, also from disk after a restart between turns.
+void check_echo_modes(const EchoExperiment::Model& model, std::vector<Row>& all) {
   for (const char* contracts : {"warn", "strict"}) {
     std::map<char, std::vector<Row>> by_mode;
     for (char mode : {'a', 'b', 'c'}) {
-      auto rows = play(mode, contracts, false);
-      all_rows_.insert(all_rows_.end(), rows.begin(), rows.end());
+      auto rows = EchoExperiment::play_rows(mode, contracts, false, model);
+      all.insert(all.end(), rows.begin(), rows.end());
       by_mode[mode] = rows;
       if (std::string(contracts) == "strict" && mode != 'c') {
-        EXPECT_EQ(rows.back().status, 422) << mode;  // a broken echo is refused, naming the contract
+        EXPECT_EQ(rows.back().status, 422) << model.name << " " << mode;  // refused, naming the contract
         continue;
       }
-      ASSERT_EQ(rows.size(), kTurns.size()) << mode << " " << contracts;
+      ASSERT_EQ(rows.size(), kTurns.size()) << model.name << " " << mode << " " << contracts;
       if (mode != 'a') {  // everything but the new message (and the frame around it) is reused
         for (size_t i = 1; i < rows.size(); i++)
-          EXPECT_GE(rows[i].cached, rows[i - 1].prompt) << mode << " turn " << i + 1;
+          EXPECT_GE(rows[i].cached, rows[i - 1].prompt) << model.name << " " << mode << " turn " << i + 1;
       }
     }
-    if (std::string(contracts) == "warn") {  // re-serialized tool calls diverge inside the sampled block
-      EXPECT_LT(by_mode['a'][1].cached, by_mode['c'][1].cached);
-    }
-    auto rows = play('c', contracts, true);
-    all_rows_.insert(all_rows_.end(), rows.begin(), rows.end());
-    ASSERT_EQ(rows.size(), kTurns.size());
+    // Re-serialized tool calls diverge inside the injected sampled block (the agent model's own
+    // arguments may already be canonical, so only the forced script is sure to differ).
+    if (model.forced && std::string(contracts) == "warn")
+      EXPECT_LT(by_mode['a'][1].cached, by_mode['c'][1].cached) << model.name;
+    auto rows = EchoExperiment::play_rows('c', contracts, true, model);
+    all.insert(all.end(), rows.begin(), rows.end());
+    ASSERT_EQ(rows.size(), kTurns.size()) << model.name;
     for (size_t i = 1; i < rows.size(); i++) {
-      EXPECT_EQ(rows[i].source, "disk") << "turn " << i + 1;
-      EXPECT_GE(rows[i].cached, rows[i - 1].prompt) << "turn " << i + 1;
+      EXPECT_EQ(rows[i].source, "disk") << model.name << " turn " << i + 1;
+      EXPECT_GE(rows[i].cached, rows[i - 1].prompt) << model.name << " turn " << i + 1;
     }
   }
+}
+
+TEST_F(EchoExperiment, AgentModelsOwnToolCallsReuseEverythingButTheNewMessageAlsoAcrossRestarts) {
+  ASSERT_TRUE(fs::exists(agent_model_path())) << agent_model_path();
+  const Model agent{fs::path(agent_model_path()).filename().string(), load(agent_model_path()), false};
+  check_echo_modes(agent, all_rows_);
+}
+
+TEST_F(EchoExperiment, ContractedEchoReusesEverythingButTheNewMessageAlsoAcrossRestarts) {
+  const Model forged{"forged tiny, injected replies", inner_, true};
+  check_echo_modes(forged, all_rows_);
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 // The x86-64 kernel set (AVX2+FMA+F16C) and its run-time CPU check. This file is compiled
 // without ISA flags: it only takes the kernels' addresses and asks cpuid.
+#include <cpuid.h>
+
 #include "engine/quant/arch/kernel_set.hpp"
 #include "engine/quant/arch/x86/kernels_avx2.hpp"
 
@@ -26,10 +28,19 @@ constexpr KernelSet kSets[] = {{Arch::Avx2, Arch::Generic, kAvx2Rows}};
 
 std::span<const KernelSet> arch_kernel_sets() { return kSets; }
 
+// cpuid itself rather than __builtin_cpu_supports: clang 14 (the fuzz builds, clang-tidy) has no
+// "f16c" feature string. AVX2 also needs the OS to save the YMM registers (XCR0 bits 1-2).
 bool arch_cpu_supports(Arch arch) {
   if (arch != Arch::Avx2) return false;
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (!__get_cpuid(1, &a, &b, &c, &d)) return false;
+  const unsigned need1 = bit_FMA | bit_F16C | bit_AVX | bit_OSXSAVE;
+  if ((c & need1) != need1) return false;
+  unsigned xcr0_lo = 0, xcr0_hi = 0;
+  __asm__("xgetbv" : "=a"(xcr0_lo), "=d"(xcr0_hi) : "c"(0));
+  if ((xcr0_lo & 0x6u) != 0x6u) return false;
+  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
+  return (b & bit_AVX2) != 0;
 }
 
 }  // namespace ds4::quant::detail
