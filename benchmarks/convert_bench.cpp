@@ -200,7 +200,8 @@ int main(int argc, char** argv) {
     const double cpu = project(cores, true);
     const double cpu_im = project(cores, true, true);
     fmt::print(
-        "{:>2} cores: compute {:.1f} h ({:.1f} h with --imatrix), reading the source at {:.1f} GB/s {:.2f} h -> ~{:.1f} "
+        "{:>2} cores: compute {:.1f} h ({:.1f} h with --imatrix), reading the source at {:.1f} GB/s {:.2f} h -> "
+        "~{:.1f} "
         "h\n",
         cores, cpu / 3600, cpu_im / 3600, disk_gbps, io / 3600, std::max(cpu, io) / 3600);
   }

@@ -26,8 +26,9 @@ const char* pin_mode_name(PinMode m);
 struct Config {
   struct Model {
     std::string path = "/usr/share/ds4d/models/ds4-tiny-agent.gguf";  // the packaged default model
-    std::optional<uint64_t> context;  // tokens; unset = auto (planner/auto_budget.hpp); 0 = the model's trained context_length
-    uint32_t prefill_cap = 2048;                                      // prefill ubatch the memory plan assumes
+    std::optional<uint64_t>
+        context;  // tokens; unset = auto (planner/auto_budget.hpp); 0 = the model's trained context_length
+    uint32_t prefill_cap = 2048;  // prefill ubatch the memory plan assumes
     PinMode pin = PinMode::lock;
     uint32_t threads = 0;  // engine CPU threads; 0 = all cores
   } model;
@@ -46,16 +47,16 @@ struct Config {
     std::string contracts = "warn";                   // echo contracts: off | warn | strict
     // The rest of the HTTP server's settings (gateway/http/server.hpp ServerConfig), with its
     // defaults; daemon/http_server_config.cpp maps them and a test keeps the defaults equal.
-    uint32_t io_threads = 2;                              // connection I/O threads
-    uint32_t handler_threads = 2;                         // threads parsing and rendering POST bodies
-    uint64_t max_header_bytes = 64ull << 10;              // larger request head: 431
-    uint64_t max_body_bytes = 64ull << 20;                // larger request body: 413
-    uint64_t max_tokenize_response_bytes = 16ull << 20;   // a longer /tokenize answer: 413
-    uint32_t read_timeout_s = 30;                         // reading one request once it started
-    uint32_t idle_timeout_s = 60;                         // keep-alive wait for the next request
-    uint32_t write_timeout_s = 30;                        // one write to a client that does not read
-    uint32_t request_timeout_s = 1800;                    // one generation, time in the queue included
-    std::string model_name;                               // name clients see; empty: the model's id
+    uint32_t io_threads = 2;                             // connection I/O threads
+    uint32_t handler_threads = 2;                        // threads parsing and rendering POST bodies
+    uint64_t max_header_bytes = 64ull << 10;             // larger request head: 431
+    uint64_t max_body_bytes = 64ull << 20;               // larger request body: 413
+    uint64_t max_tokenize_response_bytes = 16ull << 20;  // a longer /tokenize answer: 413
+    uint32_t read_timeout_s = 30;                        // reading one request once it started
+    uint32_t idle_timeout_s = 60;                        // keep-alive wait for the next request
+    uint32_t write_timeout_s = 30;                       // one write to a client that does not read
+    uint32_t request_timeout_s = 1800;                   // one generation, time in the queue included
+    std::string model_name;                              // name clients see; empty: the model's id
   } server;
   struct Memory {
     std::optional<uint64_t> floor;       // minimum MemAvailable to admit new work; unset = auto
@@ -65,7 +66,8 @@ struct Config {
     uint32_t poll_ms = 1000;             // memory watch period
     std::string meminfo_path = "/proc/meminfo";
     std::string psi_path = "/proc/pressure/memory";
-    std::optional<uint64_t> swap_size;  // supervisor: ensure at least this much swap; 0 = leave swap alone; unset = auto
+    std::optional<uint64_t>
+        swap_size;  // supervisor: ensure at least this much swap; 0 = leave swap alone; unset = auto
     std::string swap_file = "/var/lib/ds4d/swapfile";
     int oom_score_adj = -900;                     // supervisor: the daemon's oom_score_adj
     bool earlyoom = true;                         // supervisor: write the earlyoom drop-in

@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "config/memory_budget.hpp"
 #include "daemon/heartbeat_backend.hpp"
 #include "daemon/http_server_config.hpp"
 #include "daemon/memory_watch.hpp"
@@ -25,14 +26,13 @@
 #include "daemon/worker_heartbeat.hpp"
 #include "engine/gguf/gguf_reader.hpp"
 #include "engine/model/model.hpp"
-#include "config/memory_budget.hpp"
 #include "engine/planner/byte_size.hpp"
-#include "host/host_memory.hpp"
 #include "engine/tokenizer/tokenizer.hpp"
 #include "gateway/http/server.hpp"
 #include "gateway/serving/ds4_backend.hpp"
 #include "gateway/serving/metrics.hpp"
 #include "gateway/serving/service.hpp"
+#include "host/host_memory.hpp"
 
 namespace ds4::daemon {
 namespace {

@@ -26,8 +26,8 @@ int run_forge(const ForgeArgs& a) {
   const ForgeSummary s = forge_model(preset, a.seed, a.out);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const auto mib = [](uint64_t b) { return b / double(1 << 20); };
-  fmt::print("{}: preset {}, seed {}, {} tensors, {} bytes ({:.1f} MiB), weights {:.1f} MiB\n", a.out, a.preset,
-             a.seed, s.n_tensors, s.file_bytes, mib(s.file_bytes), mib(s.weight_bytes));
+  fmt::print("{}: preset {}, seed {}, {} tensors, {} bytes ({:.1f} MiB), weights {:.1f} MiB\n", a.out, a.preset, a.seed,
+             s.n_tensors, s.file_bytes, mib(s.file_bytes), mib(s.weight_bytes));
   fmt::print("bytes-per-token: {} ({:.1f} MiB of weights read per decoded token)\n", s.decode_bytes_per_token,
              mib(s.decode_bytes_per_token));
   fmt::print("forged in {:.1f} s\n", secs);

@@ -31,8 +31,8 @@ int inspect(const std::string& path) {
       throw;
     }
   }();
-  fmt::print("{}: GGUF v{}, {} metadata keys, {} tensors, alignment {}, data at byte {}, {} bytes\n", path,
-             f.version(), f.metadata().size(), f.tensors().size(), f.alignment(), f.data_offset(), f.size());
+  fmt::print("{}: GGUF v{}, {} metadata keys, {} tensors, alignment {}, data at byte {}, {} bytes\n", path, f.version(),
+             f.metadata().size(), f.tensors().size(), f.alignment(), f.data_offset(), f.size());
 
   std::optional<Ds4Dims> dims;
   try {
@@ -40,10 +40,11 @@ int inspect(const std::string& path) {
     const Ds4Dims& d = *dims;
     std::string ratios;
     for (uint32_t r : d.compress_ratios) ratios += (ratios.empty() ? "" : ",") + std::to_string(r);
-    fmt::print("model: {} layers, n_embd {}, vocab {}, {} heads x {}, q_lora {}, out {}x{}, experts {} (used {}, "
-               "shared {}) ff {}, hash layers {}, compress ratios {}\n",
-               d.n_layer, d.n_embd, d.n_vocab, d.n_head, d.head_dim, d.q_lora_rank, d.out_groups, d.out_lora_rank,
-               d.n_expert, d.n_expert_used, d.n_expert_shared, d.expert_ff, d.n_hash_layer, ratios);
+    fmt::print(
+        "model: {} layers, n_embd {}, vocab {}, {} heads x {}, q_lora {}, out {}x{}, experts {} (used {}, "
+        "shared {}) ff {}, hash layers {}, compress ratios {}\n",
+        d.n_layer, d.n_embd, d.n_vocab, d.n_head, d.head_dim, d.q_lora_rank, d.out_groups, d.out_lora_rank, d.n_expert,
+        d.n_expert_used, d.n_expert_shared, d.expert_ff, d.n_hash_layer, ratios);
   } catch (const GgufError&) {
     // reported by check_ds4_layout below
   }
@@ -62,7 +63,8 @@ int inspect(const std::string& path) {
     s.count++;
     s.bytes += t.n_bytes;
     s.types.insert(std::string(ds4::quant::type_info(t.type).name));
-    if (auto it = rule_of.find(t.name); it != rule_of.end()) s.per_token += decode_bytes_per_token(*it->second, t.n_bytes, *dims);
+    if (auto it = rule_of.find(t.name); it != rule_of.end())
+      s.per_token += decode_bytes_per_token(*it->second, t.n_bytes, *dims);
   }
   auto row = [](std::string_view name, const FamilyStats& s) {
     std::string types;

@@ -21,7 +21,7 @@ namespace {
 struct PlanOptions {
   std::string model, drafter, meminfo = "/proc/meminfo";
   std::string sidecar, hot_cache = "auto", workspace, reserve = "auto", floor = "auto", swap = "auto", mem_total,
-      weights;
+                       weights;
   std::string context = "auto";
   uint32_t prefill_cap = ds4::planner::kDefaultPrefillCap;
   uint64_t kv_per_token = 0;
@@ -48,7 +48,8 @@ std::optional<uint64_t> tokens_or_auto(const std::string& s) {
   } catch (const std::exception&) {
     used = 0;
   }
-  if (used != s.size() || s[0] == '-') throw std::invalid_argument("--context: expected tokens or auto, got '" + s + "'");
+  if (used != s.size() || s[0] == '-')
+    throw std::invalid_argument("--context: expected tokens or auto, got '" + s + "'");
   return v;
 }
 

@@ -3,7 +3,6 @@
 // one file (cmd_<name>.cpp) and nothing else. Each registration adds a CLI11 subcommand and
 // returns the function that runs it; the function returns the process exit status.
 #include <CLI/CLI.hpp>
-
 #include <functional>
 #include <string>
 #include <vector>

@@ -1,11 +1,11 @@
 // ds4ctl: plan, inspect, forge, generate, bench. Subcommands live in cmd_<name>.cpp files.
-#include "ds4ctl/command_registry.hpp"
-
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <exception>
 #include <iostream>
+
+#include "ds4ctl/command_registry.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"ds4ctl: administer a ds4d DeepSeek V4 Flash installation"};

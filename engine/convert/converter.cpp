@@ -156,7 +156,8 @@ void produce(const TargetPlan& t, const Chunk& c, std::vector<float>& f32, std::
       const std::vector<float>& v = (*importance)[importance->size() == 1 ? 0 : src];
       if (!v.empty()) imp = v.data();
     }
-    for (uint64_t r = 0; r < c.rows; ++r) quant::quantize_row(t.type, f32.data() + r * ne0, out + r * rb, int64_t(ne0), imp);
+    for (uint64_t r = 0; r < c.rows; ++r)
+      quant::quantize_row(t.type, f32.data() + r * ne0, out + r * rb, int64_t(ne0), imp);
   }
   deq.resize(ne0);
   for (uint64_t r = 0; r < c.rows; r += kSampleStride) {

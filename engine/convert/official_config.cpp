@@ -165,8 +165,8 @@ OfficialConfig read_official_config(const std::string& dir) {
 void set_ds4_metadata(gguf::GgufWriter& w, const OfficialConfig& c, const std::string& model_name, bool tokenizer) {
   gguf::set_ds4_model_metadata(w, c.dims, c.hp, model_name);
   if (!tokenizer) return;
-  gguf::set_ds4_tokenizer_metadata(w, {c.tokens, c.merges, c.token_types, static_cast<uint32_t>(c.bos_id),
-                                       static_cast<uint32_t>(c.eos_id)});
+  gguf::set_ds4_tokenizer_metadata(
+      w, {c.tokens, c.merges, c.token_types, static_cast<uint32_t>(c.bos_id), static_cast<uint32_t>(c.eos_id)});
 }
 
 OfficialConfig config_from_gguf(const gguf::GgufFile& f) {

@@ -11,9 +11,6 @@ std::string compose(const std::string& path, std::optional<uint64_t> offset, con
 }  // namespace
 
 GgufError::GgufError(std::string path, std::optional<uint64_t> offset, const std::string& message)
-    : std::runtime_error(compose(path, offset, message)),
-      path_(std::move(path)),
-      offset_(offset),
-      detail_(message) {}
+    : std::runtime_error(compose(path, offset, message)), path_(std::move(path)), offset_(offset), detail_(message) {}
 
 }  // namespace ds4::gguf

@@ -17,7 +17,7 @@ namespace {
 
 constexpr uint32_t kMaxArrayDepth = 4;
 // Smallest encodings, used to reject counts the remaining bytes cannot possibly hold.
-constexpr uint64_t kMinKvBytes = 8 + 4 + 1;               // empty key, type, one u8
+constexpr uint64_t kMinKvBytes = 8 + 4 + 1;                  // empty key, type, one u8
 constexpr uint64_t kMinTensorInfoBytes = 8 + 4 + 8 + 4 + 8;  // empty name, 1 dim, type, offset
 
 class Cursor {
@@ -35,7 +35,8 @@ class Cursor {
                      std::to_string(left()) + " left in the file");
   }
 
-  template <class T> T read(const char* what) {
+  template <class T>
+  T read(const char* what) {
     need(sizeof(T), what);
     T x;
     std::memcpy(&x, base_ + pos_, sizeof(T));
@@ -63,10 +64,17 @@ class Cursor {
 
 uint64_t min_encoded_size(ValueType t) {
   switch (t) {
-    case ValueType::U8: case ValueType::I8: case ValueType::BOOL: return 1;
-    case ValueType::U16: case ValueType::I16: return 2;
-    case ValueType::U32: case ValueType::I32: case ValueType::F32: return 4;
-    case ValueType::U64: case ValueType::I64: case ValueType::F64: return 8;
+    case ValueType::U8:
+    case ValueType::I8:
+    case ValueType::BOOL: return 1;
+    case ValueType::U16:
+    case ValueType::I16: return 2;
+    case ValueType::U32:
+    case ValueType::I32:
+    case ValueType::F32: return 4;
+    case ValueType::U64:
+    case ValueType::I64:
+    case ValueType::F64: return 8;
     case ValueType::STRING: return 8;
     case ValueType::ARRAY: return 4 + 8;
   }
@@ -175,8 +183,7 @@ void GgufFile::parse() {
     if (!is_known_value_type(t))
       c.fail(type_at, "metadata key '" + kv.key + "': unknown value type " + std::to_string(t));
     kv.value = read_value(c, static_cast<ValueType>(t), kv.key, 0);
-    if (!kv_index_.emplace(kv.key, kvs_.size()).second)
-      c.fail(kv.offset, "duplicate metadata key '" + kv.key + "'");
+    if (!kv_index_.emplace(kv.key, kvs_.size()).second) c.fail(kv.offset, "duplicate metadata key '" + kv.key + "'");
     kvs_.push_back(std::move(kv));
   }
 
@@ -205,8 +212,8 @@ void GgufFile::parse() {
       uint64_t ne = c.read<uint64_t>("tensor dimension");
       if (ne == 0) c.fail(dim_at, where + "dimension " + std::to_string(d) + " is zero");
       if (__builtin_mul_overflow(n, ne, &n) || n > static_cast<uint64_t>(INT64_MAX))
-        c.fail(dim_at, where + "element count overflows (dimension " + std::to_string(d) + " = " +
-                           std::to_string(ne) + ")");
+        c.fail(dim_at,
+               where + "element count overflows (dimension " + std::to_string(d) + " = " + std::to_string(ne) + ")");
       t.dims.push_back(ne);
     }
     t.n_elements = n;
@@ -240,9 +247,9 @@ void GgufFile::parse() {
     uint64_t avail = data_offset_ <= size_ ? size_ - data_offset_ : 0;
     if (t.offset > avail || t.n_bytes > avail - t.offset)
       throw GgufError(path_, data_offset_ + t.offset,
-                      "tensor '" + t.name + "': data [" + std::to_string(t.offset) + ", +" +
-                          std::to_string(t.n_bytes) + ") runs past the end of the file (data section has " +
-                          std::to_string(avail) + " bytes): truncated data");
+                      "tensor '" + t.name + "': data [" + std::to_string(t.offset) + ", +" + std::to_string(t.n_bytes) +
+                          ") runs past the end of the file (data section has " + std::to_string(avail) +
+                          " bytes): truncated data");
     by_offset.push_back(&t);
   }
   std::sort(by_offset.begin(), by_offset.end(), [](auto* a, auto* b) { return a->offset < b->offset; });

@@ -43,7 +43,7 @@ struct TensorInfo {
   uint64_t offset = 0;         // relative to the start of the data section
   uint64_t n_elements = 0;
   uint64_t n_bytes = 0;
-  uint64_t info_offset = 0;    // file offset of this entry in the tensor table
+  uint64_t info_offset = 0;  // file offset of this entry in the tensor table
 
   uint64_t rows() const { return n_elements / dims[0]; }
   uint64_t row_bytes() const { return n_bytes / rows(); }
@@ -70,12 +70,15 @@ class GgufFile {
   bool has(std::string_view key) const { return find(key) != nullptr; }
   const Value* find(std::string_view key) const;
   // Typed lookup; throws GgufError naming the key if it is missing or of an incompatible type.
-  template <class T> T get(std::string_view key) const;
-  template <class T> T get_or(std::string_view key, T fallback) const {
+  template <class T>
+  T get(std::string_view key) const;
+  template <class T>
+  T get_or(std::string_view key, T fallback) const {
     return has(key) ? get<T>(key) : fallback;
   }
   // Array lookup with element conversion (same leniency as get).
-  template <class T> std::vector<T> get_array(std::string_view key) const;
+  template <class T>
+  std::vector<T> get_array(std::string_view key) const;
 
   // Tensors in file (table) order.
   const std::vector<TensorInfo>& tensors() const { return tensors_; }
@@ -105,7 +108,8 @@ class GgufFile {
   std::unordered_map<std::string, size_t> tensor_index_;
 };
 
-template <class T> T GgufFile::get(std::string_view key) const {
+template <class T>
+T GgufFile::get(std::string_view key) const {
   const KeyValue& kv = require(key);
   try {
     return kv.value.as<T>(key);
@@ -114,7 +118,8 @@ template <class T> T GgufFile::get(std::string_view key) const {
   }
 }
 
-template <class T> std::vector<T> GgufFile::get_array(std::string_view key) const {
+template <class T>
+std::vector<T> GgufFile::get_array(std::string_view key) const {
   const KeyValue& kv = require(key);
   try {
     return kv.value.as_vector<T>(key);

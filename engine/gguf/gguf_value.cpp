@@ -43,7 +43,8 @@ std::string Value::type_description() const {
 
 namespace {
 
-template <class T> constexpr std::string_view wanted_name() {
+template <class T>
+constexpr std::string_view wanted_name() {
   if constexpr (std::is_same_v<T, bool>) return "bool";
   else if constexpr (std::is_same_v<T, std::string>) return "string";
   else if constexpr (std::is_floating_point_v<T>) return "float (f32 or f64)";
@@ -62,7 +63,8 @@ template <class T> constexpr std::string_view wanted_name() {
                   "metadata key '" + std::string(key) + "': expected " + std::string(wanted) + ", found " + found);
 }
 
-template <class T> T convert(const Value& val, std::string_view key) {
+template <class T>
+T convert(const Value& val, std::string_view key) {
   if constexpr (std::is_same_v<T, bool>) {
     if (const bool* b = std::get_if<bool>(&val.v)) return *b;
   } else if constexpr (std::is_same_v<T, std::string>) {
@@ -82,9 +84,9 @@ template <class T> T convert(const Value& val, std::string_view key) {
               ok = true;
               out = static_cast<T>(x);
             } else {
-              type_mismatch(key, wanted_name<T>(),
-                            std::string(value_type_name(val.type())) + " value " + std::to_string(x) +
-                                " which does not fit");
+              type_mismatch(
+                  key, wanted_name<T>(),
+                  std::string(value_type_name(val.type())) + " value " + std::to_string(x) + " which does not fit");
             }
           }
         },
@@ -96,9 +98,13 @@ template <class T> T convert(const Value& val, std::string_view key) {
 
 }  // namespace
 
-template <class T> T Value::as(std::string_view key) const { return convert<T>(*this, key); }
+template <class T>
+T Value::as(std::string_view key) const {
+  return convert<T>(*this, key);
+}
 
-template <class T> std::vector<T> Value::as_vector(std::string_view key) const {
+template <class T>
+std::vector<T> Value::as_vector(std::string_view key) const {
   const Array* a = std::get_if<Array>(&v);
   if (!a) type_mismatch(key, std::string(wanted_name<T>()) + " array", type_description());
   std::vector<T> out;
@@ -113,7 +119,8 @@ template <class T> std::vector<T> Value::as_vector(std::string_view key) const {
   return out;
 }
 
-template <class T> Value make_array(const std::vector<T>& xs) {
+template <class T>
+Value make_array(const std::vector<T>& xs) {
   Array a;
   a.elem_type = Value(T{}).type();
   a.items.reserve(xs.size());

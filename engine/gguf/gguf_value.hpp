@@ -14,8 +14,19 @@
 namespace ds4::gguf {
 
 enum class ValueType : uint32_t {
-  U8 = 0, I8 = 1, U16 = 2, I16 = 3, U32 = 4, I32 = 5, F32 = 6, BOOL = 7,
-  STRING = 8, ARRAY = 9, U64 = 10, I64 = 11, F64 = 12,
+  U8 = 0,
+  I8 = 1,
+  U16 = 2,
+  I16 = 3,
+  U32 = 4,
+  I32 = 5,
+  F32 = 6,
+  BOOL = 7,
+  STRING = 8,
+  ARRAY = 9,
+  U64 = 10,
+  I64 = 11,
+  F64 = 12,
 };
 
 // "u32", "string", "array" ... ; "type#<id>" for an id outside the enum.
@@ -31,14 +42,14 @@ struct Array {
 bool operator==(const Array& a, const Array& b);
 
 struct Value {
-  using Storage = std::variant<uint8_t, int8_t, uint16_t, int16_t, uint32_t, int32_t, float, bool,
-                               std::string, Array, uint64_t, int64_t, double>;
+  using Storage = std::variant<uint8_t, int8_t, uint16_t, int16_t, uint32_t, int32_t, float, bool, std::string, Array,
+                               uint64_t, int64_t, double>;
   Storage v;
 
   Value() : v(uint8_t{0}) {}
   template <class T>
-    requires std::is_constructible_v<Storage, T>
-  Value(T x) : v(std::move(x)) {}  // NOLINT(google-explicit-constructor): literal-friendly
+  requires std::is_constructible_v<Storage, T> Value(T x)
+      : v(std::move(x)) {}  // NOLINT(google-explicit-constructor): literal-friendly
   Value(const char* s) : v(std::string(s)) {}
 
   ValueType type() const { return static_cast<ValueType>(v.index()); }
@@ -47,15 +58,18 @@ struct Value {
 
   // Conversions used by GgufFile::get; `key` only feeds the error message.
   // Integer targets accept any integer type whose value fits; floating targets accept f32/f64.
-  template <class T> T as(std::string_view key) const;
+  template <class T>
+  T as(std::string_view key) const;
   // Element-wise conversion of an array value.
-  template <class T> std::vector<T> as_vector(std::string_view key) const;
+  template <class T>
+  std::vector<T> as_vector(std::string_view key) const;
 
   bool operator==(const Value&) const = default;
 };
 
 // Builds an array value of one scalar element type from a vector.
-template <class T> Value make_array(const std::vector<T>& xs);
+template <class T>
+Value make_array(const std::vector<T>& xs);
 Value make_string_array(const std::vector<std::string>& xs);
 
 // Explicit instantiations live in gguf_value.cpp.

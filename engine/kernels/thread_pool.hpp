@@ -7,8 +7,8 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
-#include <mutex>
 #include <exception>
+#include <mutex>
 #include <thread>
 #include <type_traits>
 #include <vector>
@@ -30,8 +30,8 @@ class ThreadPool {
   // The first exception thrown by fn is rethrown here (other chunks still run to completion).
   template <class Fn>
   void parallel_for(int64_t n, Fn&& fn) {
-    run(n, [](void* ctx, int64_t b, int64_t e) { (*static_cast<std::remove_reference_t<Fn>*>(ctx))(b, e); },
-        &fn);
+    run(
+        n, [](void* ctx, int64_t b, int64_t e) { (*static_cast<std::remove_reference_t<Fn>*>(ctx))(b, e); }, &fn);
   }
 
  private:

@@ -10,16 +10,16 @@
 #include <cstring>
 #include <vector>
 
-#include "engine/model/numerics.hpp"
 #include "engine/kernels/ordered_simd.hpp"
+#include "engine/model/numerics.hpp"
 
 namespace ds4::model {
 
 namespace {
 
 // Exact mode: ds4's loop, head by head (heads in parallel).
-void attend_reference(const LayerState& st, const float* q, uint32_t n_head, const float* sinks,
-                      const uint8_t* allowed, kernels::ThreadPool& pool, float* out_heads) {
+void attend_reference(const LayerState& st, const float* q, uint32_t n_head, const float* sinks, const uint8_t* allowed,
+                      kernels::ThreadPool& pool, float* out_heads) {
   const uint32_t d = st.head_dim;
   const uint32_t n_raw = st.n_visible_raw();
   const uint32_t n_comp = st.ratio != 0 ? st.comp.n : 0;
@@ -116,10 +116,8 @@ void attend_ordered(const LayerState& st, const float* q, uint32_t n_head, const
 
 void attend(const LayerState& st, const float* q, uint32_t n_head, const float* sinks, const uint8_t* allowed,
             bool exact, kernels::ThreadPool& pool, float* out_heads) {
-  if (exact || !kernels::ordered::available())
-    attend_reference(st, q, n_head, sinks, allowed, pool, out_heads);
-  else
-    attend_ordered(st, q, n_head, sinks, allowed, pool, out_heads);
+  if (exact || !kernels::ordered::available()) attend_reference(st, q, n_head, sinks, allowed, pool, out_heads);
+  else attend_ordered(st, q, n_head, sinks, allowed, pool, out_heads);
 }
 
 void grouped_output(const Exec& ex, const ModelConfig& cfg, const Tensor& output_a, const float* heads, int T,

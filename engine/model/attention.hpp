@@ -5,7 +5,6 @@
 // Each head has a learned sink logit that joins the softmax denominator only:
 //   out_h = sum_r e^{s_r - m} k_r / (e^{sink_h - m} + sum_r e^{s_r - m}),  s_r = <q_h, k_r>/sqrt(d).
 #include <cstdint>
-
 #include <vector>
 
 #include "engine/kernels/thread_pool.hpp"

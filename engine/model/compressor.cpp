@@ -116,10 +116,8 @@ void compressed_row_finish(float* row, uint32_t head_dim, const float* norm_w, f
   const float s = rms_scale(row, head_dim, eps);
   for (uint32_t i = 0; i < head_dim; i++) row[i] = row[i] * s * norm_w[i];
   rope_tail(row, 1, head_dim, rope, comp_pos, false);
-  if (kind == CompressedRowKind::Attention)
-    fp8_kv_row_inplace(row, head_dim, rope.n_rot);
-  else
-    indexer_qat_row_inplace(row, head_dim);
+  if (kind == CompressedRowKind::Attention) fp8_kv_row_inplace(row, head_dim, rope.n_rot);
+  else indexer_qat_row_inplace(row, head_dim);
   for (uint32_t i = 0; i < head_dim; i++) row[i] = round_f16(row[i]);
 }
 

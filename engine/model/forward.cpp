@@ -227,9 +227,8 @@ void truncate_layer_states(const Model::Impl& m, std::vector<LayerState>& layers
   }
 }
 
-void forward_batch(const Model::Impl& m, std::vector<LayerState>& layers, const int32_t* tokens, int T,
-                   uint32_t pos0, bool all_logits, float* logits, ForwardScratch& s,
-                   const std::function<void(uint32_t)>& on_layer) {
+void forward_batch(const Model::Impl& m, std::vector<LayerState>& layers, const int32_t* tokens, int T, uint32_t pos0,
+                   bool all_logits, float* logits, ForwardScratch& s, const std::function<void(uint32_t)>& on_layer) {
   const ModelConfig& cfg = m.cfg;
   const uint32_t D = cfg.n_embd, hc = cfg.hc_dim();
   float* H = sized(s.H, size_t(T) * hc);
@@ -251,10 +250,8 @@ void forward_batch(const Model::Impl& m, std::vector<LayerState>& layers, const 
     std::swap(H, H_next);
     if (on_layer) on_layer(il);
   }
-  if (all_logits)
-    output_head(m.ex, cfg, m.w, H, T, logits, s.head);
-  else
-    output_head(m.ex, cfg, m.w, H + size_t(T - 1) * hc, 1, logits, s.head);
+  if (all_logits) output_head(m.ex, cfg, m.w, H, T, logits, s.head);
+  else output_head(m.ex, cfg, m.w, H + size_t(T - 1) * hc, 1, logits, s.head);
 }
 
 }  // namespace ds4::model

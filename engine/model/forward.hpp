@@ -19,8 +19,8 @@
 namespace ds4::model {
 
 struct ForwardScratch {
-  std::vector<float> H, H_mid, H_next, flat, mix, x, xn, qr, qrn, q, kv, kvr, ckv, csc, ikv, isc, iq, iw, heads, low, low_g,
-      attn_out, ffn_out, pooled, scores;
+  std::vector<float> H, H_mid, H_next, flat, mix, x, xn, qr, qrn, q, kv, kvr, ckv, csc, ikv, isc, iq, iw, heads, low,
+      low_g, attn_out, ffn_out, pooled, scores;
   std::vector<HcSplit> split;
   std::vector<uint8_t> allowed;
   QuantAct qa;
@@ -31,8 +31,8 @@ struct ForwardScratch {
 // Runs tokens[0..T) at positions pos0 .. pos0+T-1, appending to `layers`. If all_logits,
 // logits receives T x n_vocab values, else only the last token's n_vocab. `on_layer(il)` is
 // called after each layer.
-void forward_batch(const Model::Impl& m, std::vector<LayerState>& layers, const int32_t* tokens, int T,
-                   uint32_t pos0, bool all_logits, float* logits, ForwardScratch& s,
+void forward_batch(const Model::Impl& m, std::vector<LayerState>& layers, const int32_t* tokens, int T, uint32_t pos0,
+                   bool all_logits, float* logits, ForwardScratch& s,
                    const std::function<void(uint32_t)>& on_layer = {});
 
 // Fresh per-layer state for a context of `capacity` tokens that can roll back up to

@@ -2,13 +2,13 @@
 // each taking the highest-scoring row not yet taken (strict >, so the lowest index wins ties).
 #include "engine/model/indexer.hpp"
 
-#include "engine/model/numerics.hpp"
 #include "engine/kernels/ordered_simd.hpp"
+#include "engine/model/numerics.hpp"
 
 namespace ds4::model {
 
-void indexer_select(const float* q, const float* w, uint32_t n_head, const RowStore& rows, uint32_t top_k,
-                    bool exact, std::vector<uint8_t>& allowed, std::vector<float>& scores) {
+void indexer_select(const float* q, const float* w, uint32_t n_head, const RowStore& rows, uint32_t top_k, bool exact,
+                    std::vector<uint8_t>& allowed, std::vector<float>& scores) {
   const uint32_t n = rows.n, dim = rows.dim;
   allowed.assign(n, 0);
   if (top_k >= n) {

@@ -14,7 +14,7 @@ namespace ds4::model {
 
 // Fills allowed[0..n) (n = rows.n) with 1 for the selected rows. q: n_head x dim (ready),
 // w: n_head (already scaled). `scores` is scratch.
-void indexer_select(const float* q, const float* w, uint32_t n_head, const RowStore& rows, uint32_t top_k,
-                    bool exact, std::vector<uint8_t>& allowed, std::vector<float>& scores);
+void indexer_select(const float* q, const float* w, uint32_t n_head, const RowStore& rows, uint32_t top_k, bool exact,
+                    std::vector<uint8_t>& allowed, std::vector<float>& scores);
 
 }  // namespace ds4::model

@@ -39,8 +39,7 @@ void CompressorHistory::record(uint64_t pos, const float* kv_row, const float* s
 }
 
 float* RowStore::append() {
-  if (n >= cap_rows)
-    throw std::length_error("compressed KV store is full (" + std::to_string(cap_rows) + " rows)");
+  if (n >= cap_rows) throw std::length_error("compressed KV store is full (" + std::to_string(cap_rows) + " rows)");
   const uint64_t need = uint64_t(n + 1) * dim;
   if (data.size() < need) {
     uint64_t rows = std::max<uint64_t>(64, uint64_t(n) * 2);
@@ -75,10 +74,10 @@ void LayerState::reset() {
 
 uint64_t LayerState::bytes() const {
   return (raw.capacity() + comp.data.capacity() + index_comp.data.capacity() + attn_cmp.kv.capacity() +
-          attn_cmp.score.capacity() + index_cmp.kv.capacity() + index_cmp.score.capacity() +
-          attn_hist.kv.capacity() + attn_hist.score.capacity() + index_hist.kv.capacity() +
-          index_hist.score.capacity() + attn_base.kv.capacity() + attn_base.score.capacity() +
-          index_base.kv.capacity() + index_base.score.capacity()) *
+          attn_cmp.score.capacity() + index_cmp.kv.capacity() + index_cmp.score.capacity() + attn_hist.kv.capacity() +
+          attn_hist.score.capacity() + index_hist.kv.capacity() + index_hist.score.capacity() +
+          attn_base.kv.capacity() + attn_base.score.capacity() + index_base.kv.capacity() +
+          index_base.score.capacity()) *
          sizeof(float);
 }
 

@@ -23,7 +23,12 @@ struct RowStore {
   uint32_t dim = 0, n = 0, cap_rows = 0;  // cap_rows: hard limit from the context length
   std::vector<float> data;
 
-  void init(uint32_t dim_, uint32_t cap_rows_) { dim = dim_; cap_rows = cap_rows_; n = 0; data.clear(); }
+  void init(uint32_t dim_, uint32_t cap_rows_) {
+    dim = dim_;
+    cap_rows = cap_rows_;
+    n = 0;
+    data.clear();
+  }
   const float* row(uint32_t i) const { return data.data() + uint64_t(i) * dim; }
   float* append();  // throws std::length_error past cap_rows
   void clear() { n = 0; }
@@ -50,7 +55,7 @@ struct LayerState {
   // last min(n_raw, raw_window) rows.
   uint32_t raw_cap = 0, raw_window = 0, n_raw = 0, raw_head = 0, head_dim = 0;
   std::vector<float> raw;
-  RowStore comp;        // attention compressed rows (ratio != 0)
+  RowStore comp;  // attention compressed rows (ratio != 0)
   CompressorState attn_cmp;
   RowStore index_comp;  // indexer compressed rows (ratio == 4)
   CompressorState index_cmp;

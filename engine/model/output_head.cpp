@@ -19,7 +19,8 @@ void output_head(const Exec& ex, const ModelConfig& cfg, const Weights& w, const
   const float* base = w.output_hc_base.f32();
   for (int t = 0; t < T; t++) {
     float wt[16];
-    for (uint32_t i = 0; i < n_hc; i++) wt[i] = sigmoid_stable(s.pre[size_t(t) * n_hc + i] * scale + base[i]) + cfg.hc_eps;
+    for (uint32_t i = 0; i < n_hc; i++)
+      wt[i] = sigmoid_stable(s.pre[size_t(t) * n_hc + i] * scale + base[i]) + cfg.hc_eps;
     hc_weighted_sum(H + size_t(t) * hc, wt, D, n_hc, s.y.data() + size_t(t) * D);
     rms_norm(s.norm.data() + size_t(t) * D, s.y.data() + size_t(t) * D, w.output_norm.f32(), D, cfg.rms_eps);
   }

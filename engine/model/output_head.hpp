@@ -3,11 +3,11 @@
 // computed from the (weightless RMS-normed) streams, RMSNorm it with output_norm and project
 // to vocabulary logits with the Q8_0 LM head. No Sinkhorn here, and the sigmoid is the
 // branching numerically stable one.
+#include <vector>
+
 #include "engine/model/linear.hpp"
 #include "engine/model/model_config.hpp"
 #include "engine/model/weights.hpp"
-
-#include <vector>
 
 namespace ds4::model {
 

@@ -77,12 +77,11 @@ std::vector<uint8_t> write_snapshot(const Model::Impl& m, const Context::State& 
     if (l.ratio == 4)
       floats += uint64_t(l.index_comp.n) * l.index_comp.dim + l.index_cmp.kv.size() + l.index_cmp.score.size();
   }
-  const uint64_t payload_bytes = st.tokens.size() * 4 + floats * 4 + st.layers.size() * 8 +
-                                 [&] {
-                                   uint64_t n = 0;
-                                   for (const LayerState& l : st.layers) n += (l.ratio != 0) + (l.ratio == 4);
-                                   return n * 4;
-                                 }();
+  const uint64_t payload_bytes = st.tokens.size() * 4 + floats * 4 + st.layers.size() * 8 + [&] {
+    uint64_t n = 0;
+    for (const LayerState& l : st.layers) n += (l.ratio != 0) + (l.ratio == 4);
+    return n * 4;
+  }();
   std::vector<uint8_t> out;
   out.reserve(kHeaderBytes + payload_bytes);
   out.resize(kHeaderBytes);
@@ -128,7 +127,9 @@ void read_snapshot(const Model::Impl& m, std::span<const uint8_t> bytes, uint32_
                    Context::State& out) {
   const ModelConfig& c = m.cfg;
   Reader r{bytes};
-  if (bytes.size() < kHeaderBytes) throw std::runtime_error("snapshot is truncated: " + std::to_string(bytes.size()) + " bytes, header needs " + std::to_string(kHeaderBytes));
+  if (bytes.size() < kHeaderBytes)
+    throw std::runtime_error("snapshot is truncated: " + std::to_string(bytes.size()) + " bytes, header needs " +
+                             std::to_string(kHeaderBytes));
   if (r.get<uint32_t>("magic") != kMagic) throw std::runtime_error("not a ds4 context snapshot (bad magic)");
   const uint32_t version = r.get<uint32_t>("version");
   if (version != kVersion)
@@ -158,7 +159,8 @@ void read_snapshot(const Model::Impl& m, std::span<const uint8_t> bytes, uint32_
   out.tokens.resize(n_tokens);
   for (uint32_t i = 0; i < n_tokens; i++) {
     out.tokens[i] = r.get<int32_t>("tokens");
-    if (out.tokens[i] < 0 || uint32_t(out.tokens[i]) >= c.n_vocab) throw std::runtime_error("snapshot token id out of range");
+    if (out.tokens[i] < 0 || uint32_t(out.tokens[i]) >= c.n_vocab)
+      throw std::runtime_error("snapshot token id out of range");
   }
   if (n_tokens) {
     out.logits.resize(c.n_vocab);
@@ -167,9 +169,11 @@ void read_snapshot(const Model::Impl& m, std::span<const uint8_t> bytes, uint32_
   for (uint32_t il = 0; il < c.n_layer; il++) {
     LayerState& l = out.layers[il];
     const std::string where = "layer " + std::to_string(il);
-    if (r.get<uint32_t>("layer ratio") != l.ratio) throw std::runtime_error("snapshot " + where + ": compression ratio mismatch");
+    if (r.get<uint32_t>("layer ratio") != l.ratio)
+      throw std::runtime_error("snapshot " + where + ": compression ratio mismatch");
     const uint32_t n_raw = r.get<uint32_t>("raw count");
-    if (n_raw > l.raw_window || n_raw > n_tokens || n_raw != std::min(n_tokens, l.raw_window)) throw std::runtime_error("snapshot " + where + ": raw window count out of range");
+    if (n_raw > l.raw_window || n_raw > n_tokens || n_raw != std::min(n_tokens, l.raw_window))
+      throw std::runtime_error("snapshot " + where + ": raw window count out of range");
     for (uint32_t i = 0; i < n_raw; i++) r.get_floats(l.push_raw_slot(), l.head_dim, "raw rows");
     auto rows = [&](RowStore& rs, const char* what) {
       const uint32_t n = r.get<uint32_t>(what);

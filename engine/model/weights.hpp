@@ -43,9 +43,9 @@ struct LayerWeights {
   HcWeights hc_attn, hc_ffn;
   Tensor attn_norm, attn_q_a, attn_q_a_norm, attn_q_b, attn_kv, attn_kv_a_norm, attn_sinks;
   Tensor attn_output_a, attn_output_b;
-  CompressorWeights attn_compressor;      // ratio != 0
-  Tensor indexer_q_b, indexer_proj;       // ratio == 4
-  CompressorWeights indexer_compressor;   // ratio == 4
+  CompressorWeights attn_compressor;     // ratio != 0
+  Tensor indexer_q_b, indexer_proj;      // ratio == 4
+  CompressorWeights indexer_compressor;  // ratio == 4
   Tensor ffn_norm, ffn_gate_inp, exp_probs_b, ffn_gate_tid2eid;
   Tensor ffn_gate_exps, ffn_up_exps, ffn_down_exps;
   Tensor ffn_gate_shexp, ffn_up_shexp, ffn_down_shexp;

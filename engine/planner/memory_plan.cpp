@@ -24,8 +24,7 @@ std::string line(const char* label, uint64_t bytes, bool chosen_by_auto = false)
 std::string signed_line(const char* label, int64_t bytes) {
   const uint64_t mag = bytes < 0 ? static_cast<uint64_t>(-(bytes + 1)) + 1 : static_cast<uint64_t>(bytes);
   const char* sign = bytes < 0 ? "-" : "";
-  return fmt::format("  {:<11} {:>12}  {:>20} B\n", label, sign + format_gib(mag),
-                     sign + format_bytes_exact(mag));
+  return fmt::format("  {:<11} {:>12}  {:>20} B\n", label, sign + format_gib(mag), sign + format_bytes_exact(mag));
 }
 
 }  // namespace
@@ -74,9 +73,8 @@ std::string render_report(const Plan& p) {
   const PlanInput& in = p.input;
   std::string s;
   const auto chose = [&](unsigned bit) { return (in.auto_terms & bit) != 0; };
-  s += fmt::format("Memory plan for {} at {} tokens of context{}\n",
-                   in.model_name.empty() ? "<model>" : in.model_name, in.context_tokens,
-                   chose(kAutoContext) ? " (auto)" : "");
+  s += fmt::format("Memory plan for {} at {} tokens of context{}\n", in.model_name.empty() ? "<model>" : in.model_name,
+                   in.context_tokens, chose(kAutoContext) ? " (auto)" : "");
   s += line("weights", in.weights_bytes);
   s += line("sidecar", in.sidecar_bytes);
   s += line("hot cache", in.hot_cache_bytes, chose(kAutoHotCache));
@@ -96,14 +94,16 @@ std::string render_report(const Plan& p) {
       s += fmt::format(" ({} above the floor)\n", format_gib(static_cast<uint64_t>(p.headroom_bytes) - in.floor_bytes));
       break;
     case Verdict::below_floor:
-      s += fmt::format(": headroom is {} short of the floor; lower the context, the hot cache or "
-                       "the floor, or drop the sidecar\n",
-                       format_gib(in.floor_bytes - static_cast<uint64_t>(p.headroom_bytes)));
+      s += fmt::format(
+          ": headroom is {} short of the floor; lower the context, the hot cache or "
+          "the floor, or drop the sidecar\n",
+          format_gib(in.floor_bytes - static_cast<uint64_t>(p.headroom_bytes)));
       break;
     case Verdict::does_not_fit:
-      s += fmt::format(": {} over MemTotal before any headroom; lower the context or the hot cache, "
-                       "drop the sidecar, or use a smaller quantization\n",
-                       format_gib(static_cast<uint64_t>(-p.headroom_bytes)));
+      s += fmt::format(
+          ": {} over MemTotal before any headroom; lower the context or the hot cache, "
+          "drop the sidecar, or use a smaller quantization\n",
+          format_gib(static_cast<uint64_t>(-p.headroom_bytes)));
       break;
   }
   return s;

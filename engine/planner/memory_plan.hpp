@@ -25,7 +25,7 @@
 namespace ds4::planner {
 
 struct PlanInput {
-  std::string model_name;           // for the report only
+  std::string model_name;  // for the report only
   uint64_t weights_bytes = 0;
   uint64_t sidecar_bytes = 0;
   uint64_t hot_cache_bytes = 0;
@@ -34,10 +34,10 @@ struct PlanInput {
   uint64_t kv_fixed_bytes = 0;
   uint64_t workspace_bytes = 0;
   uint64_t reserve_bytes = 0;
-  uint64_t mem_total_bytes = 0;     // MemTotal
-  uint64_t floor_bytes = 0;         // minimum headroom at steady state
-  uint64_t swap_bytes = 0;          // swap the supervisor ensures (not a term of the total)
-  unsigned auto_terms = 0;          // AutoTerm bits (auto_budget.hpp): which figures `auto` chose
+  uint64_t mem_total_bytes = 0;  // MemTotal
+  uint64_t floor_bytes = 0;      // minimum headroom at steady state
+  uint64_t swap_bytes = 0;       // swap the supervisor ensures (not a term of the total)
+  unsigned auto_terms = 0;       // AutoTerm bits (auto_budget.hpp): which figures `auto` chose
 };
 
 enum class Verdict { fits, below_floor, does_not_fit };
@@ -52,7 +52,7 @@ struct Plan {
   PlanInput input;
   uint64_t kv_bytes = 0;
   uint64_t total_bytes = 0;
-  int64_t headroom_bytes = 0;       // MemTotal − total; negative when it does not fit
+  int64_t headroom_bytes = 0;  // MemTotal − total; negative when it does not fit
   Verdict verdict = Verdict::does_not_fit;
 };
 

@@ -9,9 +9,7 @@
 namespace ds4::planner {
 namespace {
 
-std::string layer_tensor(uint32_t layer, const char* suffix) {
-  return "blk." + std::to_string(layer) + "." + suffix;
-}
+std::string layer_tensor(uint32_t layer, const char* suffix) { return "blk." + std::to_string(layer) + "." + suffix; }
 
 }  // namespace
 
@@ -27,8 +25,8 @@ ModelFacts read_model_facts(const gguf::GgufFile& f) {
   const std::vector<uint32_t> ratios = f.get_array<uint32_t>(p + "attention.compress_ratios");
   if (ratios.size() < n_layers)
     throw gguf::GgufError(f.path(), std::nullopt,
-                          p + "attention.compress_ratios has " + std::to_string(ratios.size()) +
-                              " entries for " + std::to_string(n_layers) + " layers");
+                          p + "attention.compress_ratios has " + std::to_string(ratios.size()) + " entries for " +
+                              std::to_string(n_layers) + " layers");
   KvGeometry& g = m.kv;
   g.latent_dim = f.get<uint32_t>(p + "attention.key_length");
   g.indexer_dim = f.get_or<uint32_t>(p + "attention.indexer.key_length", 0);
@@ -42,14 +40,13 @@ ModelFacts read_model_facts(const gguf::GgufFile& f) {
       const std::string ape = layer_tensor(i, "attn_compressor_ape.weight");
       const gguf::TensorInfo& t = f.tensor(ape);
       if (t.dims.empty() || t.dims[0] % g.latent_dim != 0 || t.dims[0] == 0)
-        throw gguf::GgufError(f.path(), t.info_offset,
-                              ape + ": width is not a multiple of attention.key_length");
+        throw gguf::GgufError(f.path(), t.info_offset, ape + ": width is not a multiple of attention.key_length");
       l.overlap = static_cast<uint32_t>(t.dims[0] / g.latent_dim);
       l.indexer = f.find_tensor(layer_tensor(i, "indexer.proj.weight")) != nullptr;
       if (l.indexer && g.indexer_dim == 0)
-        throw gguf::GgufError(f.path(), std::nullopt,
-                              "layer " + std::to_string(i) + " has an indexer but " + p +
-                                  "attention.indexer.key_length is missing");
+        throw gguf::GgufError(
+            f.path(), std::nullopt,
+            "layer " + std::to_string(i) + " has an indexer but " + p + "attention.indexer.key_length is missing");
     }
     g.layers.push_back(l);
   }

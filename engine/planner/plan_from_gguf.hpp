@@ -37,9 +37,9 @@ uint32_t count_drafter_blocks(const gguf::GgufFile& f);
 
 struct GgufPlanRequest {
   std::string model_path;
-  std::string drafter_path;                 // empty: no drafter
-  std::optional<uint64_t> sidecar_bytes;    // overrides the drafter file size
-  BudgetChoice budgets;                     // unset terms are `auto`; context 0: trained
+  std::string drafter_path;               // empty: no drafter
+  std::optional<uint64_t> sidecar_bytes;  // overrides the drafter file size
+  BudgetChoice budgets;                   // unset terms are `auto`; context 0: trained
   uint32_t prefill_cap = kDefaultPrefillCap;
   std::optional<uint64_t> workspace_bytes;  // unset: workspace_estimate()
   uint64_t mem_total_bytes = 0;

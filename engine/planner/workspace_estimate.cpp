@@ -4,11 +4,11 @@
 namespace ds4::planner {
 
 uint64_t activation_bytes_per_token(const ActivationDims& d) {
-  const uint64_t floats = 2 * d.hc_streams * d.embedding          // HC state in + out
-                          + 3 * d.heads * d.head_dim              // q, attention out, grouped out
-                          + d.head_dim + d.q_lora                 // latent row, q latent
-                          + d.indexer_heads * d.indexer_dim       // indexer queries
-                          + d.experts                             // router logits
+  const uint64_t floats = 2 * d.hc_streams * d.embedding                            // HC state in + out
+                          + 3 * d.heads * d.head_dim                                // q, attention out, grouped out
+                          + d.head_dim + d.q_lora                                   // latent row, q latent
+                          + d.indexer_heads * d.indexer_dim                         // indexer queries
+                          + d.experts                                               // router logits
                           + 3 * (d.experts_used + d.experts_shared) * d.expert_ff;  // gate, up, act
   return floats * 4;
 }

@@ -33,7 +33,9 @@ struct ScaleMin {
 // W: weighted. The plain instantiation reads every weight as the constant 1, whose products
 // fold away: the same code as before weights existed.
 template <bool W>
-inline float weight_of(const float* w, int i) { return W ? w[i] : 1.0f; }
+inline float weight_of(const float* w, int i) {
+  return W ? w[i] : 1.0f;
+}
 
 template <bool W>
 float assign_levels(int n, int nmax, const float* x, float scale, float min, uint8_t* L, const float* w) {
@@ -74,7 +76,6 @@ ScaleMin solve(int n, const float* x, const uint8_t* L, const float* w) {
   if (scale < 0) scale = 0;
   return {static_cast<float>(scale), static_cast<float>(-offset)};
 }
-
 
 // Fits x[i] ≈ scale * L[i] - min with integer L[i] in [0, nmax], scale >= 0, min >= 0, minimising
 // Σ (scale*L - min - x)². Tries a sweep of grid spacings around (max - min)/nmax, solves the
@@ -157,7 +158,6 @@ uint16_t quantize_super_scale(int n, int qmax, const float* v, uint8_t* q, const
   }
   return best;
 }
-
 
 // The last step of fit_super_block: given the f16 super-scales, choose each sub-block's integer
 // scale and min (trying the neighbours of the rounded values) and its levels so as to minimise

@@ -93,7 +93,7 @@ struct Traits {
   // choice, the block scale amax/127, leaves an error importance cannot usefully move (GGML's
   // Q8_0 ignores its imatrix too).
   QuantizeWeightedFn quantize_weighted = nullptr;
-  bool has_dot = false;               // a weight format with a dot product (all but Q8_K, I32)
+  bool has_dot = false;  // a weight format with a dot product (all but Q8_K, I32)
   // Activation side: only meaningful on entries that are someone's vec_dot_type (F32, Q8_0,
   // Q8_K). act_block_bytes is the activation layout's block size (see above), 0 elsewhere.
   uint32_t act_block_bytes = 0;

@@ -32,15 +32,12 @@ float log_softmax_at(std::span<const float> logits, int32_t token) {
   double sum = 0.0;
   for (float v : logits)
     if (std::isfinite(v)) sum += std::exp(static_cast<double>(v) - max_logit);
-  return static_cast<float>(static_cast<double>(logits[static_cast<size_t>(token)]) - max_logit -
-                            std::log(sum));
+  return static_cast<float>(static_cast<double>(logits[static_cast<size_t>(token)]) - max_logit - std::log(sum));
 }
 
 Sampler::Sampler(SamplerConfig config) : config_(config), rng_(config.seed) {
-  if (std::isnan(config_.temperature))
-    throw std::invalid_argument("sampler: temperature is NaN");
-  if (config_.top_k < 0)
-    throw std::invalid_argument(fmt::format("sampler: top_k {} is negative", config_.top_k));
+  if (std::isnan(config_.temperature)) throw std::invalid_argument("sampler: temperature is NaN");
+  if (config_.top_k < 0) throw std::invalid_argument(fmt::format("sampler: top_k {} is negative", config_.top_k));
   if (!(config_.top_p > 0.0f && config_.top_p <= 1.0f))
     throw std::invalid_argument(fmt::format("sampler: top_p {} is outside (0, 1]", config_.top_p));
   if (!(config_.min_p >= 0.0f && config_.min_p <= 1.0f))
@@ -54,9 +51,7 @@ void Sampler::reseed(uint64_t seed) {
 
 int32_t Sampler::sample(std::span<const float> logits) {
   const int32_t top = argmax(logits);
-  if (top < 0)
-    throw std::invalid_argument(
-        fmt::format("sampler: none of the {} logits is finite", logits.size()));
+  if (top < 0) throw std::invalid_argument(fmt::format("sampler: none of the {} logits is finite", logits.size()));
   if (config_.greedy()) return top;
   return sample_filtered(logits, logits[static_cast<size_t>(top)]);
 }
@@ -74,8 +69,7 @@ int32_t Sampler::sample_filtered(std::span<const float> logits, float max_logit)
   auto scaled = [&](float v) { return (static_cast<double>(v) - top) * inv_t; };
   // min_p is a threshold on the scaled logit: p_i >= min_p * p_max <=> s_i >= log(min_p). The top
   // token always passes (s = 0), and the ratio to p_max does not depend on the normaliser.
-  const double min_scaled =
-      config_.min_p > 0.0f ? std::log(static_cast<double>(config_.min_p)) : -INFINITY;
+  const double min_scaled = config_.min_p > 0.0f ? std::log(static_cast<double>(config_.min_p)) : -INFINITY;
   auto higher = [](const Candidate& a, const Candidate& b) {
     return a.logit != b.logit ? a.logit > b.logit : a.id < b.id;
   };
@@ -91,8 +85,7 @@ int32_t Sampler::sample_filtered(std::span<const float> logits, float max_logit)
     for (size_t i = 0; i < logits.size(); ++i)
       if (std::isfinite(logits[i])) candidates_.push_back({static_cast<int32_t>(i), logits[i]});
     if (k < candidates_.size()) {
-      std::nth_element(candidates_.begin(), candidates_.begin() + static_cast<long>(k),
-                       candidates_.end(), higher);
+      std::nth_element(candidates_.begin(), candidates_.begin() + static_cast<long>(k), candidates_.end(), higher);
       candidates_.resize(k);
     }
     for (const Candidate& c : candidates_) normaliser += std::exp(scaled(c.logit));

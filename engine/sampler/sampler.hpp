@@ -18,11 +18,11 @@
 // all arithmetic after the logits is in double, so a seed gives the same tokens on any platform
 // for the same logits. The cost is O(vocab) per token plus a sort of the survivors when top_p < 1
 // (usually a handful of tokens after min_p).
-#include "engine/sampler/random.hpp"
-
 #include <cstdint>
 #include <span>
 #include <vector>
+
+#include "engine/sampler/random.hpp"
 
 namespace ds4::sampler {
 

@@ -2,11 +2,11 @@
 // bpe_merger.hpp.
 #include "engine/tokenizer/bpe_merger.hpp"
 
-#include "engine/tokenizer/byte_level.hpp"
-
 #include <algorithm>
-#include <limits>
 #include <functional>
+#include <limits>
+
+#include "engine/tokenizer/byte_level.hpp"
 
 namespace ds4::tokenizer {
 
@@ -68,8 +68,7 @@ int32_t BpeMerger::symbol_for(const std::string& vocab_string) {
 BpeMerger::BpeMerger(std::span<const std::string> tokens, std::span<const std::string> merges) {
   n_vocab_ = static_cast<int32_t>(tokens.size());
   symbol_of_.reserve(tokens.size() + 256);
-  for (size_t id = 0; id < tokens.size(); ++id)
-    symbol_of_.insert_or_assign(tokens[id], static_cast<int32_t>(id));
+  for (size_t id = 0; id < tokens.size(); ++id) symbol_of_.insert_or_assign(tokens[id], static_cast<int32_t>(id));
 
   for (int b = 0; b < 256; ++b) {
     std::string s;
@@ -134,9 +133,7 @@ void BpeMerger::encode_piece(std::string_view raw, std::vector<int32_t>& out) co
     int32_t left_symbol;
     int32_t right_symbol;
     int32_t merged;
-    bool operator>(const Candidate& o) const {
-      return rank != o.rank ? rank > o.rank : left > o.left;
-    }
+    bool operator>(const Candidate& o) const { return rank != o.rank ? rank > o.rank : left > o.left; }
   };
   // Scratch reused across calls on the same thread; encode is const and may run concurrently.
   thread_local std::vector<Node> nodes;

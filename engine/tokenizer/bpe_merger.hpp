@@ -62,15 +62,13 @@ class BpeMerger {
     size_t used_ = 0;
   };
 
-  static uint64_t pair_key(int32_t left, int32_t right) {
-    return (uint64_t(uint32_t(left)) << 32) | uint32_t(right);
-  }
+  static uint64_t pair_key(int32_t left, int32_t right) { return (uint64_t(uint32_t(left)) << 32) | uint32_t(right); }
   int32_t symbol_for(const std::string& vocab_string);
   void emit_symbol(int32_t symbol, std::vector<int32_t>& out) const;
 
   int32_t n_vocab_ = 0;
   std::unordered_map<std::string, int32_t> symbol_of_;
-  std::vector<std::string> synthetic_strings_;      // symbol n_vocab_ + i
+  std::vector<std::string> synthetic_strings_;       // symbol n_vocab_ + i
   std::vector<std::vector<int32_t>> synthetic_ids_;  // what a synthetic symbol emits
   int32_t byte_symbol_[256] = {};
   PairTable pairs_;

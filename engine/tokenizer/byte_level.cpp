@@ -67,8 +67,8 @@ uint32_t peek_codepoint(std::string_view s, size_t pos, size_t* next) {
     case 2: return (uint32_t(p[0] & 0x1f) << 6) | (p[1] & 0x3f);
     case 3: return (uint32_t(p[0] & 0x0f) << 12) | (uint32_t(p[1] & 0x3f) << 6) | (p[2] & 0x3f);
     case 4:
-      return (uint32_t(p[0] & 0x07) << 18) | (uint32_t(p[1] & 0x3f) << 12) |
-             (uint32_t(p[2] & 0x3f) << 6) | (p[3] & 0x3f);
+      return (uint32_t(p[0] & 0x07) << 18) | (uint32_t(p[1] & 0x3f) << 12) | (uint32_t(p[2] & 0x3f) << 6) |
+             (p[3] & 0x3f);
     default: return p[0];
   }
 }

@@ -1,9 +1,9 @@
 // The joyai-llm piece splitter; the rules are documented in joyai_pretokenizer.hpp.
 #include "engine/tokenizer/joyai_pretokenizer.hpp"
 
-#include "engine/tokenizer/byte_level.hpp"
-
 #include <cstdint>
+
+#include "engine/tokenizer/byte_level.hpp"
 
 namespace ds4::tokenizer {
 namespace {
@@ -13,12 +13,9 @@ inline uint8_t byte_at(std::string_view s, size_t i) { return static_cast<uint8_
 inline bool is_ascii_letter(uint8_t c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z'); }
 inline bool is_ascii_digit(uint8_t c) { return c >= '0' && c <= '9'; }
 inline bool is_newline(uint8_t c) { return c == '\n' || c == '\r'; }
-inline bool is_space(uint8_t c) {
-  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
-}
+inline bool is_space(uint8_t c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
 inline bool is_punct(uint8_t c) {
-  return (c >= '!' && c <= '/') || (c >= ':' && c <= '@') || (c >= '[' && c <= '`') ||
-         (c >= '{' && c <= '~');
+  return (c >= '!' && c <= '/') || (c >= ':' && c <= '@') || (c >= '[' && c <= '`') || (c >= '{' && c <= '~');
 }
 // Letters in the collapsed alphabet: ASCII letters and any byte >= 0x80.
 inline bool is_letter(uint8_t c) { return c >= 0x80 || is_ascii_letter(c); }
@@ -49,8 +46,7 @@ size_t whitespace_piece_end(std::string_view s, size_t pos) {
     ++end;
   }
   if (after_last_newline != 0) return after_last_newline;
-  if (end < s.size() && end > pos + 1 && (is_letter(byte_at(s, end)) || is_punct(byte_at(s, end))))
-    return end - 1;
+  if (end < s.size() && end > pos + 1 && (is_letter(byte_at(s, end)) || is_punct(byte_at(s, end)))) return end - 1;
   return end;
 }
 
@@ -77,7 +73,7 @@ size_t joyai_piece_end(std::string_view s, size_t pos) {
     while (end < n && is_ascii_letter(byte_at(s, end))) ++end;
     return end;
   }
-  if (is_letter(c)) return skip_letters(s, pos);  // rule 4
+  if (is_letter(c)) return skip_letters(s, pos);                                     // rule 4
   if (!is_newline(c) && !is_punct(c) && has_next && is_letter(byte_at(s, pos + 1)))  // rule 5
     return skip_letters(s, pos + 1);
   if (c == ' ' && has_next && is_punct(byte_at(s, pos + 1)))  // rule 6

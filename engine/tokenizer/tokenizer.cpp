@@ -1,14 +1,14 @@
 // Tokenizer: special-token cutting, piece splitting and BPE glued together; see tokenizer.hpp.
 #include "engine/tokenizer/tokenizer.hpp"
 
-#include "engine/tokenizer/bpe_merger.hpp"
-#include "engine/tokenizer/byte_level.hpp"
-#include "engine/tokenizer/joyai_pretokenizer.hpp"
-
 #include <fmt/format.h>
 
 #include <stdexcept>
 #include <unordered_map>
+
+#include "engine/tokenizer/bpe_merger.hpp"
+#include "engine/tokenizer/byte_level.hpp"
+#include "engine/tokenizer/joyai_pretokenizer.hpp"
 
 namespace ds4::tokenizer {
 namespace {
@@ -35,14 +35,13 @@ Tokenizer::Tokenizer(Vocabulary vocab) {
     if (auto id = lookup(s)) specials_.push_back(Special{s, *id});
 
   const int32_t n = static_cast<int32_t>(vocab.tokens.size());
-  auto resolve = [&](std::string_view literal, std::optional<int32_t> fallback,
-                     const char* what) -> int32_t {
+  auto resolve = [&](std::string_view literal, std::optional<int32_t> fallback, const char* what) -> int32_t {
     if (auto id = lookup(literal)) return *id;
     if (fallback && *fallback >= 0 && *fallback < n) return *fallback;
-    throw std::invalid_argument(fmt::format(
-        "tokenizer: the vocabulary ({} tokens) has no {} token: neither the string {} nor a valid "
-        "{}_token_id{}",
-        n, what, literal, what, fallback ? fmt::format(" ({} is out of range)", *fallback) : ""));
+    throw std::invalid_argument(
+        fmt::format("tokenizer: the vocabulary ({} tokens) has no {} token: neither the string {} nor a valid "
+                    "{}_token_id{}",
+                    n, what, literal, what, fallback ? fmt::format(" ({} is out of range)", *fallback) : ""));
   };
   bos_ = resolve(kBos, vocab.bos_id, "bos");
   eos_ = resolve(kEos, vocab.eos_id, "eos");
@@ -109,8 +108,7 @@ std::vector<int32_t> Tokenizer::encode_raw(std::string_view text) const {
 void Tokenizer::check_id(int32_t id) const {
   if (id < 0 || static_cast<size_t>(id) >= token_strings_.size())
     throw std::out_of_range(
-        fmt::format("tokenizer: token id {} is outside the vocabulary [0, {})", id,
-                    token_strings_.size()));
+        fmt::format("tokenizer: token id {} is outside the vocabulary [0, {})", id, token_strings_.size()));
 }
 
 std::string Tokenizer::decode(std::span<const int32_t> ids) const {

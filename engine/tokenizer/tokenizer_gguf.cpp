@@ -1,10 +1,10 @@
 // Building a Tokenizer from GGUF metadata (tokenizer.ggml.*), kept apart from the algorithm so the
 // tokenizer itself does not depend on the file format.
-#include "engine/gguf/gguf_reader.hpp"
-#include "engine/tokenizer/tokenizer.hpp"
-
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+
+#include "engine/gguf/gguf_reader.hpp"
+#include "engine/tokenizer/tokenizer.hpp"
 
 namespace ds4::tokenizer {
 namespace {
@@ -25,8 +25,7 @@ Tokenizer Tokenizer::from_gguf(const gguf::GgufFile& file) {
                                       model));
   const std::string pre = file.get_or<std::string>("tokenizer.ggml.pre", "joyai-llm");
   if (pre != "joyai-llm")
-    spdlog::warn("{}: tokenizer.ggml.pre is \"{}\"; splitting with the joyai-llm rules anyway",
-                 file.path(), pre);
+    spdlog::warn("{}: tokenizer.ggml.pre is \"{}\"; splitting with the joyai-llm rules anyway", file.path(), pre);
 
   Vocabulary vocab;
   vocab.tokens = file.get_array<std::string>("tokenizer.ggml.tokens");

@@ -74,8 +74,7 @@ BackendOrReply require_backend(serving::Service& service, ApiStyle style) {
     case serving::ServiceState::failed:
       out.reply = refusal_reply({503, "load_failed", "the model failed to load: " + service.failure(), {}}, style);
       break;
-    default:
-      out.reply = refusal_reply({503, "shutting_down", "the server is shutting down", {}}, style);
+    default: out.reply = refusal_reply({503, "shutting_down", "the server is shutting down", {}}, style);
   }
   return out;
 }

@@ -1,10 +1,11 @@
 // Shared generation helpers for the chat and completion endpoints. See generation_support.hpp.
 #include "gateway/http/generation_support.hpp"
 
+#include <fmt/format.h>
+
 #include <atomic>
 #include <chrono>
 #include <cmath>
-#include <fmt/format.h>
 #include <random>
 
 #include "gateway/protocol/request_error.hpp"
@@ -56,15 +57,12 @@ protocol::openai::FinishReason client_finish_reason(serving::FinishReason reason
   switch (reason) {
     case serving::FinishReason::eos:
     case serving::FinishReason::stop_sequence:
-    case serving::FinishReason::consumer_stop:
-      return F::Stop;
+    case serving::FinishReason::consumer_stop: return F::Stop;
     case serving::FinishReason::max_tokens:
     case serving::FinishReason::context_full:
-    case serving::FinishReason::timeout:
-      return F::Length;
+    case serving::FinishReason::timeout: return F::Length;
     case serving::FinishReason::cancelled:
-    case serving::FinishReason::error:
-      return F::Error;
+    case serving::FinishReason::error: return F::Error;
   }
   return F::Error;
 }

@@ -16,8 +16,9 @@
 // A turn that fails (engine error, output ending inside a tool call) ends with an `error` event
 // instead of message_delta, or a 500 when not streamed, so the client retries rather than runs a
 // broken call. Errors before the turn have Anthropic's {"type":"error","error":{...}} shape.
-#include <boost/json.hpp>
 #include <spdlog/spdlog.h>
+
+#include <boost/json.hpp>
 
 #include "gateway/http/endpoint_support.hpp"
 #include "gateway/http/endpoints.hpp"
@@ -107,8 +108,8 @@ class MessagesFormat final : public TurnFormat {
     output.signature = id_;
     output.text = o.message->content;
     for (const auto& call : o.message->calls) output.tool_uses.push_back({call.id, call.name, call.arguments_json});
-    return json_head(200,
-                     json::serialize(anthropic::message_json(id_, model_, output, stop_reason_of(o), o.usage, &o.ds4d)));
+    return json_head(
+        200, json::serialize(anthropic::message_json(id_, model_, output, stop_reason_of(o), o.usage, &o.ds4d)));
   }
 
   ResponseHead error(unsigned status, const std::string& message) override {

@@ -21,14 +21,14 @@ using HttpRequest = boost::beast::http::request<boost::beast::http::string_body>
 
 struct RequestContext {
   const HttpRequest& request;
-  std::string_view path;                    // target without the query string
-  boost::asio::any_io_executor executor;    // the connection's strand (for ResponseChannel)
+  std::string_view path;                  // target without the query string
+  boost::asio::any_io_executor executor;  // the connection's strand (for ResponseChannel)
   std::chrono::steady_clock::time_point received;
 };
 
 struct Reply {
-  ResponseHead head;                          // used when channel is null
-  std::shared_ptr<ResponseChannel> channel;   // deferred reply
+  ResponseHead head;                         // used when channel is null
+  std::shared_ptr<ResponseChannel> channel;  // deferred reply
 
   static Reply json(unsigned status, const boost::json::value& body);
   static Reply text(unsigned status, std::string content_type, std::string body);
@@ -41,7 +41,7 @@ struct Reply {
 // empty.
 boost::json::value api_error_body(unsigned status, std::string_view message, std::string_view param = {},
                                   std::string_view code = {}, std::string_view type = {});
-Reply api_error(unsigned status, std::string_view message, std::string_view param = {},
-                std::string_view code = {}, std::string_view type = {});
+Reply api_error(unsigned status, std::string_view message, std::string_view param = {}, std::string_view code = {},
+                std::string_view type = {});
 
 }  // namespace ds4::http

@@ -53,7 +53,8 @@ void ResponseChannel::wake() {
   // The posted handler holds only a weak reference: the connection alone owns the channel, so it
   // never outlives the connection's strand and io_context.
   boost::asio::post(strand_, [weak = weak_from_this()] {
-    if (auto self = weak.lock()) self->signal_.expires_at(boost::asio::steady_timer::time_point());  // the clock epoch: past
+    if (auto self = weak.lock())
+      self->signal_.expires_at(boost::asio::steady_timer::time_point());  // the clock epoch: past
   });
 }
 

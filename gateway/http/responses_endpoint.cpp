@@ -14,8 +14,9 @@
 // content_part.done; function_call_arguments.delta/done), output_item.done; and finally
 // response.completed (or .incomplete for length, .failed for an engine error or output ending
 // inside a tool call) with the whole response and usage. Every event has sequence_number.
-#include <boost/json.hpp>
 #include <spdlog/spdlog.h>
+
+#include <boost/json.hpp>
 
 #include "gateway/http/endpoint_support.hpp"
 #include "gateway/http/endpoints.hpp"
@@ -64,8 +65,8 @@ class ResponsesFormat final : public TurnFormat {
         if (r->text.empty()) continue;
         enter(Item::Reasoning, out);
         reasoning_ += r->text;
-        out += event("response.reasoning_summary_text.delta", {{"item_id", item_id_}, {"output_index", index_},
-                                                                 {"summary_index", 0}, {"delta", r->text}});
+        out += event("response.reasoning_summary_text.delta",
+                     {{"item_id", item_id_}, {"output_index", index_}, {"summary_index", 0}, {"delta", r->text}});
       } else if (auto* c = std::get_if<protocol::ContentDelta>(&e)) {
         if (c->text.empty()) continue;
         enter(Item::Message, out);
@@ -99,9 +100,8 @@ class ResponsesFormat final : public TurnFormat {
     leave(out);
     responses::Status status = status_of(o);
     remember(o);
-    json::object response = responses::response_json(meta_, status, output_, &o.usage,
-                                                      status == responses::Status::Failed ? failure_text(o) : "",
-                                                      &o.ds4d);
+    json::object response = responses::response_json(
+        meta_, status, output_, &o.usage, status == responses::Status::Failed ? failure_text(o) : "", &o.ds4d);
     const char* type = status == responses::Status::Failed       ? "response.failed"
                        : status == responses::Status::Incomplete ? "response.incomplete"
                                                                  : "response.completed";
@@ -145,7 +145,9 @@ class ResponsesFormat final : public TurnFormat {
       out += event("response.output_item.added",
                    {{"output_index", index_}, {"item", responses::reasoning_item(item_id_, "", false)}});
       out += event("response.reasoning_summary_part.added",
-                   {{"item_id", item_id_}, {"output_index", index_}, {"summary_index", 0},
+                   {{"item_id", item_id_},
+                    {"output_index", index_},
+                    {"summary_index", 0},
                     {"part", json::object{{"type", "summary_text"}, {"text", ""}}}});
     } else {
       item_id_ = new_response_id("msg_");
@@ -153,7 +155,9 @@ class ResponsesFormat final : public TurnFormat {
       out += event("response.output_item.added",
                    {{"output_index", index_}, {"item", responses::message_item(item_id_, "", false)}});
       out += event("response.content_part.added",
-                   {{"item_id", item_id_}, {"output_index", index_}, {"content_index", 0},
+                   {{"item_id", item_id_},
+                    {"output_index", index_},
+                    {"content_index", 0},
                     {"part", json::object{{"type", "output_text"}, {"text", ""}, {"annotations", json::array{}}}}});
     }
   }
@@ -166,16 +170,21 @@ class ResponsesFormat final : public TurnFormat {
         out += event("response.reasoning_summary_text.done",
                      {{"item_id", item_id_}, {"output_index", index_}, {"summary_index", 0}, {"text", reasoning_}});
         out += event("response.reasoning_summary_part.done",
-                     {{"item_id", item_id_}, {"output_index", index_}, {"summary_index", 0},
+                     {{"item_id", item_id_},
+                      {"output_index", index_},
+                      {"summary_index", 0},
                       {"part", json::object{{"type", "summary_text"}, {"text", reasoning_}}}});
         item = responses::reasoning_item(item_id_, reasoning_, true);
         break;
       case Item::Message:
         out += event("response.output_text.done",
                      {{"item_id", item_id_}, {"output_index", index_}, {"content_index", 0}, {"text", text_}});
-        out += event("response.content_part.done",
-                     {{"item_id", item_id_}, {"output_index", index_}, {"content_index", 0},
-                      {"part", json::object{{"type", "output_text"}, {"text", text_}, {"annotations", json::array{}}}}});
+        out +=
+            event("response.content_part.done",
+                  {{"item_id", item_id_},
+                   {"output_index", index_},
+                   {"content_index", 0},
+                   {"part", json::object{{"type", "output_text"}, {"text", text_}, {"annotations", json::array{}}}}});
         item = responses::message_item(item_id_, text_, true);
         break;
       case Item::Call:

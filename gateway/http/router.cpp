@@ -183,7 +183,8 @@ Router::Dispatched Router::dispatch(RequestContext& ctx) const {
               match->path};
   }
   if (!match->is_public && !authorized(ctx.request)) {
-    Reply r = api_error(401, "missing or invalid API key: send Authorization: Bearer <key> (or x-api-key: <key>)", {}, "invalid_api_key");
+    Reply r = api_error(401, "missing or invalid API key: send Authorization: Bearer <key> (or x-api-key: <key>)", {},
+                        "invalid_api_key");
     r.head.headers.emplace_back("WWW-Authenticate", "Bearer");
     return {std::move(r), match->path};
   }

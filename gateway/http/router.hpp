@@ -15,7 +15,8 @@
 //   5. POST bodies must be Content-Type application/json (415 otherwise): text/plain and form
 //      posts are what a web page can send cross-origin without a preflight.
 //   6. A route that is not public needs `Authorization: Bearer <api_key>` (or `x-api-key:
-//      <api_key>`, as Anthropic clients send it) when a key is configured (401 with WWW-Authenticate otherwise; compared in constant time).
+//      <api_key>`, as Anthropic clients send it) when a key is configured (401 with WWW-Authenticate otherwise;
+//      compared in constant time).
 //   7. The handler runs; one that throws gets a logged 500.
 // CORS headers (Access-Control-Allow-Origin: <that origin>, Vary: Origin) go only on answers
 // to an allowed Origin. The endpoint label used in metrics is the route path, or "other".

@@ -78,8 +78,8 @@ void TurnStream::answer(ResponseChannel& channel, ResponseHead head) {
     return;
   }
   if (head.status != 200)
-    spdlog::warn("{}: answering {} after the 200 head of a waiting request; the body carries the error",
-                 options_.label, head.status);
+    spdlog::warn("{}: answering {} after the 200 head of a waiting request; the body carries the error", options_.label,
+                 head.status);
   send(std::move(head.body));
 }
 
@@ -149,8 +149,8 @@ void TurnStream::on_finished(const serving::GenerationResult& result) {
       result.finish != serving::FinishReason::cancelled)
     options_.contracts_of->contracts().remember(protocol::make_turn_contract(options_.turn_anchor, *msg));
 
-  TurnOutcome outcome{result, msg, text_, turn_finish_reason(result, msg), usage_of(result.usage, options_.protocol_tokens),
-                      {}};
+  TurnOutcome outcome{
+      result, msg, text_, turn_finish_reason(result, msg), usage_of(result.usage, options_.protocol_tokens), {}};
   outcome.ds4d.contract = options_.contract;
   outcome.ds4d.cache = openai::CacheReport{serving::cache_source_name(result.usage.cache), result.usage.cached_tokens,
                                            result.usage.prompt_tokens};

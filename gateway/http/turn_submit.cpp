@@ -15,7 +15,8 @@ namespace openai = protocol::openai;
 
 protocol::ContractMode contract_mode_of(const ServerConfig& config) {
   auto mode = protocol::parse_contract_mode(config.contract_mode);
-  if (!mode) throw std::invalid_argument("contract mode must be off, warn or strict, not '" + config.contract_mode + "'");
+  if (!mode)
+    throw std::invalid_argument("contract mode must be off, warn or strict, not '" + config.contract_mode + "'");
   return *mode;
 }
 
@@ -97,7 +98,8 @@ std::variant<ChatTurn, Reply> prepare_chat_turn(const EndpointEnv& env, protocol
       forced.function = request.tool_choice.substr(9);
       bool known = false;
       for (const auto& tool : request.tools)
-        if (const auto* name = tool.if_contains("name"); name && name->is_string() && name->get_string() == forced.function)
+        if (const auto* name = tool.if_contains("name");
+            name && name->is_string() && name->get_string() == forced.function)
           known = true;
       if (!known)
         return request_error_reply(

@@ -25,7 +25,7 @@ struct ChatTurn {
   serving::GenerationJob job;  // prompt, sampling, limits; sink and cancel flag set by submit_turn
   protocol::openai::ContractReport contract;
   size_t protocol_tokens = 0;
-  std::string model;            // the name responses carry
+  std::string model;  // the name responses carry
   bool thinking_started = false;
 };
 

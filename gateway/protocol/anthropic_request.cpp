@@ -84,8 +84,8 @@ void parse_message(const json::value& v, const std::string& path, AnthropicReque
         text += t;
       } else if (type == "thinking") {
         if (r != Role::Assistant) fail(bpath + ".type", "only assistant messages carry thinking blocks");
-        m.reasoning =
-            m.reasoning.value_or("") + required_string(block, "thinking", bpath, "thinking block needs a 'thinking' string");
+        m.reasoning = m.reasoning.value_or("") +
+                      required_string(block, "thinking", bpath, "thinking block needs a 'thinking' string");
       } else if (type == "redacted_thinking") {
         continue;  // opaque to us; we never send it
       } else if (type == "tool_use") {
@@ -136,7 +136,8 @@ json::object parse_tool(const json::value& v, const std::string& path) {
 void read_tool_choice(const json::value& v, ChatRequest& chat) {
   if (v.is_null()) return;
   const auto& obj = object_at(v, "tool_choice", "an object like {\"type\":\"auto\"}");
-  std::string type = required_string(obj, "type", "tool_choice", "tool_choice needs a 'type' (auto, any, tool or none)");
+  std::string type =
+      required_string(obj, "type", "tool_choice", "tool_choice needs a 'type' (auto, any, tool or none)");
   if (type == "auto") chat.tool_choice = "auto";
   else if (type == "any") chat.tool_choice = "required";
   else if (type == "none") chat.tool_choice = "none";

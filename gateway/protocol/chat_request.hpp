@@ -42,47 +42,47 @@ namespace ds4::protocol {
 enum class Role { System, Developer, User, Assistant, Tool };
 
 struct ToolCall {
-    std::string id;
-    std::string name;
-    std::string arguments;  // JSON text as the client sent it
+  std::string id;
+  std::string name;
+  std::string arguments;  // JSON text as the client sent it
 };
 
 struct Message {
-    Role role = Role::User;
-    std::string content;
-    std::optional<std::string> reasoning;  // from reasoning_content or reasoning
-    std::vector<ToolCall> tool_calls;      // assistant only
-    std::string tool_call_id;              // tool only
+  Role role = Role::User;
+  std::string content;
+  std::optional<std::string> reasoning;  // from reasoning_content or reasoning
+  std::vector<ToolCall> tool_calls;      // assistant only
+  std::string tool_call_id;              // tool only
 };
 
 enum class Thinking { Off, High, Max };
 
 struct SamplingParams {
-    std::optional<double> temperature;
-    std::optional<double> top_p;
-    std::optional<uint32_t> top_k;
-    std::optional<double> min_p;
-    std::optional<uint64_t> seed;
+  std::optional<double> temperature;
+  std::optional<double> top_p;
+  std::optional<uint32_t> top_k;
+  std::optional<double> min_p;
+  std::optional<uint64_t> seed;
 };
 
 struct ChatRequest {
-    std::string model;
-    std::vector<Message> messages;
-    std::vector<boost::json::object> tools;  // inner function objects
-    std::string tool_choice = "auto";
-    Thinking thinking = Thinking::High;
-    SamplingParams sampling;
-    std::optional<uint32_t> max_tokens;
-    std::vector<std::string> stop;  // non-empty strings only
-    bool stream = false;
-    bool include_usage = false;  // stream_options.include_usage
-    // The client's conversation key (prompt_cache_key; on /v1/messages the
-    // X-Claude-Code-Session-Id header): routes restore points to its session, never decides
-    // which prefix is reused. Empty: none.
-    std::string session_hint;
+  std::string model;
+  std::vector<Message> messages;
+  std::vector<boost::json::object> tools;  // inner function objects
+  std::string tool_choice = "auto";
+  Thinking thinking = Thinking::High;
+  SamplingParams sampling;
+  std::optional<uint32_t> max_tokens;
+  std::vector<std::string> stop;  // non-empty strings only
+  bool stream = false;
+  bool include_usage = false;  // stream_options.include_usage
+  // The client's conversation key (prompt_cache_key; on /v1/messages the
+  // X-Claude-Code-Session-Id header): routes restore points to its session, never decides
+  // which prefix is reused. Empty: none.
+  std::string session_hint;
 
-    // Tools are rendered (and DSML expected) only when some are given and choice is not "none".
-    bool tools_active() const { return !tools.empty() && tool_choice != "none"; }
+  // Tools are rendered (and DSML expected) only when some are given and choice is not "none".
+  bool tools_active() const { return !tools.empty() && tool_choice != "none"; }
 };
 
 // Throws RequestError.
@@ -93,15 +93,15 @@ ChatRequest parse_chat_request(const boost::json::value& body);
 // is wrapped in ds4's completion frame (see chat_render.hpp completion_frame()); with raw, no
 // protocol tokens at all are added.
 struct CompletionRequest {
-    std::string model;
-    std::variant<std::string, std::vector<int32_t>> prompt;
-    bool raw = false;
-    Thinking thinking = Thinking::High;
-    SamplingParams sampling;
-    std::optional<uint32_t> max_tokens;
-    std::vector<std::string> stop;
-    bool stream = false;
-    bool include_usage = false;
+  std::string model;
+  std::variant<std::string, std::vector<int32_t>> prompt;
+  bool raw = false;
+  Thinking thinking = Thinking::High;
+  SamplingParams sampling;
+  std::optional<uint32_t> max_tokens;
+  std::vector<std::string> stop;
+  bool stream = false;
+  bool include_usage = false;
 };
 
 // Throws RequestError.

@@ -221,8 +221,7 @@ std::string ContractStore::serialize() const {
 
 std::string ContractStore::serialize_if(const std::function<bool(uint64_t, uint64_t)>& within) const {
   std::lock_guard lock(mutex_);
-  return image_locked(
-      [&](const TurnContract& t) { return t.end_tokens != 0 && within(t.end_tokens, t.end_hash); });
+  return image_locked([&](const TurnContract& t) { return t.end_tokens != 0 && within(t.end_tokens, t.end_hash); });
 }
 
 std::string ContractStore::image_locked(const std::function<bool(const TurnContract&)>& keep) const {

@@ -24,7 +24,7 @@
 
 namespace ds4::protocol::dsml {
 
-inline constexpr std::string_view kBar = "｜";              // U+FF5C, 3 bytes
+inline constexpr std::string_view kBar = "｜";  // U+FF5C, 3 bytes
 inline constexpr std::string_view kToolCallsOpen = "<｜DSML｜tool_calls>";
 inline constexpr std::string_view kToolCallsClose = "</｜DSML｜tool_calls>";
 inline constexpr std::string_view kParameterClose = "</｜DSML｜parameter>";
@@ -33,16 +33,15 @@ inline constexpr std::string_view kToolResultClose = "</tool_result>";
 // The three spellings the model may use: full DSML, DSML with the first bar dropped, plain XML.
 enum class Style { Full, Short, Plain };
 struct StyleTags {
-    std::string_view tool_calls_open, tool_calls_close, invoke_open, invoke_close, param_open,
-        param_close;
+  std::string_view tool_calls_open, tool_calls_close, invoke_open, invoke_close, param_open, param_close;
 };
 const StyleTags& tags(Style style);
 
 std::string escape_attribute(std::string_view text);
-std::string escape_string_value(std::string_view text);   // </｜DSML｜parameter> -> &lt;/…
-std::string escape_json_value(std::string_view json);      // </｜DSML｜parameter> -> \u003c/…
-std::string unescape_entities(std::string_view text);      // &amp; &lt; &gt; &quot; &apos;
-std::string escape_tool_result(std::string_view text);     // </tool_result> -> &lt;/tool_result>
+std::string escape_string_value(std::string_view text);  // </｜DSML｜parameter> -> &lt;/…
+std::string escape_json_value(std::string_view json);    // </｜DSML｜parameter> -> \u003c/…
+std::string unescape_entities(std::string_view text);    // &amp; &lt; &gt; &quot; &apos;
+std::string escape_tool_result(std::string_view text);   // </tool_result> -> &lt;/tool_result>
 // Whitespace outside JSON strings removed; input is not validated (ds4 semantics).
 std::string minify_json(std::string_view json);
 

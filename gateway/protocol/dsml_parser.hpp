@@ -40,44 +40,57 @@
 
 namespace ds4::protocol {
 
-struct ReasoningDelta { std::string text; };
-struct ContentDelta { std::string text; };
-struct ToolCallBegin { size_t index; std::string id; std::string name; };
-struct ToolCallArgumentsDelta { size_t index; std::string fragment; };
-struct ToolCallEnd {
-    size_t index;
-    std::string arguments_json;
-    std::string exact_dsml_block_bytes;  // this call's sampled <invoke>…</invoke> bytes
-    bool arguments_valid = true;
+struct ReasoningDelta {
+  std::string text;
 };
-struct ToolCallsDone { std::string exact_dsml_block; };  // the whole sampled block
+struct ContentDelta {
+  std::string text;
+};
+struct ToolCallBegin {
+  size_t index;
+  std::string id;
+  std::string name;
+};
+struct ToolCallArgumentsDelta {
+  size_t index;
+  std::string fragment;
+};
+struct ToolCallEnd {
+  size_t index;
+  std::string arguments_json;
+  std::string exact_dsml_block_bytes;  // this call's sampled <invoke>…</invoke> bytes
+  bool arguments_valid = true;
+};
+struct ToolCallsDone {
+  std::string exact_dsml_block;
+};  // the whole sampled block
 struct ToolCallsError {
-    ToolCallsStatus status;  // Malformed or Unterminated
-    std::string raw_text;    // block bytes (from its start) not delivered as content
-    std::string detail;
+  ToolCallsStatus status;  // Malformed or Unterminated
+  std::string raw_text;    // block bytes (from its start) not delivered as content
+  std::string detail;
 };
 
-using Event = std::variant<ReasoningDelta, ContentDelta, ToolCallBegin, ToolCallArgumentsDelta,
-                           ToolCallEnd, ToolCallsDone, ToolCallsError>;
+using Event = std::variant<ReasoningDelta, ContentDelta, ToolCallBegin, ToolCallArgumentsDelta, ToolCallEnd,
+                           ToolCallsDone, ToolCallsError>;
 
 class OutputParser {
-public:
-    explicit OutputParser(bool thinking_started /*prompt ended with <think>*/,
-                          ToolCallIdGenerator make_id = new_tool_call_id);
-    ~OutputParser();
-    OutputParser(OutputParser&&) noexcept;
-    OutputParser& operator=(OutputParser&&) noexcept;
+ public:
+  explicit OutputParser(bool thinking_started /*prompt ended with <think>*/,
+                        ToolCallIdGenerator make_id = new_tool_call_id);
+  ~OutputParser();
+  OutputParser(OutputParser&&) noexcept;
+  OutputParser& operator=(OutputParser&&) noexcept;
 
-    std::vector<Event> feed(std::string_view text_delta);
-    std::vector<Event> finish();  // flushes held bytes; call once at the end
+  std::vector<Event> feed(std::string_view text_delta);
+  std::vector<Event> finish();  // flushes held bytes; call once at the end
 
-    bool in_tool_calls() const;    // a block has started and is not finished
-    bool tool_calls_done() const;  // the block closed: the server should stop decoding
-    const ParsedMessage& message() const;  // everything so far; complete after finish()
+  bool in_tool_calls() const;            // a block has started and is not finished
+  bool tool_calls_done() const;          // the block closed: the server should stop decoding
+  const ParsedMessage& message() const;  // everything so far; complete after finish()
 
-private:
-    struct State;
-    std::unique_ptr<State> state_;
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
 };
 
 }  // namespace ds4::protocol

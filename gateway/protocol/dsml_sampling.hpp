@@ -37,27 +37,27 @@ enum class SamplingZone { Free, Structural, Payload };
 const char* sampling_zone_name(SamplingZone zone);
 
 struct ForcedCall {
-    bool required = false;  // some call must be made
-    std::string function;   // when not empty: this one
+  bool required = false;  // some call must be made
+  std::string function;   // when not empty: this one
 };
 
 class DsmlSamplingState {
-public:
-    DsmlSamplingState(bool thinking_started, ForcedCall forced = {});
-    ~DsmlSamplingState();
-    DsmlSamplingState(DsmlSamplingState&&) noexcept;
-    DsmlSamplingState& operator=(DsmlSamplingState&&) noexcept;
+ public:
+  DsmlSamplingState(bool thinking_started, ForcedCall forced = {});
+  ~DsmlSamplingState();
+  DsmlSamplingState(DsmlSamplingState&&) noexcept;
+  DsmlSamplingState& operator=(DsmlSamplingState&&) noexcept;
 
-    void feed(std::string_view text);
-    SamplingZone zone() const;
-    // The text the output must continue with (already-fed forced bytes removed); empty: free.
-    std::string_view forced_text() const;
-    // true when the forced text may be followed by anything (required/any: a function name).
-    bool forced_is_open_ended() const;
+  void feed(std::string_view text);
+  SamplingZone zone() const;
+  // The text the output must continue with (already-fed forced bytes removed); empty: free.
+  std::string_view forced_text() const;
+  // true when the forced text may be followed by anything (required/any: a function name).
+  bool forced_is_open_ended() const;
 
-private:
-    struct State;
-    std::unique_ptr<State> s_;
+ private:
+  struct State;
+  std::unique_ptr<State> s_;
 };
 
 }  // namespace ds4::protocol

@@ -24,10 +24,10 @@ bool decode_string(std::string_view s, size_t& pos, std::string& out);
 bool is_valid(std::string_view s);
 
 struct Member {
-    std::string key;
-    std::string_view raw_value;  // exact bytes of the value
-    bool is_string = false;
-    std::string string_value;    // decoded, when is_string
+  std::string key;
+  std::string_view raw_value;  // exact bytes of the value
+  bool is_string = false;
+  std::string string_value;  // decoded, when is_string
 };
 // The members of a JSON object text in order (duplicates kept); nullopt if `s` is not exactly
 // one valid JSON object.

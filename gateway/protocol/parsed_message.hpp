@@ -11,28 +11,28 @@
 namespace ds4::protocol {
 
 struct ParsedToolCall {
-    std::string id;              // call_ + 32 hex, issued by the parser
-    std::string name;
-    std::string arguments_json;  // deterministic compact JSON built from the DSML parameters
-    bool arguments_valid = true; // false when a string="false" value was not valid JSON
-    std::string exact_dsml;      // the sampled <invoke ...>...</invoke> element, byte for byte
+  std::string id;  // call_ + 32 hex, issued by the parser
+  std::string name;
+  std::string arguments_json;   // deterministic compact JSON built from the DSML parameters
+  bool arguments_valid = true;  // false when a string="false" value was not valid JSON
+  std::string exact_dsml;       // the sampled <invoke ...>...</invoke> element, byte for byte
 };
 
 enum class ToolCallsStatus {
-    None,          // no tool-call block was started
-    Complete,      // a block was opened and closed; `calls` and `dsml_block` are valid
-    Malformed,     // a block started but was not well formed; its bytes went out as content
-    Unterminated,  // output ended inside a block (ds4: finish "error", the call can't be run)
+  None,          // no tool-call block was started
+  Complete,      // a block was opened and closed; `calls` and `dsml_block` are valid
+  Malformed,     // a block started but was not well formed; its bytes went out as content
+  Unterminated,  // output ended inside a block (ds4: finish "error", the call can't be run)
 };
 
 struct ParsedMessage {
-    std::optional<std::string> reasoning;  // exact reasoning bytes; nullopt when none was produced
-    bool thinking_closed = false;          // "</think>" was generated
-    std::string content;                   // client-visible content (trailing whitespace before
-                                           // a tool-call block is protocol and trimmed)
-    std::vector<ParsedToolCall> calls;
-    std::string dsml_block;                // exact sampled block incl. all whitespace before it
-    ToolCallsStatus status = ToolCallsStatus::None;
+  std::optional<std::string> reasoning;  // exact reasoning bytes; nullopt when none was produced
+  bool thinking_closed = false;          // "</think>" was generated
+  std::string content;                   // client-visible content (trailing whitespace before
+                                         // a tool-call block is protocol and trimmed)
+  std::vector<ParsedToolCall> calls;
+  std::string dsml_block;  // exact sampled block incl. all whitespace before it
+  ToolCallsStatus status = ToolCallsStatus::None;
 };
 
 }  // namespace ds4::protocol

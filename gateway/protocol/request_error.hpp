@@ -12,12 +12,11 @@
 namespace ds4::protocol {
 
 struct RequestError : std::exception {
-    std::string param;    // JSON path of the bad field; empty when the body as a whole is wrong
-    std::string message;  // human-readable reason, already including what was expected
+  std::string param;    // JSON path of the bad field; empty when the body as a whole is wrong
+  std::string message;  // human-readable reason, already including what was expected
 
-    RequestError(std::string param_path, std::string text)
-        : param(std::move(param_path)), message(std::move(text)) {}
-    const char* what() const noexcept override { return message.c_str(); }
+  RequestError(std::string param_path, std::string text) : param(std::move(param_path)), message(std::move(text)) {}
+  const char* what() const noexcept override { return message.c_str(); }
 };
 
 }  // namespace ds4::protocol

@@ -167,7 +167,8 @@ void read_tools(const json::object& obj, ResponsesRequest& out) {
     if (name.empty()) fail(path + ".name", "a function tool needs a 'name'");
     json::object fn{{"name", name}};
     if (present(t, "description")) fn["description"] = optional_string(t, "description", path);
-    if (const auto* p = present(t, "parameters")) fn["parameters"] = object_at(*p, path + ".parameters", "a JSON schema object");
+    if (const auto* p = present(t, "parameters"))
+      fn["parameters"] = object_at(*p, path + ".parameters", "a JSON schema object");
     out.chat.tools.push_back(std::move(fn));
   }
 }
@@ -212,8 +213,7 @@ ResponsesRequest parse_responses_request(const json::value& body) {
       out.has_instructions = true;
     }
   }
-  if (present(obj, "previous_response_id"))
-    out.previous_response_id = optional_string(obj, "previous_response_id", "");
+  if (present(obj, "previous_response_id")) out.previous_response_id = optional_string(obj, "previous_response_id", "");
 
   const auto* input = obj.if_contains("input");
   if (!input || input->is_null()) fail("input", "missing 'input'");

@@ -14,13 +14,13 @@
 namespace ds4::protocol {
 
 class Utf8Assembler {
-public:
-    std::string push(std::string_view bytes);
-    std::string flush();
-    size_t pending() const { return held_.size(); }
+ public:
+  std::string push(std::string_view bytes);
+  std::string flush();
+  size_t pending() const { return held_.size(); }
 
-private:
-    std::string held_;
+ private:
+  std::string held_;
 };
 
 }  // namespace ds4::protocol

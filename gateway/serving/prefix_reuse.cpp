@@ -197,8 +197,8 @@ void Service::store_on_disk(cache::CheckpointReason reason, std::vector<Token> t
   // Only the contract records of the turns inside these tokens: a checkpoint restores its own
   // conversation's contracts, and its size does not grow with other conversations.
   const std::vector<uint64_t> hashes = cache::prefix_hashes(std::span<const Token>(c.tokens));
-  c.contracts = contracts_.serialize_if(
-      [&](uint64_t end, uint64_t hash) { return end < hashes.size() && hashes[end] == hash; });
+  c.contracts =
+      contracts_.serialize_if([&](uint64_t end, uint64_t hash) { return end < hashes.size() && hashes[end] == hash; });
   if (c.contracts.size() > kMaxContractImageBytes) c.contracts.clear();
   if (disk_->store(c, keep)) hot_.mark_on_disk(c.tokens);
 }

@@ -1,8 +1,9 @@
 // Prometheus text exposition for ds4d's metrics. See prometheus_registry.hpp.
 #include "gateway/serving/prometheus_registry.hpp"
 
-#include <cmath>
 #include <fmt/format.h>
+
+#include <cmath>
 #include <stdexcept>
 
 namespace ds4::serving {
@@ -62,9 +63,12 @@ std::string escape_label_value(const std::string& v) {
   return out;
 }
 
-MetricFamily::MetricFamily(std::string name, std::string help, Kind kind,
-                           std::vector<std::string> label_names, std::vector<double> bucket_bounds)
-    : name_(std::move(name)), help_(std::move(help)), kind_(kind), label_names_(std::move(label_names)),
+MetricFamily::MetricFamily(std::string name, std::string help, Kind kind, std::vector<std::string> label_names,
+                           std::vector<double> bucket_bounds)
+    : name_(std::move(name)),
+      help_(std::move(help)),
+      kind_(kind),
+      label_names_(std::move(label_names)),
       bounds_(std::move(bucket_bounds)) {
   for (size_t i = 1; i < bounds_.size(); ++i)
     if (!(bounds_[i - 1] < bounds_[i]))
@@ -73,8 +77,8 @@ MetricFamily::MetricFamily(std::string name, std::string help, Kind kind,
 
 MetricFamily::Series& MetricFamily::series_locked(const LabelValues& labels) {
   if (labels.size() != label_names_.size())
-    throw std::invalid_argument(fmt::format("metric {}: {} label values for {} labels", name_,
-                                            labels.size(), label_names_.size()));
+    throw std::invalid_argument(
+        fmt::format("metric {}: {} label values for {} labels", name_, labels.size(), label_names_.size()));
   auto [it, inserted] = series_.try_emplace(labels);
   if (inserted && kind_ == Kind::histogram) it->second.buckets.assign(bounds_.size(), 0);
   return it->second;
@@ -82,8 +86,7 @@ MetricFamily::Series& MetricFamily::series_locked(const LabelValues& labels) {
 
 void MetricFamily::add(const LabelValues& labels, double amount) {
   if (kind_ == Kind::histogram) throw std::logic_error("metric " + name_ + ": add on a histogram");
-  if (kind_ == Kind::counter && amount < 0)
-    throw std::invalid_argument("counter " + name_ + ": negative increment");
+  if (kind_ == Kind::counter && amount < 0) throw std::invalid_argument("counter " + name_ + ": negative increment");
   std::lock_guard lock(mu_);
   series_locked(labels).value += amount;
 }
@@ -168,13 +171,13 @@ MetricFamily& PrometheusRegistry::add(std::unique_ptr<MetricFamily> family) {
 }
 
 MetricFamily& PrometheusRegistry::counter(std::string name, std::string help, std::vector<std::string> labels) {
-  return add(std::make_unique<MetricFamily>(std::move(name), std::move(help), MetricFamily::Kind::counter,
-                                            std::move(labels)));
+  return add(
+      std::make_unique<MetricFamily>(std::move(name), std::move(help), MetricFamily::Kind::counter, std::move(labels)));
 }
 
 MetricFamily& PrometheusRegistry::gauge(std::string name, std::string help, std::vector<std::string> labels) {
-  return add(std::make_unique<MetricFamily>(std::move(name), std::move(help), MetricFamily::Kind::gauge,
-                                            std::move(labels)));
+  return add(
+      std::make_unique<MetricFamily>(std::move(name), std::move(help), MetricFamily::Kind::gauge, std::move(labels)));
 }
 
 MetricFamily& PrometheusRegistry::histogram(std::string name, std::string help, std::vector<double> bounds,

@@ -43,9 +43,9 @@ class MetricFamily {
 
  private:
   struct Series {
-    double value = 0;                  // counter, gauge; histogram sum
-    std::vector<uint64_t> buckets;     // histogram: per-bound counts, not cumulative
-    uint64_t count = 0;                // histogram
+    double value = 0;               // counter, gauge; histogram sum
+    std::vector<uint64_t> buckets;  // histogram: per-bound counts, not cumulative
+    uint64_t count = 0;             // histogram
   };
   Series& series_locked(const LabelValues& labels);
 

@@ -54,7 +54,7 @@ void Service::run(Queued& q) {
   try {
     check_prompt(job);
     reuse_prefix(job, usage);
-    live_session_ = job.session;  // restore points kept from here on are this session's
+    live_session_ = job.session;              // restore points kept from here on are this session's
     usage.prompt_tokens = job.prompt.size();  // a byte-prefix match may have re-tokenized the tail
     metrics_.count_cache_outcome(cache_outcome_name(usage.cache));
     if (prefill_rest(turn)) {

@@ -17,8 +17,8 @@ class StopSequenceFilter {
   explicit StopSequenceFilter(std::vector<std::string> stops);
 
   struct Result {
-    std::string release;  // bytes safe to send now
-    bool stopped = false; // a stop string was found; `release` ends right before it
+    std::string release;   // bytes safe to send now
+    bool stopped = false;  // a stop string was found; `release` ends right before it
   };
   // Feeds one token's bytes.
   Result push(std::string_view bytes);

@@ -8,9 +8,9 @@
 #include <regex>
 #include <sstream>
 
-#include "tests/support/test_sysroot.hpp"
 #include "config/config_loader.hpp"
 #include "daemon/http_server_config.hpp"
+#include "tests/support/test_sysroot.hpp"
 
 namespace ds4::config {
 namespace {

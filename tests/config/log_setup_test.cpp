@@ -1,4 +1,6 @@
 // The journal vs console log styles of setup_logging.
+#include "config/log_setup.hpp"
+
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <spdlog/spdlog.h>
@@ -9,7 +11,6 @@
 #include <stdexcept>
 #include <string>
 
-#include "config/log_setup.hpp"
 #include "tests/support/test_sysroot.hpp"
 
 namespace ds4::config {

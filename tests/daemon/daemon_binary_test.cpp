@@ -15,10 +15,10 @@
 #include <regex>
 #include <thread>
 
-#include "tests/support/test_sysroot.hpp"
 #include "host/oom_adjust.hpp"
 #include "http_get.hpp"
 #include "supervisor/notify_relay.hpp"
+#include "tests/support/test_sysroot.hpp"
 
 namespace ds4::daemon {
 namespace {
@@ -288,8 +288,8 @@ TEST_F(DaemonBinary, AutoBudgetsAgreeWithDs4ctlPlanAndTheSupervisor) {
                        "\"\npsi_path = \"\"\n[cache]\ndir = \"" + dir.str() + "/kv\"\n" +
                        "[supervisor]\nuser = \"root\"\ndaemon = \"" DS4D_DAEMON_BIN "\"\n");
 
-  const std::string plan = run_output(std::string(DS4D_DS4CTL_BIN) + " plan --model " + tiny_model() +
-                                      " --meminfo " + meminfo);
+  const std::string plan =
+      run_output(std::string(DS4D_DS4CTL_BIN) + " plan --model " + tiny_model() + " --meminfo " + meminfo);
   const std::string plan_context = match1(plan, R"(at (\d+) tokens of context \(auto\))");
   const std::string plan_hot = match1(plan, R"(hot cache +[0-9.]+ GiB +([0-9,]+) B  \(auto\))");
   const std::string plan_floor = match1(plan, R"(floor +[0-9.]+ GiB +([0-9,]+) B  \(auto\))");
@@ -301,8 +301,7 @@ TEST_F(DaemonBinary, AutoBudgetsAgreeWithDs4ctlPlanAndTheSupervisor) {
   EXPECT_EQ(match1(sup, R"(at (\d+) tokens of context)"), plan_context) << sup;
   EXPECT_EQ(match1(sup, R"(hot cache +[0-9.]+ GiB +([0-9,]+) B)"), plan_hot) << sup;
   EXPECT_EQ(match1(sup, R"(floor +[0-9.]+ GiB +([0-9,]+) B)"), plan_floor) << sup;
-  EXPECT_EQ(match1(sup, R"(swap +[0-9.]+ GiB +([0-9,]+) B)"), match1(plan, R"(swap +[0-9.]+ GiB +([0-9,]+) B)"))
-      << sup;
+  EXPECT_EQ(match1(sup, R"(swap +[0-9.]+ GiB +([0-9,]+) B)"), match1(plan, R"(swap +[0-9.]+ GiB +([0-9,]+) B)")) << sup;
 
   const pid_t d = start(DS4D_DAEMON_BIN, {"--config", conf}, systemd.address());
   await("READY=1", d);
@@ -316,8 +315,7 @@ TEST_F(DaemonBinary, AutoBudgetsAgreeWithDs4ctlPlanAndTheSupervisor) {
   std::string floor_digits = plan_floor;
   floor_digits.erase(std::remove(floor_digits.begin(), floor_digits.end(), ','), floor_digits.end());
   const auto metrics = testing::http_request(port, "GET", "/metrics");
-  EXPECT_NE(metrics.body().find("ds4d_memory_floor_bytes " + floor_digits + "\n"), std::string::npos)
-      << metrics.body();
+  EXPECT_NE(metrics.body().find("ds4d_memory_floor_bytes " + floor_digits + "\n"), std::string::npos) << metrics.body();
   const auto chat = testing::http_request(port, "POST", "/v1/chat/completions", kChat);
   EXPECT_EQ(chat.status, 200) << chat.raw;
   kill(d, SIGTERM);
@@ -332,8 +330,8 @@ TEST_F(DaemonBinary, AutoBudgetsAgreeWithDs4ctlPlanAndTheSupervisor) {
 TEST_F(DaemonBinary, ServesRepeatedPromptsFromItsWarmSessionsAndAfterARestartFromDisk) {
   std::string words;
   for (int i = 0; i < 120; i++) words += "item " + std::to_string(i) + " is ready; ";
-  const std::string chat = R"({"messages":[{"role":"user","content":")" + words +
-                           R"("}],"max_tokens":4,"temperature":0})";
+  const std::string chat =
+      R"({"messages":[{"role":"user","content":")" + words + R"("}],"max_tokens":4,"temperature":0})";
   auto cache_of = [](const testing::HttpResponse& r) {
     return match1(r.body(), R"re("source":"([a-z]+)")re") + " " + match1(r.body(), R"re("cached_tokens":(\d+))re");
   };

@@ -1,4 +1,6 @@
 // Notifier (against a test NOTIFY_SOCKET) and the worker heartbeat's stall rule.
+#include "daemon/notifier.hpp"
+
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <poll.h>
@@ -6,10 +8,9 @@
 
 #include <cstdlib>
 
-#include "tests/support/test_sysroot.hpp"
-#include "daemon/notifier.hpp"
 #include "daemon/worker_heartbeat.hpp"
 #include "supervisor/notify_relay.hpp"
+#include "tests/support/test_sysroot.hpp"
 
 namespace ds4::daemon {
 namespace {
@@ -68,7 +69,6 @@ TEST(WorkerHeartbeat, StuckOnlyInsideALongCall) {
   EXPECT_TRUE(h.alive(t + 1h, 10s));
   EXPECT_EQ(h.calls(), 1u);
 }
-
 
 }  // namespace
 }  // namespace ds4::daemon

@@ -2,18 +2,18 @@
 // exit status, output shape and determinism, never timings. Where the model runs in exact
 // arithmetic, generate's greedy tokens must be the reference engine's (cases.json), which covers
 // the whole path: tokenizer, chat rendering, model and sampler.
-#include "tests/engine/tokenizer/text_test_paths.hpp"
-
-#include <boost/json.hpp>
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 
 #include <array>
+#include <boost/json.hpp>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <regex>
 #include <sstream>
-#include <sys/wait.h>
+
+#include "tests/engine/tokenizer/text_test_paths.hpp"
 
 namespace ds4::text_tests {
 namespace {
@@ -33,8 +33,7 @@ std::string read_file(const std::filesystem::path& p) {
 ProcessResult ds4ctl(const std::string& args) {
   static int counter = 0;
   const auto dir = std::filesystem::temp_directory_path();
-  const auto err_path =
-      dir / ("ds4ctl_text_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
+  const auto err_path = dir / ("ds4ctl_text_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
   const std::string cmd = std::string(DS4D_DS4CTL_BINARY) + " " + args + " 2>" + err_path.string();
   ProcessResult r;
   FILE* p = ::popen(cmd.c_str(), "r");
@@ -52,8 +51,7 @@ ProcessResult ds4ctl(const std::string& args) {
 std::string model() { return ds4_vectors_dir() + "/model.gguf"; }
 
 const boost::json::object& find_case(std::string_view name) {
-  static const boost::json::value cases =
-      boost::json::parse(read_file(ds4_vectors_dir() + "/cases.json"));
+  static const boost::json::value cases = boost::json::parse(read_file(ds4_vectors_dir() + "/cases.json"));
   for (const auto& c : cases.at("cases").as_array())
     if (c.at("name").as_string() == name) return c.as_object();
   throw std::runtime_error("no case " + std::string(name));
@@ -80,19 +78,18 @@ std::string line_after(const std::string& text, const std::string& label) {
 TEST(Ds4ctlGenerate, ExactGreedyMatchesReferenceOnRand8) {
   const auto& c = find_case("rand8");
   ProcessResult r = ds4ctl("generate -m " + model() + " --prompt-ids " + join_ids(c.at("prompt"), 99, ",") +
-                 " -n 12 --temp 0 --exact -t 2 --show-ids");
+                           " -n 12 --temp 0 --exact -t 2 --show-ids");
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(line_after(r.err, "generated ids: "), join_ids(c.at("greedy"), 12, " "));
-  EXPECT_TRUE(std::regex_search(r.err, std::regex(R"(prompt: 8 tokens in [0-9.]+ s, [0-9.]+ tok/s)")))
-      << r.err;
-  EXPECT_TRUE(std::regex_search(
-      r.err, std::regex(R"(generation: 12 tokens in [0-9.]+ s, [0-9.]+ tok/s \(11 decode steps)")))
+  EXPECT_TRUE(std::regex_search(r.err, std::regex(R"(prompt: 8 tokens in [0-9.]+ s, [0-9.]+ tok/s)"))) << r.err;
+  EXPECT_TRUE(
+      std::regex_search(r.err, std::regex(R"(generation: 12 tokens in [0-9.]+ s, [0-9.]+ tok/s \(11 decode steps)")))
       << r.err;
 }
 
 TEST(Ds4ctlGenerate, GreedyIsDeterministicAcrossRunsAndThreadCounts) {
-  const std::string args = "generate -m " + model() + " --prompt-ids 0,835,594,271,994,759,730,670 " +
-                           "-n 16 --temp 0 --show-ids";
+  const std::string args =
+      "generate -m " + model() + " --prompt-ids 0,835,594,271,994,759,730,670 " + "-n 16 --temp 0 --show-ids";
   ProcessResult a = ds4ctl(args + " -t 1");
   ProcessResult b = ds4ctl(args + " -t 2");
   ASSERT_EQ(a.status, 0) << a.err;
@@ -106,8 +103,8 @@ TEST(Ds4ctlGenerate, GreedyIsDeterministicAcrossRunsAndThreadCounts) {
 TEST(Ds4ctlGenerate, ChatRendersTheReferencePrompt) {
   const auto& c = find_case("text64");
   const std::string text(c.at("text").as_string());
-  ProcessResult r = ds4ctl("generate -m " + model() + " --chat -p '" + text +
-                 "' -n 2 --temp 0 --exact -t 2 --show-ids");
+  ProcessResult r =
+      ds4ctl("generate -m " + model() + " --chat -p '" + text + "' -n 2 --temp 0 --exact -t 2 --show-ids");
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(line_after(r.err, "prompt ids: "), join_ids(c.at("prompt"), 999, " "));
   EXPECT_EQ(line_after(r.err, "generated ids: "), join_ids(c.at("greedy"), 2, " "));
@@ -126,8 +123,8 @@ TEST(Ds4ctlGenerate, SampledOutputIsReproducibleForASeed) {
 }
 
 TEST(Ds4ctlGenerate, RejectsBadArguments) {
-  EXPECT_NE(ds4ctl("generate -m " + model()).status, 0);                     // no prompt
-  EXPECT_NE(ds4ctl("generate -m /nonexistent.gguf -p x").status, 0);          // no file
+  EXPECT_NE(ds4ctl("generate -m " + model()).status, 0);                        // no prompt
+  EXPECT_NE(ds4ctl("generate -m /nonexistent.gguf -p x").status, 0);            // no file
   EXPECT_NE(ds4ctl("generate -m " + model() + " -p x --top-p 1.5").status, 0);  // bad top-p
   EXPECT_NE(ds4ctl("generate -m " + model() + " --prompt-ids 0,99999 -n 1").status, 0);
 }
@@ -136,28 +133,28 @@ TEST(Ds4ctlBench, PrintsRooflineAndOneRowPerContext) {
   ProcessResult r = ds4ctl("bench -m " + model() + " -t 2 --contexts 0,16,40 --decode-tokens 2");
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_TRUE(std::regex_search(r.out, std::regex(R"(total +[0-9.]+ MiB)"))) << r.out;
-  EXPECT_TRUE(std::regex_search(
-      r.out, std::regex(R"(roofline: memory [0-9.]+ GB/s, kernels [0-9.]+ GB/s -> [0-9.]+ GB/s)")))
+  EXPECT_TRUE(
+      std::regex_search(r.out, std::regex(R"(roofline: memory [0-9.]+ GB/s, kernels [0-9.]+ GB/s -> [0-9.]+ GB/s)")))
       << r.out;
   for (const char* type : {"q8_0", "q2_K", "iq2_xxs", "f16"})
-    EXPECT_TRUE(std::regex_search(r.out, std::regex(std::string(R"(\n  )") + type +
-                                                    R"( +[0-9.]+ MiB +[0-9.]+% +[0-9.]+\n)")))
-        << type << "\n" << r.out;
+    EXPECT_TRUE(
+        std::regex_search(r.out, std::regex(std::string(R"(\n  )") + type + R"( +[0-9.]+ MiB +[0-9.]+% +[0-9.]+\n)")))
+        << type << "\n"
+        << r.out;
   EXPECT_NE(r.out.find("context  prefill tok/s"), std::string::npos) << r.out;
   const std::string num = R"( +[0-9.]+)";
-  EXPECT_TRUE(std::regex_search(r.out, std::regex(R"(\n +0 +-)" + num + num + num + R"( +[0-9]+%)")))
-      << r.out;
+  EXPECT_TRUE(std::regex_search(r.out, std::regex(R"(\n +0 +-)" + num + num + num + R"( +[0-9]+%)"))) << r.out;
   for (const char* ctx : {"16", "40"})
-    EXPECT_TRUE(std::regex_search(
-        r.out, std::regex(std::string(R"(\n +)") + ctx + num + num + num + num + R"( +[0-9]+%)")))
-        << ctx << "\n" << r.out;
+    EXPECT_TRUE(
+        std::regex_search(r.out, std::regex(std::string(R"(\n +)") + ctx + num + num + num + num + R"( +[0-9]+%)")))
+        << ctx << "\n"
+        << r.out;
 }
 
 TEST(Ds4ctlForged, GenerateAndBenchRunOnTheForgedTinyModel) {
   const std::string forged = forged_tiny_model();
   if (forged.empty()) GTEST_SKIP() << "this build has no forged_tiny_model target";
-  ProcessResult g = ds4ctl("generate -m " + forged + " --chat -p 'Hello, world' -n 6 --temp 0 " +
-                           "-t 2 --show-ids");
+  ProcessResult g = ds4ctl("generate -m " + forged + " --chat -p 'Hello, world' -n 6 --temp 0 " + "-t 2 --show-ids");
   ASSERT_EQ(g.status, 0) << g.err;
   const std::string ids = line_after(g.err, "generated ids: ");
   EXPECT_TRUE(std::regex_match(ids, std::regex(R"([0-9]+( [0-9]+){0,5})"))) << ids;
@@ -170,9 +167,9 @@ TEST(Ds4ctlBench, KernelTableWithoutAModel) {
   ProcessResult r = ds4ctl("bench --kernels -t 1");
   ASSERT_EQ(r.status, 0) << r.err;
   for (const char* type : {"f32", "f16", "q8_0", "q2_K", "iq2_xxs"})
-    EXPECT_TRUE(std::regex_search(
-        r.out, std::regex(std::string(R"(\n  )") + type + R"( +[0-9.]+ +[0-9.]+ +[0-9]+%)")))
-        << type << "\n" << r.out;
+    EXPECT_TRUE(std::regex_search(r.out, std::regex(std::string(R"(\n  )") + type + R"( +[0-9.]+ +[0-9.]+ +[0-9]+%)")))
+        << type << "\n"
+        << r.out;
   EXPECT_NE(r.out.find("memory read bandwidth:"), std::string::npos);
 }
 

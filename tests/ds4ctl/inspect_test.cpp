@@ -75,8 +75,9 @@ TEST_F(InspectTest, MissingTensorFails) {
   v.tensor = [](const TensorInfo& t) { return test::drop_named(t, "blk.2.indexer.proj.weight"); };
   InspectRun r = inspect(write_variant(v, "missing"));
   EXPECT_EQ(r.status, 1) << r.output;
-  EXPECT_NE(r.output.find("error: " + dir() + "/missing.gguf: missing tensor 'blk.2.indexer.proj.weight' "
-                                              "(compressor/indexer)"),
+  EXPECT_NE(r.output.find("error: " + dir() +
+                          "/missing.gguf: missing tensor 'blk.2.indexer.proj.weight' "
+                          "(compressor/indexer)"),
             std::string::npos)
       << r.output;
   EXPECT_NE(r.output.find("1 layout violation"), std::string::npos) << r.output;
@@ -90,7 +91,8 @@ TEST_F(InspectTest, WrongTypeFails) {
   };
   InspectRun r = inspect(write_variant(v, "wrongtype"));
   EXPECT_EQ(r.status, 1) << r.output;
-  EXPECT_NE(r.output.find("tensor 'output.weight' has type f16, the engine accepts q8_0"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("tensor 'output.weight' has type f16, the engine accepts q8_0"), std::string::npos)
+      << r.output;
 }
 
 TEST_F(InspectTest, MalformedFilesFailCleanly) {

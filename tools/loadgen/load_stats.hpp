@@ -36,7 +36,7 @@ struct ClientCounters {
 double percentile(std::vector<double> v, double p);
 
 struct RssSample {
-  double t_s = 0;  // seconds since the run started
+  double t_s = 0;         // seconds since the run started
   uint64_t rss_kib = 0;   // VmRSS
   uint64_t anon_kib = 0;  // RssAnon
 };

@@ -27,7 +27,9 @@ std::string_view local_name(std::string_view name) {
   return name.substr(0, name.rfind('.'));
 }
 
-bool ends_with(std::string_view s, std::string_view x) { return s.size() >= x.size() && s.substr(s.size() - x.size()) == x; }
+bool ends_with(std::string_view s, std::string_view x) {
+  return s.size() >= x.size() && s.substr(s.size() - x.size()) == x;
+}
 
 // Draws one row of `n` floats for element row `row` of tensor `rule`.
 class RowInit {

@@ -14,8 +14,8 @@
 
 #include <algorithm>
 #include <boost/json.hpp>
-#include <cstring>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -108,7 +108,8 @@ TEST(AgentRoundTrip, Q2AndMxfp4ConversionsMatchTheDirectModel) {
   const gguf::GgufFile fd = gguf::GgufFile::open((d / "direct.gguf").string());
   const gguf::GgufFile fm = gguf::GgufFile::open((d / "mxfp4.gguf").string());
   for (const gguf::TensorInfo& t : fd.tensors())
-    if (t.type == quant::Type::MXFP4) EXPECT_EQ(0, std::memcmp(fd.data(t), fm.data(fm.tensor(t.name)), t.n_bytes)) << t.name;
+    if (t.type == quant::Type::MXFP4)
+      EXPECT_EQ(0, std::memcmp(fd.data(t), fm.data(fm.tensor(t.name)), t.n_bytes)) << t.name;
 
   const gguf::GgufFile agent = gguf::GgufFile::open(kAgent.string());
   const Prompts ev = eval_prompts(gguf::Ds4Dims::from_metadata(agent).n_vocab);

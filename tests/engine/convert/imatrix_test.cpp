@@ -186,9 +186,9 @@ TEST(Imatrix, ImportanceSteersTheWeightedQuantizersPerExpert) {
   size_t distinct = 0;
   for (uint64_t e = 0; e < n_exp; ++e) {
     for (uint64_t r = 0; r < per; ++r)
-      quant::traits(si.type).dequantize(src.data(si) + (e * per + r) * si.row_bytes(), f.data() + r * ne0, int64_t(ne0));
-    const std::vector<float> imp =
-        importance_from_imatrix(std::span<const float>(entry->values).subspan(e * ne0, ne0));
+      quant::traits(si.type).dequantize(src.data(si) + (e * per + r) * si.row_bytes(), f.data() + r * ne0,
+                                        int64_t(ne0));
+    const std::vector<float> imp = importance_from_imatrix(std::span<const float>(entry->values).subspan(e * ne0, ne0));
     const std::vector<std::byte> want = quantize_rows(wi.type, f.data(), per, ne0, imp.empty() ? nullptr : imp.data());
     const uint64_t eb = per * wi.row_bytes();
     EXPECT_EQ(0, std::memcmp(want.data(), fw.data(wi) + e * eb, eb)) << name << " expert " << e;

@@ -1,8 +1,9 @@
 // The DS4 catalogue against the real ds4-tiny file (it must match exactly), and the checker's
 // message for each kind of violation, on deliberately broken copies of that file.
+#include "engine/gguf/ds4_layout.hpp"
+
 #include <gtest/gtest.h>
 
-#include "engine/gguf/ds4_layout.hpp"
 #include "tests/engine/gguf/gguf_variants.hpp"
 #include "tests/engine/gguf/test_paths.hpp"
 
@@ -78,7 +79,9 @@ TEST(Ds4Layout, FamiliesByName) {
 TEST(Ds4Layout, DecodeBytesPerToken) {
   const Ds4Dims d = Ds4Dims::from_metadata(tiny());
   const auto rules = ds4_tensor_catalogue(d);
-  auto rule = [&](const std::string& n) { return *std::find_if(rules.begin(), rules.end(), [&](auto& r) { return r.name == n; }); };
+  auto rule = [&](const std::string& n) {
+    return *std::find_if(rules.begin(), rules.end(), [&](auto& r) { return r.name == n; });
+  };
   EXPECT_EQ(decode_bytes_per_token(rule("blk.0.ffn_gate_exps.weight"), 16 * 1000, d), 6u * 1000);
   EXPECT_EQ(decode_bytes_per_token(rule("token_embd.weight"), 524288, d), 512u);
   EXPECT_EQ(decode_bytes_per_token(rule("blk.0.ffn_gate_tid2eid.weight"), 6 * 4 * 1024, d), 24u);
@@ -121,8 +124,9 @@ TEST(Ds4Layout, ExpertCountFromTheThirdDimension) {
     if (t.name == "blk.2.ffn_down_exps.weight") return TensorEdit{.dims = std::vector<uint64_t>{256, 256, 8}};
     return std::nullopt;
   };
-  EXPECT_TRUE(has_issue(issues_of(v), "tensor 'blk.2.ffn_down_exps.weight' has shape [256, 256, 8], metadata implies "
-                                      "[256, 256, 16]: holds 8 experts, deepseek4.expert_count is 16"));
+  EXPECT_TRUE(has_issue(issues_of(v),
+                        "tensor 'blk.2.ffn_down_exps.weight' has shape [256, 256, 8], metadata implies "
+                        "[256, 256, 16]: holds 8 experts, deepseek4.expert_count is 16"));
 }
 
 TEST(Ds4Layout, ShapeInconsistentWithMetadata) {
@@ -136,8 +140,9 @@ TEST(Ds4Layout, ShapeInconsistentWithMetadata) {
 TEST(Ds4Layout, ExpertUsedCountShapesTid2eid) {
   Variant v;
   v.set_keys.emplace_back("deepseek4.expert_used_count", uint32_t{4});
-  EXPECT_TRUE(has_issue(issues_of(v), "tensor 'blk.0.ffn_gate_tid2eid.weight' has shape [6, 1024], metadata implies "
-                                      "[4, 1024]"));
+  EXPECT_TRUE(has_issue(issues_of(v),
+                        "tensor 'blk.0.ffn_gate_tid2eid.weight' has shape [6, 1024], metadata implies "
+                        "[4, 1024]"));
 }
 
 TEST(Ds4Layout, UnexpectedTensors) {
@@ -171,7 +176,8 @@ TEST(Ds4Layout, MetadataProblems) {
   EXPECT_TRUE(has_issue(issues_of(ratio), "layer 5 has ratio 64 (allowed: 0, 4, 128)"));
   Variant huge;
   huge.set_keys.emplace_back("deepseek4.block_count", uint32_t{4000000000u});
-  EXPECT_TRUE(has_issue(issues_of(huge), "metadata key 'deepseek4.block_count': value 4000000000 is outside the plausible range"));
+  EXPECT_TRUE(has_issue(issues_of(huge),
+                        "metadata key 'deepseek4.block_count': value 4000000000 is outside the plausible range"));
   Variant type;
   type.set_keys.emplace_back("deepseek4.expert_weights_norm", uint32_t{1});
   EXPECT_TRUE(has_issue(issues_of(type), "metadata key 'deepseek4.expert_weights_norm': expected bool, found u32"));

@@ -28,12 +28,12 @@ Failure parse_failure(const RawGguf& r) {
   return {"(parsed without error)", std::nullopt};
 }
 
-#define EXPECT_REJECTS(raw, text, off)                                                   \
-  do {                                                                                   \
-    Failure f_ = parse_failure(raw);                                                     \
-    EXPECT_NE(f_.what.find(text), std::string::npos) << "message: " << f_.what;          \
-    EXPECT_EQ(f_.what.rfind("test.gguf: ", 0), 0u) << "message: " << f_.what;            \
-    EXPECT_EQ(f_.offset, std::optional<uint64_t>(off)) << "message: " << f_.what;        \
+#define EXPECT_REJECTS(raw, text, off) \
+  do { \
+    Failure f_ = parse_failure(raw); \
+    EXPECT_NE(f_.what.find(text), std::string::npos) << "message: " << f_.what; \
+    EXPECT_EQ(f_.what.rfind("test.gguf: ", 0), 0u) << "message: " << f_.what; \
+    EXPECT_EQ(f_.offset, std::optional<uint64_t>(off)) << "message: " << f_.what; \
   } while (0)
 
 // A valid image: two kvs, two F32 tensors of 8 elements (32 bytes each).
@@ -96,7 +96,8 @@ TEST(GgufMalformed, TruncatedHeaderAtEveryByte) {
     EXPECT_EQ(f.what.rfind("test.gguf: ", 0), 0u) << "prefix " << n << ": " << f.what;
     if (n < ok.data_offset() - 4) {  // before the table ends (byte 156), the header itself is cut
       EXPECT_TRUE(f.what.find("truncated header") != std::string::npos ||
-                  f.what.find("runs past the end of the file") != std::string::npos) << "prefix " << n << ": " << f.what;
+                  f.what.find("runs past the end of the file") != std::string::npos)
+          << "prefix " << n << ": " << f.what;
     }
   }
 }

@@ -1,10 +1,11 @@
 // The reader on the real GGML-written ds4-tiny model: header fields, typed metadata accessors
 // with their leniency and their error messages, the tensor table and data pointers.
+#include "engine/gguf/gguf_reader.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
 
-#include "engine/gguf/gguf_reader.hpp"
 #include "tests/engine/gguf/test_paths.hpp"
 
 namespace ds4::gguf {
@@ -54,9 +55,11 @@ TEST(GgufReader, IntegerLeniencyConvertsWhenTheValueFits) {
   EXPECT_EQ(f.get<int32_t>("deepseek4.rope.scaling.original_context_length"), 65536);
   EXPECT_EQ(f.get<int64_t>("deepseek4.attention.sliding_window"), 128);
   // Stored as u64 1048576: does not fit u16.
-  EXPECT_NE(error_of([&] { f.get<uint16_t>("deepseek4.context_length"); })
-                .find("metadata key 'deepseek4.context_length': expected u16, found u64 value 1048576 which does not fit"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of([&] {
+        f.get<uint16_t>("deepseek4.context_length");
+      }).find("metadata key 'deepseek4.context_length': expected u16, found u64 value 1048576 which does not fit"),
+      std::string::npos);
   EXPECT_EQ(f.get_array<uint64_t>("deepseek4.attention.compress_ratios")[3], 128u);
 }
 

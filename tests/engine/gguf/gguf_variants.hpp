@@ -38,13 +38,13 @@ inline GgufWriter make_variant(const GgufFile& src, const Variant& v) {
     if (!e) {
       w.add_tensor(t.name, t.type, t.dims, src.bytes(t));
     } else if (!e->drop) {
-      w.add_tensor(t.name, e->type.value_or(t.type), e->dims.value_or(t.dims), [](std::span<std::byte> d) {
-        std::fill(d.begin(), d.end(), std::byte{0});
-      });
+      w.add_tensor(t.name, e->type.value_or(t.type), e->dims.value_or(t.dims),
+                   [](std::span<std::byte> d) { std::fill(d.begin(), d.end(), std::byte{0}); });
     }
   }
   for (const auto& name : v.extra_tensors)
-    w.add_tensor(name, quant::Type::F32, {32}, [](std::span<std::byte> d) { std::fill(d.begin(), d.end(), std::byte{0}); });
+    w.add_tensor(name, quant::Type::F32, {32},
+                 [](std::span<std::byte> d) { std::fill(d.begin(), d.end(), std::byte{0}); });
   return w;
 }
 

@@ -1,16 +1,16 @@
 // The writer: a GGML-written file read and written back is byte-identical, every value type
 // survives a write/read cycle, streamed (fill callback) tensors land where the reader expects.
+#include "engine/gguf/gguf_writer.hpp"
+
 #include <gtest/gtest.h>
 
-#include <cstring>
-
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 
 #include "engine/gguf/gguf_reader.hpp"
-#include "engine/gguf/gguf_writer.hpp"
 #include "tests/engine/gguf/test_paths.hpp"
 
 namespace ds4::gguf {

@@ -12,7 +12,8 @@ namespace ds4::gguf::test {
 struct RawGguf {
   std::vector<std::byte> b;
 
-  template <class T> RawGguf& put(T x) {
+  template <class T>
+  RawGguf& put(T x) {
     const auto* p = reinterpret_cast<const std::byte*>(&x);
     b.insert(b.end(), p, p + sizeof(T));
     return *this;

@@ -1,11 +1,11 @@
 // The bandwidth probes behind `ds4ctl bench`: they run, return a finite positive rate, and
 // reject types without a weight dot. (Correctness only; the rates themselves are not checked.)
+#include "engine/kernels/kernel_bench.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <stdexcept>
-
-#include "engine/kernels/kernel_bench.hpp"
 
 namespace ds4::kernels {
 namespace {

@@ -1,5 +1,7 @@
 // ThreadPool: covers every index exactly once, uses at most size() threads, runs nested loops
 // inline, propagates exceptions, and survives many back-to-back jobs.
+#include "engine/kernels/thread_pool.hpp"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -8,8 +10,6 @@
 #include <stdexcept>
 #include <thread>
 #include <vector>
-
-#include "engine/kernels/thread_pool.hpp"
 
 namespace ds4::kernels {
 namespace {

@@ -28,7 +28,8 @@ std::filesystem::path rewrite(const std::string& tag, const Edit& edit, const st
   for (const auto& t : src.tensors()) {
     if (t.name == skip_tensor) continue;
     if (t.name == override_tensor) {
-      w.add_tensor(t.name, type, shape, [](std::span<std::byte> dst) { std::fill(dst.begin(), dst.end(), std::byte{0}); });
+      w.add_tensor(t.name, type, shape,
+                   [](std::span<std::byte> dst) { std::fill(dst.begin(), dst.end(), std::byte{0}); });
       continue;
     }
     w.add_tensor(t.name, t.type, t.dims, src.bytes(t));
@@ -70,31 +71,33 @@ TEST(LoadErrors, WrongShapeIsNamed) {
 }
 
 TEST(LoadErrors, WrongTypeIsNamed) {
-  expect_load_error(rewrite("type", {}, "", "blk.0.attn_norm.weight", {256}, quant::Type::F16), "blk.0.attn_norm.weight");
+  expect_load_error(rewrite("type", {}, "", "blk.0.attn_norm.weight", {256}, quant::Type::F16),
+                    "blk.0.attn_norm.weight");
 }
 
 TEST(LoadErrors, InconsistentMetadataIsNamed) {
   // A layer count that the tensors do not have.
-  expect_load_error(rewrite("layers", [](gguf::GgufWriter& w, const gguf::GgufFile&) {
-                      w.set("deepseek4.block_count", gguf::Value(uint32_t(7)));
-                    }),
-                    "deepseek4.block_count");
+  expect_load_error(
+      rewrite("layers", [](gguf::GgufWriter& w,
+                           const gguf::GgufFile&) { w.set("deepseek4.block_count", gguf::Value(uint32_t(7))); }),
+      "deepseek4.block_count");
   // An embedding width that disagrees with every tensor.
-  expect_load_error(rewrite("embd", [](gguf::GgufWriter& w, const gguf::GgufFile&) {
-                      w.set("deepseek4.embedding_length", gguf::Value(uint32_t(512)));
-                    }),
-                    "token_embd.weight");
+  expect_load_error(
+      rewrite("embd", [](gguf::GgufWriter& w,
+                         const gguf::GgufFile&) { w.set("deepseek4.embedding_length", gguf::Value(uint32_t(512))); }),
+      "token_embd.weight");
   // A compression ratio the graph does not know.
-  expect_load_error(rewrite("ratio", [](gguf::GgufWriter& w, const gguf::GgufFile&) {
-                      w.set("deepseek4.attention.compress_ratios",
-                            gguf::make_array<uint32_t>({0, 0, 4, 64, 4, 128}));
-                    }),
-                    "compress_ratios[3]");
+  expect_load_error(
+      rewrite("ratio",
+              [](gguf::GgufWriter& w, const gguf::GgufFile&) {
+                w.set("deepseek4.attention.compress_ratios", gguf::make_array<uint32_t>({0, 0, 4, 64, 4, 128}));
+              }),
+      "compress_ratios[3]");
   // Group-limited routing is not part of DS4 Flash.
-  expect_load_error(rewrite("groups", [](gguf::GgufWriter& w, const gguf::GgufFile&) {
-                      w.set("deepseek4.expert_group_count", gguf::Value(uint32_t(4)));
-                    }),
-                    "expert_group_count");
+  expect_load_error(
+      rewrite("groups", [](gguf::GgufWriter& w,
+                           const gguf::GgufFile&) { w.set("deepseek4.expert_group_count", gguf::Value(uint32_t(4))); }),
+      "expert_group_count");
 }
 
 TEST(LoadErrors, MissingKeyIsNamed) {

@@ -15,8 +15,8 @@ namespace ds4::test {
 struct TinyCase {
   std::string name;
   std::vector<int32_t> prompt;
-  std::vector<float> logits;                 // after the whole prompt
-  std::vector<int32_t> gen;                  // greedy continuation
+  std::vector<float> logits;                   // after the whole prompt
+  std::vector<int32_t> gen;                    // greedy continuation
   std::vector<std::vector<float>> gen_logits;  // after feeding gen[k]
   std::vector<std::pair<uint32_t, std::vector<float>>> prefixes;
 };

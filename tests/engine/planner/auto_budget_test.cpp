@@ -112,8 +112,8 @@ TEST(AutoBudget, ShrinksTheContextOnASmallerBox) {
 // scaled reserve and floor.
 bool model_fits(const BudgetFacts& f, const Budgets& b) {
   const uint64_t least = std::min(auto_context_cap(f.trained_context), kAutoContextMin);
-  const uint64_t need = f.weights_bytes + f.sidecar_bytes + f.workspace_bytes + f.kv_bytes(least) + b.reserve_bytes +
-                        b.floor_bytes;
+  const uint64_t need =
+      f.weights_bytes + f.sidecar_bytes + f.workspace_bytes + f.kv_bytes(least) + b.reserve_bytes + b.floor_bytes;
   return need <= f.mem_total_bytes;
 }
 

@@ -1,6 +1,8 @@
 // The planner read from a real GGUF: the tiny DS4-layout model (6 layers, ratios 0,0,4,128,4,128)
 // must give the same per-layer geometry the architecture describes, found from metadata and the
 // compressor tensor shapes rather than assumed.
+#include "engine/planner/plan_from_gguf.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -9,7 +11,6 @@
 
 #include "engine/gguf/gguf_reader.hpp"
 #include "engine/planner/byte_size.hpp"
-#include "engine/planner/plan_from_gguf.hpp"
 
 namespace ds4::planner {
 namespace {

@@ -45,8 +45,8 @@ TEST(Half, SpecialValues) {
 
 TEST(BFloat16, RoundsToNearestEven) {
   EXPECT_EQ(f32_to_bf16(1.0f), 0x3f80);
-  EXPECT_EQ(f32_to_bf16(1.0f + std::ldexp(1.0f, -8)), 0x3f80);         // tie, stays even
-  EXPECT_EQ(f32_to_bf16(1.0f + 3 * std::ldexp(1.0f, -8)), 0x3f82);     // tie, up to even
+  EXPECT_EQ(f32_to_bf16(1.0f + std::ldexp(1.0f, -8)), 0x3f80);      // tie, stays even
+  EXPECT_EQ(f32_to_bf16(1.0f + 3 * std::ldexp(1.0f, -8)), 0x3f82);  // tie, up to even
   EXPECT_EQ(f32_to_bf16(1.0f + std::ldexp(1.0f, -8) + std::ldexp(1.0f, -20)), 0x3f81);
   EXPECT_EQ(bf16_to_f32(0x3f81), 1.0f + std::ldexp(1.0f, -7));
   EXPECT_TRUE(std::isnan(bf16_to_f32(f32_to_bf16(NAN))));

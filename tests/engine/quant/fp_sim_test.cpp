@@ -1,23 +1,23 @@
 // FP8/FP4/Hadamard simulations on hand-computed values, ties included.
+#include "engine/quant/fp_sim.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <stdexcept>
 #include <vector>
 
-#include "engine/quant/fp_sim.hpp"
-
 namespace ds4::quant {
 namespace {
 
 TEST(E4M3, NearestWithUpperTieOnlyToEvenCode) {
   EXPECT_EQ(e4m3fn_round(1.0f), 1.0f);
-  EXPECT_EQ(e4m3fn_round(1.0625f), 1.0f);    // tie 1.0 (code 56) / 1.125 (57): stay
-  EXPECT_EQ(e4m3fn_round(1.1875f), 1.25f);   // tie 1.125 (57) / 1.25 (58): up to even
+  EXPECT_EQ(e4m3fn_round(1.0625f), 1.0f);   // tie 1.0 (code 56) / 1.125 (57): stay
+  EXPECT_EQ(e4m3fn_round(1.1875f), 1.25f);  // tie 1.125 (57) / 1.25 (58): up to even
   EXPECT_EQ(e4m3fn_round(-1.1875f), -1.25f);
   EXPECT_EQ(e4m3fn_round(1.07f), 1.125f);
-  EXPECT_EQ(e4m3fn_round(0.0009765625f), 0.0f);          // half of the smallest subnormal 2^-9
-  EXPECT_EQ(e4m3fn_round(0.0029296875f), 0.00390625f);   // 1.5 * 2^-9 -> 2 * 2^-9
+  EXPECT_EQ(e4m3fn_round(0.0009765625f), 0.0f);         // half of the smallest subnormal 2^-9
+  EXPECT_EQ(e4m3fn_round(0.0029296875f), 0.00390625f);  // 1.5 * 2^-9 -> 2 * 2^-9
   EXPECT_EQ(e4m3fn_round(250.0f), 256.0f);
   EXPECT_EQ(e4m3fn_round(448.0f), 448.0f);
   EXPECT_EQ(e4m3fn_round(1000.0f), 448.0f);

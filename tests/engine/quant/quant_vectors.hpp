@@ -3,8 +3,8 @@
 // The folder comes from env DS4D_QUANT_VECTORS, else the compile-time default
 // DS4D_QUANT_VECTORS_DEFAULT (DS4D_SHARED_DIR/vectors/quant).
 #include <cstdint>
-#include <cstring>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <iterator>
 #include <stdexcept>

@@ -41,7 +41,8 @@ std::vector<float> synthetic_tensor() {
 // eight hundreds of times larger (the activation outlier channels).
 std::vector<float> skewed_importance() {
   std::vector<float> w(kCols);
-  for (int64_t c = 0; c < kCols; ++c) w[c] = (c * 37 % 8 == 3) ? 300.0f + static_cast<float>(c % 7) : 0.5f + static_cast<float>(c % 3) * 0.25f;
+  for (int64_t c = 0; c < kCols; ++c)
+    w[c] = (c * 37 % 8 == 3) ? 300.0f + static_cast<float>(c % 7) : 0.5f + static_cast<float>(c % 3) * 0.25f;
   return w;
 }
 
@@ -105,8 +106,8 @@ TEST(WeightedQuant, SkewedImportanceChangesTheBytesAndLowersTheWeightedError) {
     const std::vector<uint8_t> weighted = quantize_tensor(t, x, w.data());
     EXPECT_NE(plain, weighted) << type_info(t).name;
     const double ep = weighted_error(t, x, plain, w), ew = weighted_error(t, x, weighted, w);
-    std::printf("[ weighted ] %-8s Σw(x-q)²: plain %.6g, weighted %.6g (%.1f%% lower)\n", type_info(t).name.data(), ep, ew,
-                100.0 * (1.0 - ew / ep));
+    std::printf("[ weighted ] %-8s Σw(x-q)²: plain %.6g, weighted %.6g (%.1f%% lower)\n", type_info(t).name.data(), ep,
+                ew, 100.0 * (1.0 - ew / ep));
     EXPECT_LT(ew, 0.95 * ep) << type_info(t).name;
   }
 }

@@ -118,8 +118,7 @@ struct Fit {
   int degrees = 0;
   int64_t impossible_draws = 0;
 };
-Fit chi_square(Sampler& s, std::span<const float> logits, const std::vector<double>& expected,
-               int64_t n) {
+Fit chi_square(Sampler& s, std::span<const float> logits, const std::vector<double>& expected, int64_t n) {
   std::vector<int64_t> counts(logits.size(), 0);
   for (int64_t i = 0; i < n; ++i) ++counts[static_cast<size_t>(s.sample(logits))];
   Fit f;

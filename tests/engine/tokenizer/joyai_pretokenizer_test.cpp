@@ -27,7 +27,7 @@ TEST(JoyaiPretokenizer, LeadingSpaceJoinsWordAndRunKeepsTheRest) {
   EXPECT_EQ(split("    int"), (V{"   ", " int"}));
   EXPECT_EQ(split("hello world"), (V{"hello", " world"}));
   EXPECT_EQ(split("a\tb"), (V{"a", "\tb"}));
-  EXPECT_EQ(split("x  "), (V{"x", "  "}));      // trailing run: whole
+  EXPECT_EQ(split("x  "), (V{"x", "  "}));          // trailing run: whole
   EXPECT_EQ(split("x   9"), (V{"x", "   ", "9"}));  // digits don't take the space
 }
 

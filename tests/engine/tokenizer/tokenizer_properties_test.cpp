@@ -3,17 +3,17 @@
 // pair, leftmost on ties, after every merge), implemented here independently on strings as an
 // oracle. Inputs mix ASCII code, digits, CJK, emoji, accented letters, invalid bytes, NULs, long
 // whitespace runs and whole or partial special strings. Seeds are fixed, so failures reproduce.
-#include "engine/gguf/gguf_reader.hpp"
-#include "engine/tokenizer/byte_level.hpp"
-#include "engine/tokenizer/joyai_pretokenizer.hpp"
-#include "engine/tokenizer/tokenizer.hpp"
-#include "tests/engine/tokenizer/text_test_paths.hpp"
-
 #include <gtest/gtest.h>
 
 #include <climits>
 #include <random>
 #include <unordered_map>
+
+#include "engine/gguf/gguf_reader.hpp"
+#include "engine/tokenizer/byte_level.hpp"
+#include "engine/tokenizer/joyai_pretokenizer.hpp"
+#include "engine/tokenizer/tokenizer.hpp"
+#include "tests/engine/tokenizer/text_test_paths.hpp"
 
 namespace ds4::tokenizer {
 namespace {
@@ -65,12 +65,52 @@ class OracleBpe {
 };
 
 std::string random_text(std::mt19937_64& rng, size_t fragments) {
-  static const char* kFragments[] = {
-      "the", " compressed", "KV", " cache", "int", "    ", "\t", "\n", "\r\n", "  \n\n ",
-      "0", "12", "1234567", ".", "->", ">;\n", "(x)", "{", "}", "_id", "\"", "'s", "é", "perché",
-      "日本語", "ひらがな", "カタカナ", "中文字", "😀", "👍🏽", "🇮🇹", "Ω", "\xe2\x80\x8b",
-      "<｜User｜>", "<｜Assistant｜>", "</think>", "<think>", "｜DSML｜", "<｜begin▁of▁sentence｜>",
-      "<｜end▁of▁sentence｜>", "<｜User", "｜DSM", "</", "<tool_result>", "｜", "▁"};
+  static const char* kFragments[] = {"the",
+                                     " compressed",
+                                     "KV",
+                                     " cache",
+                                     "int",
+                                     "    ",
+                                     "\t",
+                                     "\n",
+                                     "\r\n",
+                                     "  \n\n ",
+                                     "0",
+                                     "12",
+                                     "1234567",
+                                     ".",
+                                     "->",
+                                     ">;\n",
+                                     "(x)",
+                                     "{",
+                                     "}",
+                                     "_id",
+                                     "\"",
+                                     "'s",
+                                     "é",
+                                     "perché",
+                                     "日本語",
+                                     "ひらがな",
+                                     "カタカナ",
+                                     "中文字",
+                                     "😀",
+                                     "👍🏽",
+                                     "🇮🇹",
+                                     "Ω",
+                                     "\xe2\x80\x8b",
+                                     "<｜User｜>",
+                                     "<｜Assistant｜>",
+                                     "</think>",
+                                     "<think>",
+                                     "｜DSML｜",
+                                     "<｜begin▁of▁sentence｜>",
+                                     "<｜end▁of▁sentence｜>",
+                                     "<｜User",
+                                     "｜DSM",
+                                     "</",
+                                     "<tool_result>",
+                                     "｜",
+                                     "▁"};
   constexpr size_t kN = sizeof(kFragments) / sizeof(kFragments[0]);
   std::string s;
   for (size_t i = 0; i < fragments; ++i) {
@@ -142,8 +182,8 @@ TEST_F(TinyVocabProperties, LongRunsMatchOracleAndRoundTrip) {
   std::string word;
   const char letters[] = "etaoinshrdlucmfwyp";
   for (int i = 0; i < 3000; ++i) word.push_back(letters[rng() % (sizeof(letters) - 1)]);
-  for (const std::string& s : {word, std::string(4000, ' '), std::string(3000, 'a'),
-                               std::string(2000, '-') + "\n", std::string(5000, '\n')}) {
+  for (const std::string& s :
+       {word, std::string(4000, ' '), std::string(3000, 'a'), std::string(2000, '-') + "\n", std::string(5000, '\n')}) {
     ASSERT_EQ(tok_->encode_raw(s), oracle_->encode_raw(s)) << s.substr(0, 16);
     ASSERT_EQ(tok_->decode(tok_->encode(s)), s);
   }
@@ -164,8 +204,7 @@ TEST(ForgedVocabProperties, RoundTripAndOracleOnTheForgeVocabulary) {
   if (path.empty()) GTEST_SKIP() << "this build has no forged_tiny_model target";
   auto file = gguf::GgufFile::open(path);
   const Vocabulary v{file.get_array<std::string>("tokenizer.ggml.tokens"),
-                     file.get_array<std::string>("tokenizer.ggml.merges"), std::nullopt,
-                     std::nullopt};
+                     file.get_array<std::string>("tokenizer.ggml.merges"), std::nullopt, std::nullopt};
   const Tokenizer tok = Tokenizer::from_gguf(file);
   const OracleBpe oracle(v);
   ASSERT_GT(v.merges.size(), 100u);
@@ -193,8 +232,7 @@ TEST(TokenizerFallback, MissingMergeResultFallsBackToSingleBytes) {
   // 'd' has no byte token at all and is dropped, as in the reference.
   EXPECT_EQ(tok.encode("d"), (std::vector<int32_t>{}));
   OracleBpe oracle(v);
-  for (std::string s : {"abcabc", "aacbc", "cab", "abab d"})
-    EXPECT_EQ(tok.encode_raw(s), oracle.encode_raw(s)) << s;
+  for (std::string s : {"abcabc", "aacbc", "cab", "abab d"}) EXPECT_EQ(tok.encode_raw(s), oracle.encode_raw(s)) << s;
 }
 
 TEST(TokenizerFallback, NeedsBosAndEos) {

@@ -2,15 +2,15 @@
 // (model.gguf: 1024 tokens, 761 merges). The text64 prompt ids were produced by the reference
 // engine (antirez/ds4) from the chat-rendered text, so they pin the pre-tokenizer, the merge
 // order and the special-token handling at once.
+#include <gtest/gtest.h>
+
+#include <boost/json.hpp>
+#include <fstream>
+#include <sstream>
+
 #include "engine/gguf/gguf_reader.hpp"
 #include "engine/tokenizer/tokenizer.hpp"
 #include "tests/engine/tokenizer/text_test_paths.hpp"
-
-#include <boost/json.hpp>
-#include <gtest/gtest.h>
-
-#include <fstream>
-#include <sstream>
 
 namespace ds4::tokenizer {
 namespace {
@@ -67,9 +67,8 @@ TEST_F(TinyVocab, LoadsVocabularyAndSpecials) {
 TEST_F(TinyVocab, Text64ChatPromptMatchesReference) {
   const auto& c = find_case("text64");
   const std::string text(c.at("text").as_string());
-  const std::string rendered = std::string(Tokenizer::kBos) + std::string(Tokenizer::kUser) +
-                               text + std::string(Tokenizer::kAssistant) +
-                               std::string(Tokenizer::kThinkEnd);
+  const std::string rendered = std::string(Tokenizer::kBos) + std::string(Tokenizer::kUser) + text +
+                               std::string(Tokenizer::kAssistant) + std::string(Tokenizer::kThinkEnd);
   const std::vector<int32_t> expected = ids_of(c.at("prompt"));
   EXPECT_EQ(tok_->encode(rendered), expected);
   EXPECT_EQ(tok_->decode(expected), rendered);

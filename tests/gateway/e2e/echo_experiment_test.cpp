@@ -120,8 +120,7 @@ const std::vector<Turn> kTurns = {
      "\n\n<｜DSML｜tool_calls>\n<｜DSML｜invoke name=\"shell\">\n"
      "<｜DSML｜parameter name=\"command\" string=\"true\">ls  -la /tmp &amp;&amp; echo done</｜DSML｜parameter>\n"
      "</｜DSML｜invoke>\n</｜DSML｜tool_calls>"},
-    {"", kToolResult,
-     "Two files; b.txt is larger.</think>There are two files; b.txt (4096 bytes) is the largest."},
+    {"", kToolResult, "Two files; b.txt is larger.</think>There are two files; b.txt (4096 bytes) is the largest."},
     {"Thanks. Summarize that in five words.", "", "Short answer.</think>Two files, b.txt is largest."},
 };
 

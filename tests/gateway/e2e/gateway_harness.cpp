@@ -10,10 +10,11 @@
 // exits 0. With --scripted the engine is ScriptedBackend (bytes as tokens, the given reply after
 // every prompt), which lets a client test exercise tool-call and reasoning deltas that a random
 // tiny model never produces.
+#include <spdlog/spdlog.h>
+
 #include <CLI/CLI.hpp>
 #include <csignal>
 #include <iostream>
-#include <spdlog/spdlog.h>
 #include <thread>
 
 #include "gateway/http/server.hpp"

@@ -118,14 +118,13 @@ TEST_F(TinyModel, EchoedTurnReusesTheLiveContext) {
   auto first = post("/v1/chat/completions", kGreedyChat);
   std::string answer(first.at("choices").at(0).at("message").at("content").as_string());
   int64_t first_prompt = first.at("usage").at("prompt_tokens").as_int64();
-  json::object follow = {
-      {"model", "tiny"},
-      {"max_tokens", 4},
-      {"temperature", 0},
-      {"thinking", false},
-      {"messages", json::array{json::object{{"role", "user"}, {"content", "Tell me a story."}},
-                               json::object{{"role", "assistant"}, {"content", answer}},
-                               json::object{{"role", "user"}, {"content", "And then?"}}}}};
+  json::object follow = {{"model", "tiny"},
+                         {"max_tokens", 4},
+                         {"temperature", 0},
+                         {"thinking", false},
+                         {"messages", json::array{json::object{{"role", "user"}, {"content", "Tell me a story."}},
+                                                  json::object{{"role", "assistant"}, {"content", answer}},
+                                                  json::object{{"role", "user"}, {"content", "And then?"}}}}};
   auto second = post("/v1/chat/completions", json::serialize(follow));
   int64_t cached = second.at("usage").at("prompt_tokens_details").at("cached_tokens").as_int64();
   EXPECT_GE(cached, first_prompt) << "answer: " << answer;
@@ -136,8 +135,7 @@ TEST_F(TinyModel, EchoedTurnReusesTheLiveContext) {
 TEST_F(TinyModel, PromptLongerThanTheContextIs400) {
   std::string big;
   for (int i = 0; i < 1500; ++i) big += "item " + std::to_string(i) + ", ";
-  auto v = post("/v1/chat/completions",
-                R"({"messages":[{"role":"user","content":")" + big + R"("}]})", 400);
+  auto v = post("/v1/chat/completions", R"({"messages":[{"role":"user","content":")" + big + R"("}]})", 400);
   EXPECT_EQ(v.at("error").at("code").as_string(), "context_length_exceeded");
 }
 

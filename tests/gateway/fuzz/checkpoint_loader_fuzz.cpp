@@ -94,7 +94,10 @@ const fs::path& scratch_dir() {
     const fs::path base = fs::is_directory("/dev/shm") ? fs::path("/dev/shm") : fs::temp_directory_path();
     fs::path d = base / ("ds4d-checkpoint-fuzz-" + std::to_string(::getpid()));
     fs::create_directories(d);
-    std::atexit([] { std::error_code ec; fs::remove_all(scratch_dir(), ec); });
+    std::atexit([] {
+      std::error_code ec;
+      fs::remove_all(scratch_dir(), ec);
+    });
     return d;
   }();
   return dir;

@@ -48,7 +48,6 @@ std::vector<std::string> names(const std::vector<Event>& events) {
   return out;
 }
 
-
 const char* kAnthropicTools =
     R"([{"name":"get_weather","description":"Weather for a city","input_schema":{"type":"object",
         "properties":{"city":{"type":"string"}}}},{"type":"web_search_20250305","name":"web_search"}])";
@@ -82,7 +81,6 @@ TEST(MessagesApi, NonStreamedTurnWithThinkingBlock) {
   EXPECT_EQ(v.at("usage").at("output_tokens").as_int64(), static_cast<int64_t>(kThinkReply.size()));
   EXPECT_GT(v.at("usage").at("input_tokens").as_int64(), 0);
   EXPECT_EQ(v.at("usage").at("cache_read_input_tokens").as_int64(), 0);
-
 }
 
 // The thinking block sent back is the reasoning echo: sent exactly, no violation and a live
@@ -105,8 +103,8 @@ TEST(MessagesApi, ThinkingBlockEchoIsTheReasoningContract) {
         json::object{{"role", "user"}, {"content", "Weather in Paris?"}},
         json::object{{"role", "assistant"}, {"content", assistant_content}},
         json::object{{"role", "user"},
-                     {"content", json::array{json::object{{"type", "tool_result"}, {"tool_use_id", id},
-                                                          {"content", "sunny"}}}}}};
+                     {"content",
+                      json::array{json::object{{"type", "tool_result"}, {"tool_use_id", id}, {"content", "sunny"}}}}}};
     return body_json(c.request(verb::post, "/v1/messages", json::serialize(next)));
   };
   auto v = echo(content);
@@ -168,17 +166,20 @@ TEST(MessagesApi, StreamFollowsTheEventLifecycleWithALiveToolUse) {
 
   // The tool round trip: tool_use echoed by id, tool_result in the next user message. The
   // sampled DSML is replayed exactly and the prompt extends the live context.
-  json::object next = json::parse(std::string(R"({"max_tokens":400,"thinking":{"type":"disabled"},"tools":)") +
-                                  kAnthropicTools + "}").as_object();
+  json::object next =
+      json::parse(std::string(R"({"max_tokens":400,"thinking":{"type":"disabled"},"tools":)") + kAnthropicTools + "}")
+          .as_object();
   next["messages"] = json::array{
       json::object{{"role", "user"}, {"content", "Weather in Paris?"}},
       json::object{{"role", "assistant"},
                    {"content", json::array{json::object{{"type", "text"}, {"text", "Checking."}},
-                                           json::object{{"type", "tool_use"}, {"id", tool_id}, {"name", "get_weather"},
+                                           json::object{{"type", "tool_use"},
+                                                        {"id", tool_id},
+                                                        {"name", "get_weather"},
                                                         {"input", json::object{{"city", "Paris"}}}}}}},
       json::object{{"role", "user"},
-                   {"content", json::array{json::object{{"type", "tool_result"}, {"tool_use_id", tool_id},
-                                                        {"content", "sunny"}}}}}};
+                   {"content", json::array{json::object{
+                                   {"type", "tool_result"}, {"tool_use_id", tool_id}, {"content", "sunny"}}}}}};
   r = c.request(verb::post, "/v1/messages", json::serialize(next));
   ASSERT_EQ(r.result_int(), 200) << r.body();
   auto v = body_json(r);
@@ -212,16 +213,20 @@ TEST(MessagesApi, ErrorsHaveTheAnthropicShapeAndXApiKeyAuthenticates) {
                 key);
   ASSERT_EQ(r.result_int(), 200) << r.body();
   std::string id(body_json(r).at("content").at(1).at("id").as_string());
-  json::object next = json::parse(std::string(R"({"max_tokens":400,"thinking":{"type":"disabled"},"tools":)") +
-                                  kAnthropicTools + "}").as_object();
+  json::object next =
+      json::parse(std::string(R"({"max_tokens":400,"thinking":{"type":"disabled"},"tools":)") + kAnthropicTools + "}")
+          .as_object();
   next["messages"] = json::array{
       json::object{{"role", "user"}, {"content", "Weather in Paris?"}},
       json::object{{"role", "assistant"},
                    {"content", json::array{json::object{{"type", "text"}, {"text", "Checking."}},
-                                           json::object{{"type", "tool_use"}, {"id", id}, {"name", "get_weather"},
+                                           json::object{{"type", "tool_use"},
+                                                        {"id", id},
+                                                        {"name", "get_weather"},
                                                         {"input", json::object{{"city", "Lyon"}}}}}}},
-      json::object{{"role", "user"},
-                   {"content", json::array{json::object{{"type", "tool_result"}, {"tool_use_id", id}, {"content", "x"}}}}}};
+      json::object{
+          {"role", "user"},
+          {"content", json::array{json::object{{"type", "tool_result"}, {"tool_use_id", id}, {"content", "x"}}}}}};
   r = c.request(verb::post, "/v1/messages", json::serialize(next), key);
   ASSERT_EQ(r.result_int(), 422) << r.body();
   v = body_json(r);
@@ -277,9 +282,13 @@ TEST(ResponsesApi, StreamFollowsTheCodexLifecycleAndTheCallRoundTripHitsTheLiveC
 
   // Stateless continuation (store:false): the client sends the whole input back.
   json::object next = json::parse(std::string(R"({"stream":false,"reasoning":{"effort":"none"},
-      "instructions":"You are a coding agent.","tools":)") + kResponsesTools + "}").as_object();
-  json::array input = json::parse(R"([{"type":"message","role":"developer","content":[{"type":"input_text","text":"sandbox: none"}]},
-      {"type":"message","role":"user","content":[{"type":"input_text","text":"Weather in Paris?"}]}])").as_array();
+      "instructions":"You are a coding agent.","tools":)") +
+                                  kResponsesTools + "}")
+                          .as_object();
+  json::array input =
+      json::parse(R"([{"type":"message","role":"developer","content":[{"type":"input_text","text":"sandbox: none"}]},
+      {"type":"message","role":"user","content":[{"type":"input_text","text":"Weather in Paris?"}]}])")
+          .as_array();
   for (const auto& item : output) input.push_back(item);
   input.push_back(json::object{{"type", "function_call_output"}, {"call_id", call_id}, {"output", "sunny"}});
   next["input"] = input;

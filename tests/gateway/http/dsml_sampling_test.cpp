@@ -3,13 +3,14 @@
 // behind) breaks the call when sampled at temperature 1, and keeps it intact when structure is
 // greedy while its payloads are still sampled; a model that would answer in prose is made to
 // open the forced call. Also the zone classification itself, and the whole path over HTTP.
+#include "gateway/protocol/dsml_sampling.hpp"
+
 #include <gtest/gtest.h>
 
 #include <boost/json.hpp>
 
 #include "engine/sampler/sampler.hpp"
 #include "gateway/protocol/dsml_parser.hpp"
-#include "gateway/protocol/dsml_sampling.hpp"
 #include "gateway/serving/dsml_token_policy.hpp"
 #include "tests/gateway/server_harness.hpp"
 
@@ -154,7 +155,7 @@ TEST(DsmlSampling, ZonesAlongACall) {
   EXPECT_EQ(zone_after("<｜DSML｜parameter name=\"p\" string=\"true\">"), SamplingZone::Payload);
   EXPECT_EQ(zone_after("a < b"), SamplingZone::Payload);
   EXPECT_EQ(zone_after("</"), SamplingZone::Structural);  // a closing tag may have begun
-  EXPECT_EQ(zone_after("x"), SamplingZone::Payload);       // it had not
+  EXPECT_EQ(zone_after("x"), SamplingZone::Payload);      // it had not
   EXPECT_EQ(zone_after("</｜DSML｜parameter>\n"), SamplingZone::Structural);
   EXPECT_EQ(zone_after("<｜DSML｜parameter name=\"j\" string=\"false\">{"), SamplingZone::Structural);
   EXPECT_EQ(zone_after("\"k"), SamplingZone::Payload);
@@ -170,7 +171,8 @@ TEST(DsmlSampling, RequiredToolChoiceOverHttpOpensTheNamedCall) {
       R"("tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object"}}}])";
   auto r = c.request(bhttp::verb::post, "/v1/chat/completions",
                      R"({"thinking":false,"stream":true,"max_tokens":80,"messages":[{"role":"user","content":"hi"}],
-                         "tool_choice":{"type":"function","function":{"name":"get_weather"}},)" + tools + "}");
+                         "tool_choice":{"type":"function","function":{"name":"get_weather"}},)" +
+                         tools + "}");
   ASSERT_EQ(r.result_int(), 200) << r.body();
   std::string name;
   for (const auto& data : HttpTestClient::sse_data(r.body())) {
@@ -186,7 +188,8 @@ TEST(DsmlSampling, RequiredToolChoiceOverHttpOpensTheNamedCall) {
   // A forced function that is not among the tools is named as the bad field.
   r = c.request(bhttp::verb::post, "/v1/chat/completions",
                 R"({"thinking":false,"messages":[{"role":"user","content":"hi"}],
-                    "tool_choice":{"type":"function","function":{"name":"nope"}},)" + tools + "}");
+                    "tool_choice":{"type":"function","function":{"name":"nope"}},)" +
+                    tools + "}");
   ASSERT_EQ(r.result_int(), 400);
   EXPECT_EQ(json::parse(r.body()).at("error").at("param").as_string(), "tool_choice");
 }

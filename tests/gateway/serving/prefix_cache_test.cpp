@@ -380,8 +380,8 @@ void run_remembering(Harness& h, const std::string& prompt, const std::string& i
 
 // Every checkpoint file's contract records, keyed by the first bytes of its tokens' text.
 std::map<std::string, protocol::ContractStore*> checkpoint_contracts(
-    const fs::path& dir, std::vector<std::unique_ptr<protocol::ContractStore>>& keep, std::map<std::string, size_t>& bytes,
-    const ScriptedBackend& b) {
+    const fs::path& dir, std::vector<std::unique_ptr<protocol::ContractStore>>& keep,
+    std::map<std::string, size_t>& bytes, const ScriptedBackend& b) {
   std::map<std::string, protocol::ContractStore*> out;
   for (const auto& e : fs::directory_iterator(dir)) {
     if (e.path().extension() != cache::kCheckpointSuffix) continue;

@@ -1,6 +1,8 @@
 // The forge: byte-identical output per seed, the full DS4 layout with the q2 recipe, the same
 // metadata values and tensor table as the GGML-written ds4-tiny, the documented weight statistics,
 // and a byte-level BPE vocabulary with the DS4 specials where the ds4-tiny model has them.
+#include "engine/gguf/forge/forge.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -11,7 +13,6 @@
 #include <set>
 
 #include "engine/gguf/ds4_layout.hpp"
-#include "engine/gguf/forge/forge.hpp"
 #include "engine/gguf/forge/forge_random.hpp"
 #include "engine/gguf/forge/forge_vocab.hpp"
 #include "engine/quant/quant.hpp"
@@ -30,10 +31,8 @@ const std::vector<std::byte>& tiny_seed(uint64_t seed) {
 std::vector<float> dequantized(const GgufFile& f, const std::string& name) {
   const TensorInfo& t = f.tensor(name);
   std::vector<float> out(t.n_elements);
-  if (t.type == quant::Type::F32)
-    std::memcpy(out.data(), f.data(t), t.n_bytes);
-  else
-    quant::traits(t.type).dequantize(f.data(t), out.data(), static_cast<int64_t>(t.n_elements));
+  if (t.type == quant::Type::F32) std::memcpy(out.data(), f.data(t), t.n_bytes);
+  else quant::traits(t.type).dequantize(f.data(t), out.data(), static_cast<int64_t>(t.n_elements));
   return out;
 }
 
@@ -97,8 +96,9 @@ TEST(Forge, TinyHasTheDs4TinyLayoutAndMetadata) {
     const KeyValue &a = forged.metadata()[i], &b = ref.metadata()[i];
     EXPECT_EQ(a.key, b.key);
     EXPECT_EQ(a.value.type_description(), b.value.type_description()) << a.key;
-    if (a.key.rfind("deepseek4.", 0) == 0 || a.key == "general.alignment" || a.key.find("_token") != std::string::npos ||
-        a.key == "tokenizer.ggml.model" || a.key == "tokenizer.ggml.pre" || a.key == "tokenizer.ggml.token_type") {
+    if (a.key.rfind("deepseek4.", 0) == 0 || a.key == "general.alignment" ||
+        a.key.find("_token") != std::string::npos || a.key == "tokenizer.ggml.model" || a.key == "tokenizer.ggml.pre" ||
+        a.key == "tokenizer.ggml.token_type") {
       EXPECT_EQ(a.value, b.value) << a.key;
     }
   }
@@ -172,9 +172,9 @@ TEST(ForgeVocab, Ds4TinyLayout) {
   ASSERT_EQ(v.merges.size(), 761u);
   EXPECT_EQ(v.tokens[0], "<｜begin▁of▁sentence｜>");
   EXPECT_EQ(v.tokens[1], "<｜end▁of▁sentence｜>");
-  EXPECT_EQ(v.tokens[2], "Ā");           // byte 0
-  EXPECT_EQ(v.tokens[2 + ' '], "Ġ");     // space
-  EXPECT_EQ(v.tokens[2 + '\n'], "Ċ");    // newline
+  EXPECT_EQ(v.tokens[2], "Ā");         // byte 0
+  EXPECT_EQ(v.tokens[2 + ' '], "Ġ");   // space
+  EXPECT_EQ(v.tokens[2 + '\n'], "Ċ");  // newline
   EXPECT_EQ(v.tokens[2 + 'A'], "A");
   EXPECT_EQ(v.tokens[2 + 0xff], "ÿ");
   EXPECT_EQ(v.tokens[1019], "<｜User｜>");
@@ -196,8 +196,7 @@ TEST(ForgeVocab, Ds4TinyLayout) {
     known.insert(l + r);
   }
   EXPECT_EQ(v.merges[0], "Ġ t");
-  for (size_t i = 0; i < v.token_types.size(); ++i)
-    EXPECT_EQ(v.token_types[i], (i < 2 || i >= 1019) ? 3 : 1) << i;
+  for (size_t i = 0; i < v.token_types.size(); ++i) EXPECT_EQ(v.token_types[i], (i < 2 || i >= 1019) ? 3 : 1) << i;
   EXPECT_EQ(build_forge_vocab(2048).merges.size(), 2048u - 263);
   EXPECT_THROW(build_forge_vocab(100), std::invalid_argument);
   EXPECT_THROW(build_forge_vocab(1u << 20), std::invalid_argument);

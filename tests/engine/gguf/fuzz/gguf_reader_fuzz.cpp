@@ -26,12 +26,30 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     // Every accessor on every key either converts or throws GgufError.
     for (const KeyValue& kv : f.metadata()) {
-      try { (void)f.get<uint32_t>(kv.key); } catch (const GgufError&) {}
-      try { (void)f.get<int64_t>(kv.key); } catch (const GgufError&) {}
-      try { (void)f.get<float>(kv.key); } catch (const GgufError&) {}
-      try { (void)f.get<std::string>(kv.key); } catch (const GgufError&) {}
-      try { (void)f.get_array<uint32_t>(kv.key); } catch (const GgufError&) {}
-      try { (void)f.get_array<std::string>(kv.key); } catch (const GgufError&) {}
+      try {
+        (void)f.get<uint32_t>(kv.key);
+      } catch (const GgufError&) {
+      }
+      try {
+        (void)f.get<int64_t>(kv.key);
+      } catch (const GgufError&) {
+      }
+      try {
+        (void)f.get<float>(kv.key);
+      } catch (const GgufError&) {
+      }
+      try {
+        (void)f.get<std::string>(kv.key);
+      } catch (const GgufError&) {
+      }
+      try {
+        (void)f.get_array<uint32_t>(kv.key);
+      } catch (const GgufError&) {
+      }
+      try {
+        (void)f.get_array<std::string>(kv.key);
+      } catch (const GgufError&) {
+      }
     }
     // The DS4 catalogue check must also cope with any accepted file.
     (void)check_ds4_layout(f);
