@@ -57,14 +57,17 @@ install_apt
 
 # The npm packages of the client tests (tests/clients: Claude Code, Codex CLI, opencode and the
 # official SDKs, versions pinned in its package-lock.json), into tests/clients/node_modules.
-# npm ci only when the lock changed since the last install (npm writes node_modules/.package-lock.json).
+# Installed only when the lock changed since the last install (npm writes node_modules/.package-lock.json).
 # DS4D_SKIP_NPM=1 skips it (the client tests then skip, naming this step).
 clients="$(cd "$(dirname "$0")/.." && pwd)/tests/clients"
 if [ "${DS4D_SKIP_NPM:-0}" != 1 ]; then
   if [ ! -f "$clients/node_modules/.package-lock.json" ] ||
      [ "$clients/package-lock.json" -nt "$clients/node_modules/.package-lock.json" ]; then
-    echo "install-deps: npm ci in tests/clients (coding agents and SDKs, about 1.3 GB)"
-    npm ci --prefix "$clients" --no-audit --no-fund --loglevel=error
+    echo "install-deps: npm install in tests/clients (coding agents and SDKs, about 1.3 GB)"
+    # npm install --no-save, not npm ci: npm 11 leaves opencode-ai's foreign-platform optional
+    # packages out of the lock, and npm ci then refuses the lock as out of sync ("Missing:
+    # opencode-darwin-arm64@"). install keeps every version the lock pins and writes nothing.
+    npm install --prefix "$clients" --no-save --no-audit --no-fund --loglevel=error
   else
     echo "install-deps: tests/clients npm packages present"
   fi
