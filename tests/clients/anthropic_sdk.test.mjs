@@ -7,22 +7,15 @@
 // the tool round trip: the turn sent back as the SDK returned it, thinking block included, plus a
 // tool_result extends the live context, so usage reports cache_read_input_tokens and the echo
 // contract holds). Run by ctest (label clients) with DS4D_GATEWAY_HARNESS and DS4D_TINY_MODEL set.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { skipUnlessInstalled } from './agents.mjs';
-import { startHarness } from './servers.mjs';
+import { SDK_KEY, useSdkHarnesses } from './servers.mjs';
 
 skipUnlessInstalled({ packages: ['@anthropic-ai/sdk'] });
 const { default: Anthropic } = await import('@anthropic-ai/sdk');
 
-const KEY = 'test-key';
-
-const TOOL_REPLY =
-  'The user wants the weather.</think>Let me check.\n\n<｜DSML｜tool_calls>\n' +
-  '<｜DSML｜invoke name="get_weather">\n' +
-  '<｜DSML｜parameter name="city" string="true">Paris</｜DSML｜parameter>\n' +
-  '<｜DSML｜parameter name="days" string="false">3</｜DSML｜parameter>\n' +
-  '</｜DSML｜invoke>\n</｜DSML｜tool_calls>';
+const KEY = SDK_KEY;
 
 const TOOLS = [{
   name: 'get_weather',
@@ -30,26 +23,14 @@ const TOOLS = [{
   input_schema: { type: 'object', properties: { city: { type: 'string' }, days: { type: 'integer' } } },
 }];
 
-let tiny, tools;
-
-before(async () => {
-  assert.ok(process.env.DS4D_TINY_MODEL, 'DS4D_TINY_MODEL must point at a tiny DS4 GGUF');
-  [tiny, tools] = await Promise.all([
-    startHarness(['--model', process.env.DS4D_TINY_MODEL, '--api-key', KEY, '--ctx', '2048']),
-    startHarness(['--scripted', TOOL_REPLY]),
-  ]);
-});
-
-after(() => {
-  for (const h of [tiny, tools]) if (h) h.stop();
-});
+const servers = useSdkHarnesses();
 
 function client(h, apiKey = KEY) {
   return new Anthropic({ baseURL: h.base, apiKey, maxRetries: 0, timeout: 120000 });
 }
 
 test('messages.create with the tiny model: shape and usage', async () => {
-  const r = await client(tiny).messages.create({
+  const r = await client(servers.tiny).messages.create({
     model: 'deepseek-v4-flash',
     max_tokens: 8,
     temperature: 0,
@@ -69,7 +50,7 @@ test('messages.create with the tiny model: shape and usage', async () => {
 });
 
 test('messages.stream of a greedy reply equals messages.create, event by event', async () => {
-  const c = client(tiny);
+  const c = client(servers.tiny);
   const request = {
     model: 'deepseek-v4-flash',
     max_tokens: 10,
@@ -99,7 +80,7 @@ test('messages.stream of a greedy reply equals messages.create, event by event',
 });
 
 test('thinking enabled on the tiny model: a thinking block first, with a signature', async () => {
-  const r = await client(tiny).messages.create({
+  const r = await client(servers.tiny).messages.create({
     model: 'deepseek-v4-flash',
     max_tokens: 12,
     temperature: 0,
@@ -113,7 +94,7 @@ test('thinking enabled on the tiny model: a thinking block first, with a signatu
 });
 
 test('messages.stream: thinking, text and a live tool_use, then the round trip hits the cache', async () => {
-  const c = client(tools);
+  const c = client(servers.tools);
   const request = {
     model: 'deepseek-v4-flash',
     max_tokens: 400,
@@ -160,10 +141,10 @@ test('messages.stream: thinking, text and a live tool_use, then the round trip h
 
 test('errors: 400 in the Anthropic shape naming the field, 401 with a wrong x-api-key', async () => {
   await assert.rejects(
-    client(tiny).messages.create({ model: 'm', max_tokens: 5, messages: [{ role: 'user', content: 5 }] }),
+    client(servers.tiny).messages.create({ model: 'm', max_tokens: 5, messages: [{ role: 'user', content: 5 }] }),
     (e) => e instanceof Anthropic.BadRequestError && e.error.type === 'error' &&
       e.error.error.type === 'invalid_request_error' && /messages\[0\]\.content/.test(e.error.error.message));
   await assert.rejects(
-    client(tiny, 'wrong').messages.create({ model: 'm', max_tokens: 5, messages: [{ role: 'user', content: 'x' }] }),
+    client(servers.tiny, 'wrong').messages.create({ model: 'm', max_tokens: 5, messages: [{ role: 'user', content: 'x' }] }),
     (e) => e instanceof Anthropic.AuthenticationError);
 });

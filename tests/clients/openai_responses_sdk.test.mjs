@@ -8,22 +8,15 @@
 // store: false: the output items sent back with the call's output extend the live context, so
 // usage reports input_tokens_details.cached_tokens and the echo contract holds). Run by ctest
 // (label clients) with DS4D_GATEWAY_HARNESS and DS4D_TINY_MODEL set.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { skipUnlessInstalled } from './agents.mjs';
-import { startHarness } from './servers.mjs';
+import { SDK_KEY, useSdkHarnesses } from './servers.mjs';
 
 skipUnlessInstalled({ packages: ['openai'] });
 const { default: OpenAI } = await import('openai');
 
-const KEY = 'test-key';
-
-const TOOL_REPLY =
-  'The user wants the weather.</think>Let me check.\n\n<｜DSML｜tool_calls>\n' +
-  '<｜DSML｜invoke name="get_weather">\n' +
-  '<｜DSML｜parameter name="city" string="true">Paris</｜DSML｜parameter>\n' +
-  '<｜DSML｜parameter name="days" string="false">3</｜DSML｜parameter>\n' +
-  '</｜DSML｜invoke>\n</｜DSML｜tool_calls>';
+const KEY = SDK_KEY;
 
 // A function tool plus a kind ds4d cannot run (Codex sends web_search): left out, never a 400.
 const TOOLS = [
@@ -32,26 +25,14 @@ const TOOLS = [
   { type: 'web_search' },
 ];
 
-let tiny, tools;
-
-before(async () => {
-  assert.ok(process.env.DS4D_TINY_MODEL, 'DS4D_TINY_MODEL must point at a tiny DS4 GGUF');
-  [tiny, tools] = await Promise.all([
-    startHarness(['--model', process.env.DS4D_TINY_MODEL, '--api-key', KEY, '--ctx', '2048']),
-    startHarness(['--scripted', TOOL_REPLY]),
-  ]);
-});
-
-after(() => {
-  for (const h of [tiny, tools]) if (h) h.stop();
-});
+const servers = useSdkHarnesses();
 
 function client(h, apiKey = KEY) {
   return new OpenAI({ baseURL: `${h.base}/v1`, apiKey, maxRetries: 0, timeout: 120000 });
 }
 
 test('responses.create with the tiny model: shape and usage', async () => {
-  const r = await client(tiny).responses.create({
+  const r = await client(servers.tiny).responses.create({
     model: 'deepseek-v4-flash',
     instructions: 'Be brief.',
     input: 'Hello, who are you?',
@@ -73,7 +54,7 @@ test('responses.create with the tiny model: shape and usage', async () => {
 });
 
 test('responses.stream of a greedy reply equals responses.create', async () => {
-  const c = client(tiny);
+  const c = client(servers.tiny);
   const request = {
     model: 'deepseek-v4-flash',
     input: [{ role: 'user', content: 'Count to five.' }],
@@ -99,7 +80,7 @@ test('responses.stream of a greedy reply equals responses.create', async () => {
 });
 
 test('responses.stream: a function call, then the stateless round trip hits the cache', async () => {
-  const c = client(tools);
+  const c = client(servers.tools);
   const input = [{ role: 'user', content: 'Weather in Paris?' }];
   const stream = c.responses.stream({
     model: 'deepseek-v4-flash', input, tools: TOOLS, store: false,
@@ -137,8 +118,8 @@ test('responses.stream: a function call, then the stateless round trip hits the 
 
 test('errors: 400 naming the field, 401 without the key', async () => {
   await assert.rejects(
-    client(tiny).responses.create({ model: 'm', input: [{ role: 'user', content: 5 }] }),
+    client(servers.tiny).responses.create({ model: 'm', input: [{ role: 'user', content: 5 }] }),
     (e) => e instanceof OpenAI.BadRequestError && /input\[0\]/.test(`${e.param ?? ''} ${e.message}`));
-  await assert.rejects(client(tiny, 'wrong').responses.create({ model: 'm', input: 'x' }),
+  await assert.rejects(client(servers.tiny, 'wrong').responses.create({ model: 'm', input: 'x' }),
     (e) => e instanceof OpenAI.AuthenticationError);
 });

@@ -7,6 +7,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+import assert from 'node:assert/strict';
+import { before, after } from 'node:test';
 
 // Starts gateway_harness with `args`; resolves {child, base} once it prints READY. stop() ends it.
 export function startHarness(args) {
@@ -21,6 +23,31 @@ export function startHarness(args) {
     });
     child.on('exit', (code) => reject(new Error(`gateway_harness ${args.join(' ')} exited with ${code}`)));
   });
+}
+
+// The two harnesses both SDK suites use, started before and stopped after the file's tests: `tiny`,
+// the tiny DS4 model (DS4D_TINY_MODEL) behind SDK_KEY, and `tools`, a scripted engine that replies
+// WEATHER_TOOL_REPLY. Returns the object whose fields are set once `before` has run.
+export const SDK_KEY = 'test-key';
+export const WEATHER_TOOL_REPLY =
+  'The user wants the weather.</think>Let me check.\n\n<｜DSML｜tool_calls>\n' +
+  '<｜DSML｜invoke name="get_weather">\n' +
+  '<｜DSML｜parameter name="city" string="true">Paris</｜DSML｜parameter>\n' +
+  '<｜DSML｜parameter name="days" string="false">3</｜DSML｜parameter>\n' +
+  '</｜DSML｜invoke>\n</｜DSML｜tool_calls>';
+export function useSdkHarnesses() {
+  const h = { tiny: null, tools: null };
+  before(async () => {
+    assert.ok(process.env.DS4D_TINY_MODEL, 'DS4D_TINY_MODEL must point at a tiny DS4 GGUF');
+    [h.tiny, h.tools] = await Promise.all([
+      startHarness(['--model', process.env.DS4D_TINY_MODEL, '--api-key', SDK_KEY, '--ctx', '2048']),
+      startHarness(['--scripted', WEATHER_TOOL_REPLY]),
+    ]);
+  });
+  after(() => {
+    for (const x of [h.tiny, h.tools]) if (x) x.stop();
+  });
+  return h;
 }
 
 // Starts the ds4d daemon on `model` with an API key, a port chosen by the kernel, its own cache
