@@ -65,8 +65,6 @@ chat() {  # chat MAX_TOKENS STREAM(true|false) OUTPUT_FILE [EXTRA_JSON_FIELDS]
 }
 
 echo "DS4D-VM-INFO kernel $(uname -r), $(nproc) CPUs, $(awk '/MemTotal/ {print int($2/1024)}' /proc/meminfo) MiB"
-# Where the boot went (the slowest units), for the boot times the host reports.
-echo "DS4D-VM-INFO slowest units: $(systemd-analyze blame --no-pager 2>/dev/null | head -n 4 | tr -s ' ' | tr '\n' ';')"
 
 # No drop-in and no edited configuration: the package must start with what a user gets. Its
 # memory budgets are `auto`, so the planner sizes context, hot cache, reserve, floor and swap for
