@@ -9,7 +9,8 @@
 #include <iostream>
 
 #include "config/config_loader.hpp"
-#include "config/log_setup.hpp"
+#include "config/exit_status.hpp"
+#include "config/program_config.hpp"
 #include "daemon/daemon_run.hpp"
 
 namespace {
@@ -59,20 +60,9 @@ int main(int argc, char** argv) {
   config::ConfigLoader loader(app, config::KeyScope::daemon);
   CLI11_PARSE(app, argc, argv);
   config::Config cfg;
-  try {
-    cfg = loader.load();
-    config::setup_logging(cfg.log, std::getenv("JOURNAL_STREAM"));
-  } catch (const std::exception& e) {
-    std::cerr << "ds4d: " << e.what() << "\n";
-    return config::kExitConfigError;
-  }
-  if (print_config) {
-    std::cout << config::render_config(cfg, loader.origins());
-    return 0;
-  }
-  if (!loader.config_file().empty()) spdlog::info("configuration from {}", loader.config_file());
-  for (const std::string& name : config::unknown_environment(environ))
-    spdlog::warn("{} is set but is not a configuration variable (see ds4d --help); ignored", name);
+  if (auto done =
+          config::load_program_config(loader, "ds4d", print_config ? &std::cout : nullptr, std::cerr, environ, cfg))
+    return *done;
   try {
     return daemon::run_daemon(cfg);
   } catch (const std::exception& e) {

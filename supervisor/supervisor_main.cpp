@@ -11,7 +11,7 @@
 
 #include "config/config_loader.hpp"
 #include "config/exit_status.hpp"
-#include "config/log_setup.hpp"
+#include "config/program_config.hpp"
 #include "engine/planner/byte_size.hpp"
 #include "host/command_runner.hpp"
 #include "supervisor/host_preparation.hpp"
@@ -80,19 +80,9 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   config::Config cfg;
-  try {
-    cfg = loader.load();
-    config::setup_logging(cfg.log, std::getenv("JOURNAL_STREAM"));
-  } catch (const std::exception& e) {
-    std::cerr << "ds4d-supervisor: " << e.what() << "\n";
-    return config::kExitConfigError;
-  }
-  if (print_config) {
-    std::cout << config::render_config(cfg, loader.origins());
-    return 0;
-  }
-  for (const std::string& name : config::unknown_environment(environ))
-    spdlog::warn("{} is set but is not a configuration variable (see ds4d-supervisor --help); ignored", name);
+  if (auto done = config::load_program_config(loader, "ds4d-supervisor", print_config ? &std::cout : nullptr, std::cerr,
+                                              environ, cfg))
+    return *done;
   const host::Sysroot root(sysroot);
 
   planner::Plan plan;

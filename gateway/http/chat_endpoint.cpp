@@ -12,9 +12,11 @@
 // the client's next request that echoes the turn renders byte-identical to what the live context holds and gets a
 // prefix-cache hit.
 //
-// Finish reasons: stop (EOS, stop string), length (max_tokens, context full, request timeout),
-// tool_calls (a complete block), error (engine failure, or output ending inside a tool-call
-// block, which cannot be retracted once streamed). Every response carries the `ds4d` extension
+// Finish reasons: stop (EOS, stop string), length (max_tokens, context full, request timeout,
+// also when the cut falls inside a tool-call block: the unclosed call is left out of a
+// non-streamed answer; a stream has sent its deltas, and length tells the client not to run
+// it), tool_calls (a complete block), error (engine failure, or the model ending its output
+// inside a tool-call block, which cannot be retracted once streamed). Every response carries the `ds4d` extension
 // object: {"contract": {mode, ok, violations, replayed_blocks, ...}, "cache": {source,
 // cached_tokens}}.
 #include <boost/json.hpp>
@@ -67,7 +69,8 @@ class ChatFormat final : public TurnFormat {
     openai::AssistantOutput output;
     output.content = o.message->content;
     output.reasoning = o.message->reasoning;
-    for (const auto& call : o.message->calls) output.tool_calls.push_back({call.id, call.name, call.arguments_json});
+    for (const auto& call : o.message->calls)
+      if (call.closed) output.tool_calls.push_back({call.id, call.name, call.arguments_json});
     return json_head(200, json::serialize(openai::chat_completion(meta_, output, o.finish, o.usage, &o.ds4d)));
   }
 

@@ -13,9 +13,11 @@
 // counts), ping, then one content block at a time — thinking (thinking_delta*, signature_delta,
 // stop), text (text_delta*), tool_use per call (input_json_delta* as the DSML arguments arrive,
 // stop) — then message_delta (stop_reason, usage with output_tokens, ds4d) and message_stop.
-// A turn that fails (engine error, output ending inside a tool call) ends with an `error` event
-// instead of message_delta, or a 500 when not streamed, so the client retries rather than runs a
-// broken call. Errors before the turn have Anthropic's {"type":"error","error":{...}} shape.
+// A turn that fails (engine error, the model ending its output inside a tool call) ends with an
+// `error` event instead of message_delta, or a 500 when not streamed, so the client retries
+// rather than runs a broken call. max_tokens cutting a tool call is stop_reason max_tokens, as
+// Anthropic answers it: the started tool_use block is closed as it stands, and a non-streamed
+// message leaves the unclosed call out. Errors before the turn have Anthropic's {"type":"error","error":{...}} shape.
 #include <spdlog/spdlog.h>
 
 #include <boost/json.hpp>
@@ -107,7 +109,8 @@ class MessagesFormat final : public TurnFormat {
     output.thinking = o.message->reasoning;
     output.signature = id_;
     output.text = o.message->content;
-    for (const auto& call : o.message->calls) output.tool_uses.push_back({call.id, call.name, call.arguments_json});
+    for (const auto& call : o.message->calls)
+      if (call.closed) output.tool_uses.push_back({call.id, call.name, call.arguments_json});
     return json_head(
         200, json::serialize(anthropic::message_json(id_, model_, output, stop_reason_of(o), o.usage, &o.ds4d)));
   }

@@ -12,8 +12,12 @@
 // output item: output_item.added, its deltas (reasoning_summary_part.added +
 // reasoning_summary_text.delta/done + part.done; content_part.added + output_text.delta/done +
 // content_part.done; function_call_arguments.delta/done), output_item.done; and finally
-// response.completed (or .incomplete for length, .failed for an engine error or output ending
-// inside a tool call) with the whole response and usage. Every event has sequence_number.
+// response.completed (or .incomplete for length, .failed for an engine error or the model ending
+// its output inside a tool call) with the whole response and usage. Every event has
+// sequence_number. A function call cut by max_output_tokens was announced (output_item.added,
+// argument deltas) but gets no output_item.done and is not in the response's output: clients
+// run calls when they are done, and this one never was (status incomplete,
+// incomplete_details.reason max_output_tokens).
 #include <spdlog/spdlog.h>
 
 #include <boost/json.hpp>
@@ -97,6 +101,7 @@ class ResponsesFormat final : public TurnFormat {
 
   std::string close(const TurnOutcome& o) override {
     std::string out;
+    if (current_ == Item::Call) current_ = Item::None;  // its </invoke> never came: not a call
     leave(out);
     responses::Status status = status_of(o);
     remember(o);
@@ -113,10 +118,13 @@ class ResponsesFormat final : public TurnFormat {
     const protocol::ParsedMessage& m = *o.message;
     json::array output;
     if (m.reasoning) output.push_back(responses::reasoning_item(new_response_id("rs_"), *m.reasoning, true));
-    if (!m.content.empty() || m.calls.empty())
+    bool any_call = false;
+    for (const auto& c : m.calls) any_call = any_call || c.closed;
+    if (!m.content.empty() || !any_call)
       output.push_back(responses::message_item(new_response_id("msg_"), m.content, true));
     for (const auto& c : m.calls)
-      output.push_back(responses::function_call_item(new_response_id("fc_"), c.id, c.name, c.arguments_json, true));
+      if (c.closed)
+        output.push_back(responses::function_call_item(new_response_id("fc_"), c.id, c.name, c.arguments_json, true));
     responses::Status status = status_of(o);
     remember(o);
     return json_head(200, json::serialize(responses::response_json(
@@ -207,7 +215,8 @@ class ResponsesFormat final : public TurnFormat {
     turn.role = protocol::Role::Assistant;
     turn.content = o.message->content;
     turn.reasoning = o.message->reasoning;
-    for (const auto& c : o.message->calls) turn.tool_calls.push_back({c.id, c.name, c.arguments_json});
+    for (const auto& c : o.message->calls)
+      if (c.closed) turn.tool_calls.push_back({c.id, c.name, c.arguments_json});
     std::vector<protocol::Message> conversation = conversation_;
     conversation.push_back(std::move(turn));
     history_->remember(meta_.id, std::move(conversation));

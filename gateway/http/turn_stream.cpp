@@ -112,7 +112,11 @@ bool TurnStream::on_text(std::string_view bytes) {
 openai::FinishReason turn_finish_reason(const serving::GenerationResult& result, const protocol::ParsedMessage* msg) {
   openai::FinishReason finish = client_finish_reason(result.finish);
   if (msg && msg->status == protocol::ToolCallsStatus::Complete) finish = openai::FinishReason::ToolCalls;
-  if (msg && msg->status == protocol::ToolCallsStatus::Unterminated) finish = openai::FinishReason::Error;
+  // Cut inside a block by max_tokens (or the context, or the deadline): a length stop, as the
+  // APIs report any cut, so the client knows to retry with more room; the unclosed call is left
+  // out of the answer. The model itself stopping inside a block is a broken turn: error.
+  if (msg && msg->status == protocol::ToolCallsStatus::Unterminated && finish != openai::FinishReason::Length)
+    finish = openai::FinishReason::Error;
   return finish;
 }
 

@@ -124,8 +124,9 @@ class TurnStream final : public serving::GenerationSink {
   // queue under that lock before its first callback, so the calls never overlap.
 };
 
-// The finish reason a client sees for a chat-shaped turn: tool_calls for a complete block,
-// error for output that ended inside one, else from the serving outcome.
+// The finish reason a client sees for a chat-shaped turn: tool_calls for a complete block;
+// for output that ended inside one, length when a limit cut it (max_tokens, context, deadline)
+// and error when the model stopped there; else from the serving outcome.
 protocol::openai::FinishReason turn_finish_reason(const serving::GenerationResult& result,
                                                   const protocol::ParsedMessage* message);
 

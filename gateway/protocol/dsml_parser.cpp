@@ -248,6 +248,7 @@ struct OutputParser::State {
           call.arguments_json = args;
           call.arguments_valid = json_scan::is_valid(args);
           call.exact_dsml = block_raw.substr(invoke_start);
+          call.closed = true;
           events->push_back(ToolCallEnd{call_index, call.arguments_json, call.exact_dsml, call.arguments_valid});
           pos = BlockPos::BetweenInvokes;
           return Step::Progress;

@@ -16,13 +16,15 @@ struct ParsedToolCall {
   std::string arguments_json;   // deterministic compact JSON built from the DSML parameters
   bool arguments_valid = true;  // false when a string="false" value was not valid JSON
   std::string exact_dsml;       // the sampled <invoke ...>...</invoke> element, byte for byte
+  bool closed = false;          // its </invoke> arrived; an unclosed call (output cut) is never run
 };
 
 enum class ToolCallsStatus {
   None,          // no tool-call block was started
   Complete,      // a block was opened and closed; `calls` and `dsml_block` are valid
   Malformed,     // a block started but was not well formed; its bytes went out as content
-  Unterminated,  // output ended inside a block (ds4: finish "error", the call can't be run)
+  Unterminated,  // output ended inside a block: finish "length" when max_tokens cut it (the
+                 // unclosed call is left out), "error" when the model itself stopped there
 };
 
 struct ParsedMessage {

@@ -11,25 +11,12 @@
 #include <stdexcept>
 #include <string>
 
-#include "tests/support/test_sysroot.hpp"
+#include "tests/support/capture_stderr.hpp"
 
 namespace ds4::config {
 namespace {
 
-std::string capture_stderr_of(const std::function<void()>& f) {
-  testing::TempDir d;
-  const std::string path = d.str() + "/err";
-  fflush(stderr);
-  const int saved = dup(2);
-  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  dup2(fd, 2);
-  close(fd);
-  f();
-  fflush(stderr);
-  dup2(saved, 2);
-  close(saved);
-  return testing::read_file(path);
-}
+using testing::capture_stderr_of;
 
 TEST(Logging, JournalStyleHasPriorityPrefixAndNoTimestamp) {
   Config::Log l;

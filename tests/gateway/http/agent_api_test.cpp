@@ -6,6 +6,7 @@
 
 #include <boost/json.hpp>
 
+#include "tests/gateway/http/sse_events.hpp"
 #include "tests/gateway/server_harness.hpp"
 
 namespace ds4::test {
@@ -20,33 +21,6 @@ const std::string kToolReply =
     "</｜DSML｜invoke>\n</｜DSML｜tool_calls>";
 const std::string kThinkReply = "Pondering the greeting.</think>Hello there";
 const std::string kThinkToolReply = "Pondering the weather.</think>" + kToolReply;
-
-struct Event {
-  std::string name;
-  json::value data;
-};
-
-// "event: X\ndata: Y" pairs of an SSE body (comments skipped).
-std::vector<Event> sse_events(const std::string& body) {
-  std::vector<Event> out;
-  std::string name;
-  size_t pos = 0;
-  while (pos < body.size()) {
-    size_t end = body.find('\n', pos);
-    if (end == std::string::npos) end = body.size();
-    std::string line = body.substr(pos, end - pos);
-    if (line.rfind("event: ", 0) == 0) name = line.substr(7);
-    if (line.rfind("data: ", 0) == 0) out.push_back({name, json::parse(line.substr(6))});
-    pos = end + 1;
-  }
-  return out;
-}
-
-std::vector<std::string> names(const std::vector<Event>& events) {
-  std::vector<std::string> out;
-  for (const auto& e : events) out.push_back(e.name);
-  return out;
-}
 
 const char* kAnthropicTools =
     R"([{"name":"get_weather","description":"Weather for a city","input_schema":{"type":"object",
@@ -125,7 +99,7 @@ TEST(MessagesApi, StreamFollowsTheEventLifecycleWithALiveToolUse) {
   ASSERT_EQ(r.result_int(), 200) << r.body();
   EXPECT_EQ(r[bhttp::field::content_type], "text/event-stream");
   auto events = sse_events(r.body());
-  auto n = names(events);
+  auto n = sse_names(events);
   ASSERT_GE(n.size(), 9u) << r.body();
   EXPECT_EQ(n[0], "message_start");
   EXPECT_EQ(n[1], "ping");
@@ -254,7 +228,7 @@ TEST(ResponsesApi, StreamFollowsTheCodexLifecycleAndTheCallRoundTripHitsTheLiveC
                          {"type":"input_text","text":"Weather in Paris?"}]}]})");
   ASSERT_EQ(r.result_int(), 200) << r.body();
   auto events = sse_events(r.body());
-  auto n = names(events);
+  auto n = sse_names(events);
   ASSERT_GE(n.size(), 8u);
   EXPECT_EQ(n[0], "response.created");
   EXPECT_EQ(n[1], "response.in_progress");
