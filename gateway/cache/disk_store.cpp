@@ -137,6 +137,18 @@ std::optional<DiskMatch> DiskStore::find(std::span<const Token> prompt, size_t m
   return best;
 }
 
+std::optional<std::vector<Token>> DiskStore::longest_tokens_if(
+    size_t longer_than, const std::function<bool(std::span<const Token>)>& usable) const {
+  std::lock_guard lock(mu_);
+  const Entry* best = nullptr;
+  for (const auto& [name, e] : index_) {
+    if (e.tokens.size() <= longer_than || (best && e.tokens.size() <= best->tokens.size())) continue;
+    if (usable(e.tokens)) best = &e;
+  }
+  if (!best) return std::nullopt;
+  return best->tokens;
+}
+
 bool DiskStore::contains(std::span<const Token> tokens) const {
   std::lock_guard lock(mu_);
   return index_.count(checkpoint_file_name(config_.model_fingerprint, tokens)) != 0;

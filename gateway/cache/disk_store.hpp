@@ -57,6 +57,11 @@ class DiskStore {
 
   // The longest checkpoint whose tokens are a prefix of `prompt` with at most `max_tokens`.
   std::optional<DiskMatch> find(std::span<const Token> prompt, size_t max_tokens) const;
+  // The tokens of the longest checkpoint with more than `longer_than` tokens for which
+  // usable(tokens) holds (the serving layer's match by bytes); nullopt when none. `usable` runs
+  // under the store's lock: it must not call back into the store.
+  std::optional<std::vector<Token>> longest_tokens_if(size_t longer_than,
+                                                      const std::function<bool(std::span<const Token>)>& usable) const;
   // Reads and checks the whole file; a bad one is removed (with one warning) and nullopt
   // returned. A hit counts for eviction value; the file stays (it can be loaded any number of
   // times).

@@ -85,6 +85,17 @@ std::optional<size_t> HotStore::find(std::span<const Token> prompt, size_t max_t
   return best;
 }
 
+std::optional<size_t> HotStore::find_longest_if(size_t longer_than,
+                                                const std::function<bool(std::span<const Token>)>& usable) const {
+  std::optional<size_t> best;
+  for (size_t i = 0; i < entries_.size(); i++) {
+    const size_t n = entries_[i].tokens.size();
+    if (n <= longer_than || (best && n <= entries_[*best].tokens.size())) continue;
+    if (usable(entries_[i].tokens)) best = i;
+  }
+  return best;
+}
+
 const HotEntry& HotStore::use(size_t index) {
   HotEntry& e = entries_.at(index);
   e.hits += 1;

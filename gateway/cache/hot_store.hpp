@@ -18,6 +18,7 @@
 // stays the longest common prefix: a hint never makes a shorter match win.
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -50,6 +51,10 @@ class HotStore {
   // Index of the longest entry whose tokens are a prefix of `prompt` and no longer than
   // `max_tokens`; nullopt when none.
   std::optional<size_t> find(std::span<const Token> prompt, size_t max_tokens) const;
+  // Index of the longest entry with more than `longer_than` tokens for which usable(tokens)
+  // holds (the serving layer's match by bytes); nullopt when none.
+  std::optional<size_t> find_longest_if(size_t longer_than,
+                                        const std::function<bool(std::span<const Token>)>& usable) const;
   // Marks a use (hits, recency) and returns the entry.
   const HotEntry& use(size_t index);
   const HotEntry& at(size_t index) const { return entries_[index]; }

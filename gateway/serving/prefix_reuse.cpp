@@ -50,6 +50,7 @@ void Service::reuse_prefix(GenerationJob& job, GenerationUsage& usage) {
     if (auto extended = extend_by_text(*backend_, live, job.prompt); extended && extended->size() > live.size())
       job.prompt = std::move(*extended);
   }
+  match_restore_points_by_bytes(job);
   const std::vector<Token>& prompt = job.prompt;
 
   // Live: extend, or take back to the first differing token when the rollback rings reach it.
@@ -132,6 +133,63 @@ void Service::reuse_prefix(GenerationJob& job, GenerationUsage& usage) {
   seq.clear();
   live_saved_.clear();
   restored_.reset();
+}
+
+// A turn end holds the tokens the model sampled; the next prompt re-renders that turn as text,
+// and the tokenizer may split the same bytes differently (a merge the model did not sample).
+// Then the turn's warm session or checkpoint is no token prefix of the prompt though its bytes
+// are, and only an older restore point matched: every turn of an agent session re-prefilled
+// its previous turns. When a warm or disk restore point reaches further than every token match
+// and its bytes are a prefix of the prompt's bytes, the prompt becomes its tokens + the
+// tokenization of the remaining text (as for the live context), and the token match finds it.
+void Service::match_restore_points_by_bytes(GenerationJob& job) {
+  const bool disk_on = disk_ && disk_->enabled() && disk_->files() > 0;
+  if (hot_.size() == 0 && !disk_on) return;
+  const std::vector<Token>& prompt = job.prompt;
+  size_t best = cache::common_prefix<Token>(sequence_->tokens(), prompt);
+  if (auto w = hot_.find(prompt, prompt.size())) best = std::max(best, hot_.at(*w).tokens.size());
+  if (disk_on)
+    if (auto d = disk_->find(prompt, prompt.size())) best = std::max(best, d->tokens);
+  // The prompt's bytes and where each token starts in them.
+  std::string text;
+  std::vector<size_t> offset(prompt.size() + 1);
+  try {
+    for (size_t i = 0; i < prompt.size(); i++) {
+      offset[i] = text.size();
+      text += backend_->token_bytes(prompt[i]);
+    }
+  } catch (const std::exception& e) {
+    spdlog::debug("serving: byte match skipped: {}", e.what());
+    return;
+  }
+  offset[prompt.size()] = text.size();
+  // Where the point's bytes end in the prompt's bytes; 0: they are not a prefix of them (or
+  // the point is a token prefix, which the token match handles).
+  auto end_in_prompt = [&](std::span<const Token> point) -> size_t {
+    const size_t c = cache::common_prefix<Token>(point, prompt);
+    if (c == point.size()) return 0;
+    size_t pos = offset[c];
+    try {
+      for (size_t i = c; i < point.size(); i++) {
+        const std::string b = backend_->token_bytes(point[i]);
+        if (text.compare(pos, b.size(), b) != 0) return 0;
+        pos += b.size();
+      }
+    } catch (const std::exception&) {
+      return 0;
+    }
+    return pos;
+  };
+  auto usable = [&](std::span<const Token> point) { return end_in_prompt(point) != 0; };
+  std::vector<Token> point;
+  if (auto w = hot_.find_longest_if(best, usable)) point = hot_.at(*w).tokens;
+  if (disk_on)
+    if (auto d = disk_->longest_tokens_if(std::max(best, point.size()), usable)) point = std::move(*d);
+  if (point.empty()) return;
+  const size_t end = end_in_prompt(point);
+  std::vector<Token> rest = backend_->encode(std::string_view(text).substr(end));
+  point.insert(point.end(), rest.begin(), rest.end());
+  job.prompt = std::move(point);
 }
 
 void Service::keep_restore_point(cache::CheckpointReason reason, bool to_disk) {

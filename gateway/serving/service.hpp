@@ -27,8 +27,9 @@
 // that is about to be used. A checkpoint that restores but then fails in the engine is deleted
 // and the request falls back to a cold prefill.
 // The match is by tokens first, then by bytes: when the model sampled a token spelling that the
-// tokenizer would split differently, the live bytes can still be a byte prefix of the prompt;
-// then the live tokens are kept and only the remaining text is tokenized (as ds4 does).
+// tokenizer would split differently, the live bytes (or a warm or disk turn end's) can still be
+// a byte prefix of the prompt; then those tokens are kept and only the remaining text is
+// tokenized (as ds4 does).
 // After a turn the live context holds prompt + every sampled token but the last (the last one is
 // never fed: EOS is not part of the next prompt, and for other endings the next prompt
 // re-renders it), so a client that sends the conversation back gets a prefix hit.
@@ -145,6 +146,7 @@ class Service {
   // The named steps of run().
   void check_prompt(const GenerationJob& job) const;
   void reuse_prefix(GenerationJob& job, GenerationUsage& usage);  // prefix_reuse.cpp
+  void match_restore_points_by_bytes(GenerationJob& job);         // prefix_reuse.cpp
   // Prefills the prompt after the reused prefix, keeping the prompt's restore point on the way.
   bool prefill_rest(Turn& turn);  // false: interrupted
   void decode_turn(Turn& turn);

@@ -26,6 +26,9 @@ namespace ds4::test {
 class ScriptedBackend : public serving::EngineBackend {
  public:
   static constexpr serving::Token kEos = 256;
+  // With merge_ll, encode() spells "ll" as this one token, while the script samples 'l', 'l':
+  // the tokenizer splits the reply's bytes differently from how the model sampled them.
+  static constexpr serving::Token kLL = 257;
 
   explicit ScriptedBackend(std::string reply, size_t capacity = 4096) : reply_(std::move(reply)), capacity_(capacity) {}
 
@@ -34,7 +37,14 @@ class ScriptedBackend : public serving::EngineBackend {
   size_t vocab_size() const override { return 257; }
   std::vector<serving::Token> encode(std::string_view text) const override {
     std::vector<serving::Token> out;
-    for (unsigned char c : text) out.push_back(c);
+    for (size_t i = 0; i < text.size(); i++) {
+      if (merge_ll && text.compare(i, 2, "ll") == 0) {
+        out.push_back(kLL);
+        i++;
+      } else {
+        out.push_back(static_cast<unsigned char>(text[i]));
+      }
+    }
     return out;
   }
   std::vector<serving::Token> encode_plain(std::string_view text) const override { return encode(text); }
@@ -44,6 +54,7 @@ class ScriptedBackend : public serving::EngineBackend {
     return out;
   }
   std::string token_bytes(serving::Token t) const override {
+    if (t == kLL) return "ll";
     if (t < 0 || t > kEos) throw std::out_of_range("token id " + std::to_string(t));
     return t == kEos ? std::string() : std::string(1, static_cast<char>(t));
   }
@@ -60,6 +71,7 @@ class ScriptedBackend : public serving::EngineBackend {
 
   // Test controls.
   std::atomic<bool> endless{false};
+  std::atomic<bool> merge_ll{false};
   std::atomic<bool> flat_logits{false};
   std::atomic<int> decode_delay_ms{0};
   std::atomic<long> appended_tokens{0};   // every token ever appended

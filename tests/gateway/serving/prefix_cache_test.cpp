@@ -70,6 +70,7 @@ struct Harness {
     auto old = backend;
     backend = make_backend(old->rollback, old->snapshots);
     backend->poison_restores = old->poison_restores.load();
+    backend->merge_ll = old->merge_ll.load();
     start();
   }
   std::pair<serving::GenerationResult, std::string> run(const std::string& prompt, const std::string& session = {},
@@ -305,6 +306,36 @@ TEST(PrefixReuse, AReplyCutByMaxTokensIsFollowedFromThePromptPointAfterAWarmOrDi
     EXPECT_EQ(r.usage.cache, restart ? CacheOutcome::disk : CacheOutcome::warm) << restart;
     EXPECT_EQ(r.usage.cached_tokens, head.size()) << restart;  // everything before "A<"
     EXPECT_EQ(prefilled, long(next.size() - head.size())) << restart;
+  }
+}
+
+// The next turn re-renders the previous reply as text, and the tokenizer splits "Hello" as
+// H e [ll] o where the model sampled H e l l o. The turn end's warm session (after a switch to
+// another conversation) or checkpoint (after a restart) is then no token prefix of the next
+// prompt, though its bytes are: only the older prompt restore point matched, and every agent
+// turn re-prefilled its previous reply. Matched by bytes, the turn end is reused.
+TEST(PrefixReuse, ATurnEndWhoseSampledTokensTheTokenizerSplitsDifferentlyIsReusedByBytes) {
+  for (bool restart : {false, true}) {
+    TempDir d;
+    serving::ServiceConfig c = warm_only();
+    c.cache_dir = d.path;
+    c.disk_bytes = 1 << 20;
+    Harness h(c);
+    h.backend->merge_ll = true;
+    const std::string turn1 = kSys + "user: q1. assistant: ";
+    ASSERT_EQ(h.backend->encode(turn1).size(), turn1.size());  // no "ll" before the reply
+    h.run(turn1);
+    if (restart) h.restart();
+    else h.run(kSys + "user: another conversation entirely. assistant: ");
+    const std::string more = " user: q2. assistant: ";
+    const std::string next = turn1 + "Hello there" + more;
+    ASSERT_EQ(h.backend->encode(next).size(), next.size() - 1);  // the reply's "ll" is one token
+    serving::GenerationResult r;
+    const long prefilled = h.prefilled_by(next, &r);
+    EXPECT_EQ(r.usage.cache, restart ? CacheOutcome::disk : CacheOutcome::warm) << restart;
+    EXPECT_EQ(r.usage.cached_tokens, (turn1 + "Hello there").size()) << restart;  // the sampled tokens
+    EXPECT_EQ(r.usage.prompt_tokens, next.size()) << restart;  // the sampled turn + the rest
+    EXPECT_EQ(prefilled, long(more.size())) << restart;
   }
 }
 
