@@ -15,10 +15,26 @@
 # drop-in, swap, oom_score_adj) and leaves out the stop/restart/crash/memory-pressure/purge
 # checks -- for guests whose emulation is too slow for the whole list in CI.
 #
+# DS4D_VM_REQUIRE=1 turns every "cannot run here" into a failure naming what is missing (the
+# arm64 test in the test command: scripts/install-deps.sh installs all of it, so a missing piece
+# is a broken machine, not a reason to pass quietly).
+#
+# It prints what each phase took: "vm-test: image ready in N s", "guest booted N s after qemu
+# started", "probe took N s" (the checks, from the boot to the summary) and the total.
+#
 # Usage: vm-test.sh DEB CACHE_DIR
 # Exit status: 0 all checks passed, 1 a check failed or the guest did not report,
 # 77 the test cannot run here (no qemu, or no guest image can be built).
 set -euo pipefail
+t_start=$(date +%s)
+skip() {  # skip REASON: exit 77, or 1 under DS4D_VM_REQUIRE=1
+  if [ "${DS4D_VM_REQUIRE:-0}" = 1 ]; then
+    echo "vm-test: FAIL: $* (DS4D_VM_REQUIRE=1: scripts/install-deps.sh installs what this test needs)"
+    exit 1
+  fi
+  echo "vm-test: SKIP: $*"
+  exit 77
+}
 
 here=$(cd "$(dirname "$0")" && pwd)
 deb=${1:?usage: vm-test.sh DEB CACHE_DIR}
@@ -26,7 +42,7 @@ cache_dir=${2:?usage: vm-test.sh DEB CACHE_DIR}
 boot_timeout=${DS4D_VM_TIMEOUT:-1200}
 
 for tool in qemu-img mkfs.ext4 dpkg-deb; do
-  command -v "$tool" >/dev/null || { echo "vm-test: SKIP: $tool is not installed"; exit 77; }
+  command -v "$tool" >/dev/null || skip "$tool is not installed"
 done
 [ -f "$deb" ] || { echo "vm-test: package $deb not found (build the deb target)"; exit 1; }
 arch=$(dpkg-deb -f "$deb" Architecture)
@@ -39,12 +55,9 @@ case "$arch" in
     # cipher, which dominates TCG time for a -cpu max guest (the guest sees the same features).
     qemu=(qemu-system-aarch64 -M virt -accel tcg -cpu max,pauth-impdef=on)
     console=ttyAMA0 cc=aarch64-linux-gnu-gcc ;;
-  *) echo "vm-test: SKIP: no VM for architecture '$arch'"; exit 77 ;;
+  *) skip "no VM for architecture '$arch'" ;;
 esac
-if ! command -v "${qemu[0]}" >/dev/null; then
-  echo "vm-test: SKIP: ${qemu[0]} is not installed"
-  exit 77
-fi
+command -v "${qemu[0]}" >/dev/null || skip "${qemu[0]} is not installed"
 deb=$(cd "$(dirname "$deb")" && pwd)/$(basename "$deb")
 mkdir -p "$cache_dir"
 cache_dir=$(cd "$cache_dir" && pwd)
@@ -72,8 +85,9 @@ set +e
 image_dir=$(DS4D_VM_ARCH=$arch bash "$here/vm/build-image.sh" "$cache_dir" "${deps[@]}" | tail -n 1)
 rc=${PIPESTATUS[0]}
 set -e
-if [ "$rc" -eq 77 ]; then echo "vm-test: SKIP: cannot build the guest image here"; exit 77; fi
+[ "$rc" -eq 77 ] && skip "cannot build the $arch guest image here (build-image.sh said why above)"
 [ "$rc" -eq 0 ] || { echo "vm-test: guest image build failed"; exit 1; }
+echo "vm-test: image ready in $(( $(date +%s) - t_start )) s"
 
 run_dir="$cache_dir/run"
 rm -rf "$run_dir"
@@ -117,5 +131,11 @@ if [ -z "$summary" ]; then
   exit 1
 fi
 failed=$(sed -n 's/.* \([0-9][0-9]*\) failed.*/\1/p' <<<"$summary")
+# The guest's uptime when its check unit started (DS4D-VM-BOOTED) splits the run in two.
+booted=$(tr -d '\r' < "$serial" | sed -n 's/^DS4D-VM-BOOTED \([0-9]*\).*/\1/p' | head -n 1)
+if [ -n "$booted" ]; then
+  echo "vm-test: guest booted ${booted} s after kernel start; probe took $(( elapsed - booted )) s"
+fi
 echo "vm-test: guest finished in ${elapsed}s: ${summary#DS4D-VM-SUMMARY }"
+echo "vm-test: total $(( $(date +%s) - t_start )) s"
 [ "${failed:-1}" -eq 0 ]

@@ -13,6 +13,7 @@ PACKAGES=(
   nodejs curl python3 python3-requests
   debhelper dpkg-dev fakeroot lintian systemd
   qemu-system-x86 qemu-system-arm qemu-utils debootstrap e2fsprogs
+  kmod cpio  # the arm64 VM guest's initramfs, made on the host (packaging/vm/native-initramfs.sh)
 )
 # On amd64: the arm64 cross compiler, user-mode emulation for the arm64 test suites
 # (scripts/test-arm64.sh) and the arm64 builds of the libraries the cross build links (Debian

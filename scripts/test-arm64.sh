@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The arm64 suites (ctest label arm64, tests/arm64/CMakeLists.txt): cross-builds the engine's
 # unit and conformance binaries with cmake/toolchain-aarch64-linux-gnu.cmake into build-arm64
-# and runs them under qemu-user, with and without the dotprod extension. Called by
-# scripts/test.sh; arguments go to ctest.
+# and runs them under qemu-user, with and without the dotprod extension; then packs the arm64
+# .deb and installs it in a Debian 12 arm64 VM under qemu-system-aarch64 (packaging_vm_arm64,
+# as root; the guest image is cached in build-arm64/packaging/vm-cache; `-LE vm` leaves it out).
+# Called by scripts/test.sh; arguments go to ctest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${ARM64_BUILD_DIR:-build-arm64}

@@ -11,9 +11,11 @@
 // restore point, and only the rest is prefilled. Restore points are, in order of preference:
 //   live  the live context, extended, or taken back with truncate() to the first differing
 //         token when that is within the engine's rollback rings;
-//   warm  a snapshot in RAM (HotStore, cache.hot_bytes): one at the end of every rendered prompt
-//         and one at the end of every assistant turn, so regenerated turns, edited last
-//         messages and interleaved conversations (A, B, A) go back to their own prefix;
+//   warm  a snapshot in RAM (HotStore, cache.hot_bytes): one a couple of tokens before the end
+//         of every rendered prompt (before the reply's opening, which history re-renders
+//         differently) and one at the end of every assistant turn, so regenerated turns, edited
+//         last messages, replies cut by max_tokens and interleaved conversations (A, B, A) go
+//         back to their own prefix;
 //   disk  a KV checkpoint file (DiskStore, cache.dir): written at the end of a cold prompt,
 //         every checkpoint_interval_tokens of a long prefill, when a warm session is evicted
 //         from RAM and at shutdown; found again after a restart.
@@ -62,6 +64,11 @@ struct ServiceConfig {
   uint64_t disk_bytes = 0;                    // disk budget for them
   size_t checkpoint_min_tokens = 256;         // shorter prompts get no snapshot/checkpoint
   size_t checkpoint_interval_tokens = 16384;  // long prefills write a checkpoint this often
+  // The prompt's restore point sits this many tokens before the prompt's end: the end of a
+  // rendered prompt opens the reply (<｜Assistant｜><think>), which the next prompt re-renders
+  // differently when the turn lands in history (</think> when reasoning is dropped, a cut reply),
+  // and a restored context cannot truncate behind its restore point.
+  size_t prompt_point_margin_tokens = 2;
 };
 
 struct Refusal {
@@ -138,7 +145,8 @@ class Service {
   // The named steps of run().
   void check_prompt(const GenerationJob& job) const;
   void reuse_prefix(GenerationJob& job, GenerationUsage& usage);  // prefix_reuse.cpp
-  bool prefill_rest(Turn& turn);                                  // false: interrupted
+  // Prefills the prompt after the reused prefix, keeping the prompt's restore point on the way.
+  bool prefill_rest(Turn& turn);  // false: interrupted
   void decode_turn(Turn& turn);
   // Snapshots the live context as a warm session (not for `interval`) and, with to_disk, as a
   // disk checkpoint.

@@ -58,8 +58,6 @@ void Service::run(Queued& q) {
     usage.prompt_tokens = job.prompt.size();  // a byte-prefix match may have re-tokenized the tail
     metrics_.count_cache_outcome(cache_outcome_name(usage.cache));
     if (prefill_rest(turn)) {
-      // Nothing was reused: this prompt is a new conversation's first restore point on disk too.
-      keep_restore_point(cache::CheckpointReason::cold, usage.cached_tokens == 0);
       job.sink->on_prefilled(usage);
       decode_turn(turn);
       keep_restore_point(cache::CheckpointReason::turn, false);
@@ -95,23 +93,36 @@ bool Service::prefill_rest(Turn& turn) {
   EngineSequence& seq = *sequence_;
   const auto start = Clock::now();
   const size_t interval = config_.checkpoint_interval_tokens;
+  const size_t margin = config_.prompt_point_margin_tokens;
   bool stopped = false;
   for (int attempt = 0;; attempt++) {
     try {
+      // The prompt's restore point: `margin` tokens before its end, so that the next prompt,
+      // which re-renders this one's last tokens (the reply's opening) differently, still
+      // finds it as a prefix. The last chunk is split there. When the reused prefix already
+      // reaches past that point, the point goes at the end of the prompt instead.
+      const size_t point = job.prompt.size() > margin ? job.prompt.size() - margin : job.prompt.size();
+      // Reused up to the point or beyond it: the point is what was restored (kept already),
+      // or, beyond it, one at the end of the prompt is the best there is.
+      bool point_passed = seq.tokens().size() > point;
+      if (seq.tokens().size() == point) keep_restore_point(cache::CheckpointReason::cold, false);
       std::span<const Token> rest(job.prompt.data() + seq.tokens().size(), job.prompt.size() - seq.tokens().size());
       while (!rest.empty() && !(stopped = turn.interrupted())) {
-        const size_t n = std::min(rest.size(), std::max<size_t>(1, config_.prefill_chunk_tokens));
         const size_t before = seq.tokens().size();
+        size_t n = std::min(rest.size(), std::max<size_t>(1, config_.prefill_chunk_tokens));
+        if (before < point) n = std::min(n, point - before);
         seq.append(rest.first(n));
         rest = rest.subspan(n);
-        if (!rest.empty()) {
-          // Long prefills leave a disk checkpoint every `interval` tokens, so a crash or a
-          // restart halfway through a 200K-token prompt does not start it over.
-          if (interval && before / interval != seq.tokens().size() / interval)
-            keep_restore_point(cache::CheckpointReason::interval, true);
-          job.sink->on_prefill_progress(job.prompt.size() - rest.size(), job.prompt.size());
-        }
+        // Long prefills leave a disk checkpoint every `interval` tokens, so a crash or a
+        // restart halfway through a 200K-token prompt does not start it over.
+        const bool crossed = !rest.empty() && interval && before / interval != seq.tokens().size() / interval;
+        // Nothing reused: this prompt is a new conversation's first restore point on disk too.
+        if (seq.tokens().size() == point)
+          keep_restore_point(cache::CheckpointReason::cold, usage.cached_tokens == 0 || crossed);
+        else if (crossed) keep_restore_point(cache::CheckpointReason::interval, true);
+        if (!rest.empty()) job.sink->on_prefill_progress(job.prompt.size() - rest.size(), job.prompt.size());
       }
+      if (!stopped && point_passed) keep_restore_point(cache::CheckpointReason::cold, usage.cached_tokens == 0);
       break;
     } catch (const std::exception& e) {
       // A restore point that restored fine but breaks the engine must not fail every request

@@ -18,7 +18,9 @@
 # DS4D_VM_ARCH (default: the host's architecture) picks the guest's Debian architecture. A
 # foreign one (arm64 on an amd64 host) is bootstrapped in two stages: `debootstrap --foreign`
 # unpacks on the host, and the second stage runs the guest's own dpkg chrooted under qemu-user
-# (foreign-chroot.sh). The serial console is ttyS0 on amd64 and ttyAMA0 (PL011) on arm64.
+# (foreign-chroot.sh). Its tree gets no kernel package: the kernel and a small initramfs are made
+# natively (native-initramfs.sh), so update-initramfs never runs under emulation. The serial
+# console is ttyS0 on amd64 and ttyAMA0 (PL011) on arm64.
 #
 # Usage: build-image.sh CACHE_DIR [EXTRA_PACKAGE...]
 # Prints the image directory (holding rootfs.img, vmlinuz, initrd.img) on the last stdout line.
@@ -37,11 +39,17 @@ case "$arch" in
 esac
 
 # Packages beyond minbase. Recommends are never installed (debootstrap resolves Depends only).
-base_packages=(systemd systemd-sysv udev "linux-image-$arch" earlyoom curl ca-certificates
-               iproute2 procps)
+# A foreign guest gets no kernel package and no ca-certificates: every package in its tree is
+# configured under qemu-user, and the kernel's hooks (update-initramfs) were the slowest part of
+# that by far; its kernel and initramfs are made natively instead (native-initramfs.sh). The
+# guest talks HTTP to 127.0.0.1 only, so it needs no CA bundle.
+base_packages=(systemd systemd-sysv udev earlyoom curl iproute2 procps)
+[ "$arch" = "$host_arch" ] && base_packages+=("linux-image-$arch" ca-certificates)
 mapfile -t packages < <(printf '%s\n' "${base_packages[@]}" "$@" | sort -u)
 
-guest_key=$({ cat "$0" "$here/ds4d-vm-check.service" "$here/guest-run.sh"; echo "$arch"; } | sha256sum | cut -c1-16)
+guest_key=$({ cat "$0" "$here/ds4d-vm-check.service" "$here/guest-run.sh" \
+                  "$here/native-initramfs.sh" "$here/initramfs-init.sh"; echo "$arch"; } \
+            | sha256sum | cut -c1-16)
 pkg_key=$(printf '%s\n' "${packages[@]}" | sha256sum | cut -c1-16)
 out="$cache_dir/image-$pkg_key-$guest_key"
 root="$cache_dir/rootfs-$pkg_key"
@@ -97,14 +105,17 @@ if [ ! -f "$root/.debootstrap-complete" ]; then
   include=$(IFS=,; echo "${packages[*]}")
   foreign=()
   [ "$arch" = "$host_arch" ] || foreign=(--foreign "--arch=$arch")
+  t0=$(date +%s)
   if ! debootstrap "${foreign[@]}" --variant=minbase --include="$include" bookworm "$root" "$mirror" \
        >"$work/debootstrap.log" 2>&1; then
     tail -n 30 "$work/debootstrap.log" >&2
     echo "build-image: debootstrap failed (log: $work/debootstrap.log)" >&2
     exit 1
   fi
+  echo "build-image: debootstrap $([ ${#foreign[@]} -gt 0 ] && echo 'first stage ')took $(( $(date +%s) - t0 )) s" >&2
   if [ ${#foreign[@]} -gt 0 ]; then
     echo "build-image: debootstrap second stage in the $arch tree under qemu-user" >&2
+    t0=$(date +%s)
     set +e
     bash "$here/foreign-chroot.sh" "$arch" "$root" /debootstrap/debootstrap --second-stage \
       >"$work/second-stage.log" 2>&1
@@ -117,6 +128,7 @@ if [ ! -f "$root/.debootstrap-complete" ]; then
       echo "build-image: debootstrap second stage failed (log: $work/second-stage.log)" >&2
       exit 1
     fi
+    echo "build-image: second stage took $(( $(date +%s) - t0 )) s" >&2
   fi
   # Smaller image: no downloaded archives, no package lists (the guest has no network anyway).
   rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/var/lib/apt/lists/*_Packages
@@ -140,10 +152,18 @@ install -m 0755 "$here/guest-run.sh" "$root/usr/local/sbin/ds4d-vm-run"
 mkdir -p "$root/etc/systemd/system/multi-user.target.wants"
 ln -sf ../ds4d-vm-check.service "$root/etc/systemd/system/multi-user.target.wants/ds4d-vm-check.service"
 
-vmlinuz=$(ls "$root"/boot/vmlinuz-* | sort -V | tail -n 1)
-initrd=$(ls "$root"/boot/initrd.img-* | sort -V | tail -n 1)
-cp "$vmlinuz" "$work/vmlinuz"
-cp "$initrd" "$work/initrd.img"
+if [ "$arch" = "$host_arch" ]; then
+  vmlinuz=$(ls "$root"/boot/vmlinuz-* | sort -V | tail -n 1)
+  initrd=$(ls "$root"/boot/initrd.img-* | sort -V | tail -n 1)
+  cp "$vmlinuz" "$work/vmlinuz"
+  cp "$initrd" "$work/initrd.img"
+else
+  set +e
+  bash "$here/native-initramfs.sh" "$arch" "$root" "$work"
+  rc=$?
+  set -e
+  [ "$rc" -eq 0 ] || { echo "build-image: no kernel/initramfs for the $arch guest" >&2; exit "$rc"; }
+fi
 dpkg-query --admindir="$root/var/lib/dpkg" -W -f='${Package} ${Version}\n' > "$work/manifest.txt"
 
 # Room for the package, the daemon's state and the supervisor's swapfile; the file is sparse.

@@ -3,9 +3,9 @@
 # (arm64 on an amd64 host), its programs executed by qemu-user through binfmt_misc.
 #
 # Why: debootstrap --foreign only unpacks the essential packages; the second stage (dpkg
-# configuring ~140 packages, update-initramfs) must run the guest's own programs. Under full
-# system emulation (qemu-system-aarch64, TCG) that takes over an hour here; under qemu-user it
-# takes minutes, but the kernel only hands an arm64 executable to qemu when binfmt_misc knows
+# configuring ~135 packages) must run the guest's own programs. Under full system emulation
+# (qemu-system-aarch64, TCG) that takes over an hour here; under qemu-user it takes minutes
+# (380 s at load 8), but the kernel only hands an arm64 executable to qemu when binfmt_misc knows
 # it, and the chroot has no qemu of its own unless the registration carries the F flag (qemu
 # opened once, at registration). Two ways, tried in order:
 #   1. the host already registers qemu-aarch64 with F (qemu-user-static on a systemd host:

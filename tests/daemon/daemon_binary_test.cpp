@@ -346,9 +346,16 @@ TEST_F(DaemonBinary, ServesRepeatedPromptsFromItsWarmSessionsAndAfterARestartFro
   EXPECT_EQ(cache_of(first), "none 0") << first.body();
   const std::string prompt_tokens = match1(first.body(), R"re("prompt_tokens":(\d+))re");
   ASSERT_GT(std::stoi(prompt_tokens), 256) << first.body();  // above cache.checkpoint_min_tokens
-  const auto again = testing::http_request(port, "POST", "/v1/chat/completions", chat);
-  ASSERT_EQ(again.status, 200) << again.raw;
-  EXPECT_EQ(cache_of(again), "warm " + prompt_tokens) << again.body() << log();
+  // After another conversation: the warm restore point of the prompt, which sits before the
+  // reply's opening (<｜Assistant｜><think>, 2 tokens).
+  const int n = std::stoi(prompt_tokens);
+  const auto other = testing::http_request(
+      port, "POST", "/v1/chat/completions",
+      R"({"messages":[{"role":"user","content":"something else"}],"max_tokens":2,"temperature":0})");
+  ASSERT_EQ(other.status, 200) << other.raw;
+  const auto warm = testing::http_request(port, "POST", "/v1/chat/completions", chat);
+  ASSERT_EQ(warm.status, 200) << warm.raw;
+  EXPECT_EQ(cache_of(warm), "warm " + std::to_string(n - 2)) << warm.body() << log();
   kill(d, SIGTERM);
   EXPECT_EQ(wait_exit(d), 0) << log();
 
@@ -359,7 +366,12 @@ TEST_F(DaemonBinary, ServesRepeatedPromptsFromItsWarmSessionsAndAfterARestartFro
   ASSERT_NE(port, 0) << seen << log();
   const auto restarted = testing::http_request(port, "POST", "/v1/chat/completions", chat);
   ASSERT_EQ(restarted.status, 200) << restarted.raw;
-  EXPECT_EQ(cache_of(restarted), "disk " + prompt_tokens) << restarted.body() << log();
+  EXPECT_EQ(cache_of(restarted), "disk " + std::to_string(n - 2)) << restarted.body() << log();
+  // The resend at once: the live context (prompt + 3 sampled tokens) is taken back to the
+  // prompt's last token, which is kept back to have its logits.
+  const auto again = testing::http_request(port, "POST", "/v1/chat/completions", chat);
+  ASSERT_EQ(again.status, 200) << again.raw;
+  EXPECT_EQ(cache_of(again), "live " + std::to_string(n - 1)) << again.body() << log();
   kill(d, SIGTERM);
   EXPECT_EQ(wait_exit(d), 0) << log();
 }

@@ -170,11 +170,15 @@ def draw_schema(rng, domain, heldout):
 
 # ---------------------------------------------------------------------------------------------
 # One task per domain: the user's request, the arguments, a tool result and the answer using it.
-def task(rng, domain):
+def task(rng, domain, pools=None):
     """Returns dict(user, values (argument values in parameter order), result (dict), answer,
-    facts (strings the answer must contain), intent (reasoning phrase))."""
+    facts (strings the answer must contain), intent (reasoning phrase)). `pools` (corpus v3)
+    replaces the value lists (CITIES, SYMBOLS, PEOPLE, DIRS, FILES, EVENTS) by others."""
+    pl = pools or {}
+    cities, symbols, people = pl.get("cities", CITIES), pl.get("symbols", SYMBOLS), pl.get("people", PEOPLE)
+    dirs, files, events = pl.get("dirs", DIRS), pl.get("files", FILES), pl.get("events", EVENTS)
     if domain == "weather":
-        city = rng.choice(CITIES)
+        city = rng.choice(cities)
         user = rng.choice(["What's the weather in {c}?", "How is the weather in {c} today?",
                            "Is it raining in {c}?", "weather {c}", "Can you check the weather for {c}?",
                            "Tell me the current weather in {c}.", "What is the forecast for {c}?"]).format(c=city)
@@ -197,7 +201,7 @@ def task(rng, domain):
         return dict(user=user, values=[v, fu, tu], result=res, answer=ans, facts=[fmt_num(out)],
                     intent="to convert {} {} to {}".format(fmt_num(v), fu, tu))
     if domain == "file":
-        path = rng.choice(DIRS) + "/" + rng.choice(FILES)
+        path = rng.choice(dirs) + "/" + rng.choice(files)
         user = rng.choice(["How big is {p}?", "When was {p} last modified?", "Look up the file {p}.",
                            "Can you check {p} for me?", "Show me info about {p}.", "stat {p}"]).format(p=path)
         size = rng.randrange(10, 99999)
@@ -225,7 +229,7 @@ def task(rng, domain):
         user = rng.choice(["What is on my calendar on {d}?", "Do I have anything on {d}?",
                            "Show my agenda for {d}.", "What meetings do I have on {d}?",
                            "List my events for {d}."]).format(d=date)
-        evs = rng.sample(EVENTS, rng.randrange(1, 3))
+        evs = rng.sample(events, rng.randrange(1, 3))
         times = sorted("{:02d}:{:02d}".format(rng.randrange(7, 20), rng.choice([0, 15, 30, 45])) for _ in evs)
         res = {"date": date, "events": [{"time": t, "title": e} for t, e in zip(times, evs)]}
         lst = " and ".join("{} at {}".format(e, t) for t, e in zip(times, evs))
@@ -233,7 +237,7 @@ def task(rng, domain):
         return dict(user=user, values=[date], result=res, answer=ans, facts=[evs[0], times[0]],
                     intent="the events on " + date)
     if domain == "stock":
-        s = rng.choice(SYMBOLS)
+        s = rng.choice(symbols)
         user = rng.choice(["What is the stock price of {s}?", "How much is {s} trading at?", "Quote for {s}?",
                            "Get me the price of {s} shares."]).format(s=s)
         p = round(rng.uniform(5, 900), 2)
@@ -254,7 +258,7 @@ def task(rng, domain):
         return dict(user=user, values=[v, a, b], result=res, answer=ans, facts=[fmt_num(out)],
                     intent="to convert {} {} to {}".format(fmt_num(v), a, b))
     if domain == "contact":
-        p = rng.choice(PEOPLE)
+        p = rng.choice(people)
         user = rng.choice(["What is {p}'s email address?", "How can I reach {p}?", "Find the contact for {p}.",
                            "Look up {p} in my contacts."]).format(p=p)
         mail = "{}.{}@{}".format(p.lower(), rng.choice(["k", "m", "s", "t", "r"]), rng.choice(DOMAINS_MAIL))
@@ -560,3 +564,98 @@ def conversation_v2(rng):
         msgs.append({"role": "user", "content": q})
         msgs.append({"role": "assistant", "content": a, "reasoning_content": rng.choice(PLAIN_REASON)})
     return dict(tools=[t["schema"] for t in tools], messages=msgs, thinking=thinking)
+
+
+# ---------------------------------------------------------------------------------------------
+# Corpus v3 (the copy stage): v2's conversations, but in half of them the values the user names
+# (cities, ticker symbols, people, paths, events) are invented strings drawn fresh for the
+# conversation. Memorised values then cannot lower the loss: only reading the user's words (for
+# the call's arguments) and the tool result (for the answer) can, so that is what the gradient
+# teaches. Tool names and parameter names follow v2 (held-out ones stay out); the evaluation
+# keeps the real value lists.
+SYLLABLES = ["ka", "ro", "mi", "ten", "vo", "lin", "sa", "dor", "be", "qua", "zi", "mar", "ul", "fen", "ta",
+             "gor", "ni", "pe", "rus", "el", "ko", "van", "shi", "bra", "do", "lem", "tri", "os", "hal", "jun"]
+LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+EXTS = [".txt", ".md", ".py", ".json", ".csv", ".log", ".toml", ".cpp", ".html", ".sh"]
+
+
+def _word(rng, n_lo=2, n_hi=3):
+    return "".join(rng.choice(SYLLABLES) for _ in range(rng.randint(n_lo, n_hi)))
+
+
+def random_pools(rng):
+    """Fresh invented value lists for one conversation (see the block comment above)."""
+    return dict(
+        cities=[_word(rng).capitalize() for _ in range(4)],
+        symbols=["".join(rng.choice(LETTERS) for _ in range(rng.randint(2, 4))) for _ in range(4)],
+        people=[_word(rng, 2, 2).capitalize() for _ in range(4)],
+        dirs=["/".join(_word(rng, 1, 2) for _ in range(rng.randint(1, 2))) for _ in range(4)],
+        files=[_word(rng, 1, 2) + rng.choice(EXTS) for _ in range(4)],
+        events=[rng.choice(["meeting with ", "call with ", "lunch with ", "review of "]) + _word(rng).capitalize()
+                for _ in range(4)])
+
+
+def conversation_v3(rng):
+    """One copy-stage conversation: conversation_v2 with invented values half of the time."""
+    global task
+    if rng.random() >= 0.5:
+        return conversation_v2(rng)
+    pools = random_pools(rng)
+    real = task
+    task = lambda r, d: real(r, d, pools)  # noqa: E731  (conversation_v2 draws its tasks through `task`)
+    try:
+        return conversation_v2(rng)
+    finally:
+        task = real
+
+
+# Corpus v4: v3 plus copy drills (a quarter of the conversations). A drill asks the assistant to
+# repeat a short string of invented words, codes and numbers: about half of its targets can only
+# be predicted by copying, over a short distance, which is the signal the attention needs to learn
+# the look-back-and-copy step (find the current token earlier, emit what followed it) that tool
+# names, arguments and quoted results need too. A drill has a tools block like any conversation,
+# and no tool call.
+DRILL_ASKS = ["Repeat after me: {s}", "Say exactly this: {s}", "Please echo: {s}", "Copy this text: {s}",
+              "Repeat: {s}"]
+DRILL_REASON = ["The user wants me to repeat {s}. No tool is needed.", "I only have to repeat {s}.",
+                "No tool fits; I will repeat {s}."]
+
+
+def _drill_piece(rng):
+    k = rng.random()
+    if k < 0.4:
+        return _word(rng, 1, 3)
+    if k < 0.6:
+        return _word(rng).capitalize()
+    if k < 0.75:
+        return "".join(rng.choice(LETTERS) for _ in range(rng.randint(2, 4)))
+    if k < 0.9:
+        return str(rng.randrange(1, 100000))
+    return "/".join(_word(rng, 1, 2) for _ in range(2)) + rng.choice(EXTS)
+
+
+def copy_drill(rng):
+    n = rng.choice([1, 2, 2, 3, 3, 4])
+    tools = [draw_schema_v2(rng, d) for d in rng.sample(sorted(DOMAINS), n)]
+    msgs = []
+    for _ in range(rng.choice([1, 1, 2])):
+        s = " ".join(_drill_piece(rng) for _ in range(rng.randint(1, 6)))
+        msgs.append({"role": "user", "content": rng.choice(DRILL_ASKS).format(s=s)})
+        msgs.append({"role": "assistant", "content": s, "reasoning_content": rng.choice(DRILL_REASON).format(s=s)})
+    return dict(tools=[t["schema"] for t in tools], messages=msgs, thinking=rng.random() < 0.9)
+
+
+def conversation_v4(rng):
+    """v3 with a quarter copy drills (see above)."""
+    return copy_drill(rng) if rng.random() < 0.25 else conversation_v3(rng)
+
+
+def conversation_v5(rng):
+    """v3 with 40 % short copy drills without a tools block: the drills are then ~50 tokens instead
+    of ~500, so a step holds ten times as many copies at short distance (a curriculum: copying
+    learned over short distances first), while the v3 conversations keep the long-context task."""
+    if rng.random() < 0.4:
+        c = copy_drill(rng)
+        c["tools"] = []
+        return c
+    return conversation_v3(rng)

@@ -51,7 +51,7 @@ def stage(run, command):
     """One training stage's record from its run directory (corpus.json, train.log)."""
     c = json.load(open(os.path.join(run, "corpus.json")))
     log = open(os.path.join(run, "train.log")).read()
-    steps = re.findall(r"step (\d+) loss ([\d.]+) ema ([\d.]+) lr \S+ tokens (\d+) tok/s (\d+) elapsed (\d+)s", log)
+    steps = re.findall(r"step (\d+) loss ([\d.]+) ema ([\d.]+)(?: copy_ema [\d.]+)? lr \S+ tokens (\d+) tok/s (\d+) elapsed (\d+)s", log)
     done = re.search(r"done: (\d+) steps, (\d+) tokens, (\d+)s", log)
     if not done and steps:  # a stage stopped after a checkpoint: its last logged step is that checkpoint's
         done = re.match(r"(\d+) (\d+) (\d+)", "%s %s %s" % (steps[-1][0], steps[-1][3], steps[-1][5]))

@@ -74,6 +74,35 @@ def build_data(seed, n_conv, vocab, max_len, out_dir, tokenizer=None, gen=corpus
     return tok, data, h, torch.tensor(prefix)
 
 
+def copy_weights(data, prefix, weight, n_common):
+    """Per-token loss weights: `weight` on the target tokens that only copying can predict, 1
+    elsewhere. A target is a copy target when its token already occurs earlier in the same
+    sequence (the tools block included) and is not one of the `n_common` most frequent target
+    tokens (format tokens, common words): a tool name taken from the tools block, an argument
+    taken from the user's words, a value of the tool result quoted in the answer. These are few
+    (about a tenth of the targets) but carry most of what the evaluation measures, so their share
+    of the gradient is raised. Returns the list of [len] float tensors and the copy-target share."""
+    count = {}
+    for ids, m, _ in data:
+        for t in ids[m].tolist():
+            count[t] = count.get(t, 0) + 1
+    common = set(sorted(count, key=lambda t: -count[t])[:n_common])
+    pre = prefix.tolist()
+    out, n_copy, n_tgt = [], 0, 0
+    for ids, m, shared in data:
+        seen = set(pre) if shared else set()
+        w = [1.0] * len(ids)
+        for j, (t, tg) in enumerate(zip(ids.tolist(), m.tolist())):
+            if tg:
+                n_tgt += 1
+                if t in seen and t not in common:
+                    w[j] = weight
+                    n_copy += 1
+            seen.add(t)
+        out.append(torch.tensor(w))
+    return out, n_copy / max(1, n_tgt)
+
+
 def batches(rng, data, tokens_per_batch):
     """Length-bucketed batches: shuffle, sort chunks by length, pad to the longest."""
     order = list(range(len(data)))
@@ -96,15 +125,18 @@ def batches(rng, data, tokens_per_batch):
     return out
 
 
-def collate(data, idx, eos):
+def collate(data, idx, eos, weights=None):
     L = max(len(data[k][0]) for k in idx)
     x = torch.full((len(idx), L), eos, dtype=torch.long)
     m = torch.zeros((len(idx), L), dtype=torch.bool)
+    w = torch.ones((len(idx), L))
     for r, k in enumerate(idx):
         ids, mk, _ = data[k]
         x[r, :len(ids)] = ids
         m[r, :len(ids)] = mk
-    return x, m
+        if weights is not None:
+            w[r, :len(ids)] = weights[k]
+    return x, m, w
 
 
 def save(model, opt, step, cfg, lrs, ck):
@@ -133,8 +165,15 @@ def main():
                     help="train for this wall time instead of --steps: the cosine schedule runs over the time "
                          "budget and every step's lr is saved to lr_schedule.json, which --lr-file replays exactly")
     ap.add_argument("--lr-file", default="", help="replay a saved lr_schedule.json (one lr per step)")
-    ap.add_argument("--corpus", default="v1", choices=["v1", "v2"],
-                    help="v1: corpus.conversation (first stage); v2: corpus.conversation_v2 (second stage)")
+    ap.add_argument("--corpus", default="v1", choices=["v1", "v2", "v3", "v4", "v5"],
+                    help="v1: corpus.conversation (first stage); v2: corpus.conversation_v2 (second stage); "
+                         "v3: corpus.conversation_v3 (v2 with invented values half of the time: the copy stage); "
+                         "v4: corpus.conversation_v4 (v3 with a quarter copy drills); v5: corpus.conversation_v5 (v3 with "
+                         "40 %% short copy drills without a tools block)")
+    ap.add_argument("--copy-weight", type=float, default=1.0,
+                    help="loss weight of copy targets (see copy_weights); 1 = plain cross entropy")
+    ap.add_argument("--copy-common", type=int, default=200,
+                    help="the most frequent target tokens that never count as copy targets")
     ap.add_argument("--tokenizer", default="", help="use this tokenizer.json instead of training one")
     ap.add_argument("--tie-output", type=float, default=0.0,
                     help="train the output head as output + SCALE * token_embd (output free, starting as the "
@@ -146,13 +185,18 @@ def main():
     torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)
     t0 = time.time()
-    gen = corpus.conversation_v2 if a.corpus == "v2" else corpus.conversation
+    gen = {"v1": corpus.conversation, "v2": corpus.conversation_v2, "v3": corpus.conversation_v3,
+           "v4": corpus.conversation_v4, "v5": corpus.conversation_v5}[a.corpus]
     tok, data, corpus_hash, prefix = build_data(a.seed, a.conversations, a.vocab, a.max_len, a.out,
                                                 a.tokenizer or None, gen)
     n_tok = sum(len(d[0]) for d in data)
     n_tgt = sum(int(d[1].sum()) for d in data)
     print("data: %d conversations, %d tokens (%d targets), corpus sha256 %s, tokenizer %s, %.0fs" %
           (len(data), n_tok, n_tgt, corpus_hash, tok.digest(), time.time() - t0), flush=True)
+    weights = None
+    if a.copy_weight != 1.0:
+        weights, share = copy_weights(data, prefix, a.copy_weight, a.copy_common)
+        print("copy targets: %.1f%% of the targets, weight %g" % (100 * share, a.copy_weight), flush=True)
     with open(os.path.join(a.out, "corpus.json"), "w") as f:
         json.dump({"corpus_sha256": corpus_hash, "tokenizer_sha256": tok.digest(), "conversations": len(data),
                    "tokens": n_tok, "target_tokens": n_tgt, "seed": a.seed, "args": vars(a)}, f, indent=1)
@@ -166,7 +210,7 @@ def main():
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.05}, {"params": no_decay, "weight_decay": 0.0}],
                             lr=a.lr, betas=(0.9, 0.95))
     step = 0
-    st = {}
+    st, st0 = {}, {}
     ck = os.path.join(a.out, "checkpoint.pt")
     if a.init:
         st0 = torch.load(a.init)
@@ -184,6 +228,10 @@ def main():
         if step and st.get("head_free") is not None:
             with torch.no_grad():
                 model.output.copy_(st["head_free"])
+        elif a.init and st0.get("head_free") is not None and st0.get("tie_scale") == a.tie_output:
+            # continuing a head trained the same way: its free part, so the embedding is added once
+            with torch.no_grad():
+                model.output.copy_(st0["head_free"])
         # otherwise `output` keeps the head it had: the embedding term is added on top (a copy prior)
         print("output head: output + %g * token_embd" % a.tie_output, flush=True)
     rng = random.Random(a.seed + 7)
@@ -213,7 +261,7 @@ def main():
         queue.pop()
     t_start = time.time()
     seen = 0
-    ema = None
+    ema = copy_ema = None
     if a.minutes and not replay:
         a.steps = 10 ** 9
     while step < a.steps:
@@ -222,25 +270,37 @@ def main():
         if not queue:
             queue = batches(rng, data, a.batch_tokens)
         idx = queue.pop()
-        x, m = collate(data, idx, tok.eos)
+        x, m, wt = collate(data, idx, tok.eos, weights)
         lr = lr_at(step)
         lrs.append(lr)
         for g in opt.param_groups:
             g["lr"] = lr
         tgt = m[:, 1:]
         logits = model(x[:, :-1], targets=tgt, prefix=prefix if data[idx[0]][2] else None)
-        loss = F.cross_entropy(logits, x[:, 1:][tgt])
+        ce = F.cross_entropy(logits, x[:, 1:][tgt], reduction="none")
+        if weights is None:
+            loss = ce.mean()
+        else:
+            w = wt[:, 1:][tgt]
+            loss = (ce * w).sum() / w.sum()
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         step += 1
         seen += x.numel() + (len(prefix) * x.shape[0] if data[idx[0]][2] else 0)
-        ema = loss.item() if ema is None else 0.95 * ema + 0.05 * loss.item()
+        # the logged loss is the plain cross entropy, comparable across stages and weightings
+        ce_mean = ce.mean().item()
+        ema = ce_mean if ema is None else 0.95 * ema + 0.05 * ce_mean
+        if weights is not None and bool((w > 1).any()):
+            # cross entropy on the copy targets alone: falls when copying is being learned
+            cc = ce[w > 1].mean().item()
+            copy_ema = cc if copy_ema is None else 0.95 * copy_ema + 0.05 * cc
         if step % 10 == 0 or step == 1:
             el = time.time() - t_start
-            print("step %d loss %.4f ema %.4f lr %.2e tokens %d tok/s %.0f elapsed %.0fs" %
-                  (step, loss.item(), ema, lr, seen, seen / el, el), flush=True)
+            print("step %d loss %.4f ema %.4f%s lr %.2e tokens %d tok/s %.0f elapsed %.0fs" %
+                  (step, ce_mean, ema, "" if copy_ema is None else " copy_ema %.4f" % copy_ema, lr, seen,
+                   seen / el, el), flush=True)
         if step % a.ckpt_every == 0 or step == a.steps:
             save(model, opt, step, cfg, lrs, ck)
     save(model, opt, step, cfg, lrs, ck)

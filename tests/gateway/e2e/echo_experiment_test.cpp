@@ -220,7 +220,11 @@ class EchoExperiment : public ::testing::Test {
                         {"messages", messages},
                         {"tools", json::parse(kTools)},
                         {"max_tokens", 200},
-                        {"temperature", 0}};
+                        {"temperature", 0},
+                        // Thinking chats sample with the reference defaults whatever the
+                        // temperature; a fixed seed makes the agent model's replies (and so the
+                        // table) the same every run.
+                        {"seed", 20261201}};
       const double prefill_before = prefill_seconds(daemon->metrics);
       HttpTestClient c(daemon->server->port());
       auto r = c.request(verb::post, "/v1/chat/completions", json::serialize(body));
@@ -252,7 +256,11 @@ class EchoExperiment : public ::testing::Test {
           if (mode == 'a') {
             cc["id"] = random_id();
             auto& fn = cc["function"].as_object();
-            fn["arguments"] = json::serialize(json::parse(fn["arguments"].as_string()));
+            // Canonical JSON where the model's arguments parse (a small model's may not; a
+            // client has nothing to re-serialize then and sends them back as they came).
+            boost::system::error_code ec;
+            auto parsed = json::parse(fn["arguments"].as_string(), ec);
+            if (!ec) fn["arguments"] = json::serialize(parsed);
           }
           pending_tool_ids.push_back(std::string(cc["id"].as_string()));
           out.push_back(cc);
@@ -319,9 +327,12 @@ void check_echo_modes(const EchoExperiment::Model& model, std::vector<Row>& all)
     auto rows = EchoExperiment::play_rows('c', contracts, true, model);
     all.insert(all.end(), rows.begin(), rows.end());
     ASSERT_EQ(rows.size(), kTurns.size()) << model.name;
+    // After a restart the previous turn comes back from its checkpoints: the turn end, or at
+    // least the previous prompt's restore point, which sits before the reply's opening.
+    const auto margin = int64_t(serving::ServiceConfig{}.prompt_point_margin_tokens);
     for (size_t i = 1; i < rows.size(); i++) {
       EXPECT_EQ(rows[i].source, "disk") << model.name << " turn " << i + 1;
-      EXPECT_GE(rows[i].cached, rows[i - 1].prompt) << model.name << " turn " << i + 1;
+      EXPECT_GE(rows[i].cached, rows[i - 1].prompt - margin) << model.name << " turn " << i + 1;
     }
   }
 }

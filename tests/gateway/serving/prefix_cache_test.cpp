@@ -72,11 +72,13 @@ struct Harness {
     backend->poison_restores = old->poison_restores.load();
     start();
   }
-  std::pair<serving::GenerationResult, std::string> run(const std::string& prompt, const std::string& session = {}) {
+  std::pair<serving::GenerationResult, std::string> run(const std::string& prompt, const std::string& session = {},
+                                                        size_t max_tokens = 0) {
     auto sink = std::make_shared<Sink>();
     serving::GenerationJob job;
     job.prompt = backend->encode(prompt);
     job.session = session;
+    job.max_tokens = max_tokens;
     job.sink = sink;
     auto fut = sink->done.get_future();
     EXPECT_FALSE(service->submit(std::move(job)).has_value());
@@ -102,21 +104,20 @@ serving::ServiceConfig warm_only(uint64_t hot = 1 << 20) {
 
 const std::string kSys = "system: you are a terse assistant. tools: none. ";
 
-TEST(PrefixReuse, RegeneratedTurnReusesTheWholePromptFromTheWarmPromptEnd) {
+TEST(PrefixReuse, RegeneratedTurnReusesThePromptUpToItsWarmRestorePoint) {
   Harness h(warm_only());
   const std::string p = kSys + "user: first question. assistant: ";
   auto [r1, t1] = h.run(p);
   EXPECT_EQ(r1.usage.cache, CacheOutcome::cold);
+  // The live context is p + the reply: the same prompt again goes back to p's restore point,
+  // two tokens before its end (the reply's opening), and prefills only those two.
+  const size_t margin = h.config.prompt_point_margin_tokens;
+  ASSERT_EQ(margin, 2u);
   serving::GenerationResult r2;
-  // The live context is p + the reply: the same prompt again goes back to the end of p.
-  h.backend->appended_tokens = 0;
-  const long before = h.backend->appended_tokens;
-  auto [r, text] = h.run(p);
-  r2 = r;
-  EXPECT_EQ(text, "Hello there");
+  const long prefilled = h.prefilled_by(p, &r2);
   EXPECT_EQ(r2.usage.cache, CacheOutcome::warm);
-  EXPECT_EQ(r2.usage.cached_tokens, p.size());
-  EXPECT_EQ(h.backend->appended_tokens - before, long(r2.usage.completion_tokens));  // nothing prefilled
+  EXPECT_EQ(r2.usage.cached_tokens, p.size() - margin);
+  EXPECT_EQ(prefilled, long(margin));
 }
 
 TEST(PrefixReuse, EditedLastMessageGoesBackToTheLastTurnEnd) {
@@ -275,6 +276,36 @@ TEST(PrefixReuse, Regression5e_ACheckpointThatFailsInTheEngineIsRemovedAndTheReq
   // The broken checkpoint is gone, so the same request does not fail on it again.
   h.backend->poison_restores = false;
   EXPECT_EQ(h.service->cache_stats().disk_files, 2u);  // the bad one removed, this prompt's cold one written
+}
+
+// A reply cut by max_tokens (a tool call cut mid-block, say) is re-rendered by the next prompt
+// differently from the prompt's last token: the prompt ended with the reply's opening
+// ("A<", like <｜Assistant｜><think>) and history renders that turn as "A/" (like </think>
+// when reasoning is dropped). Live, the context is taken back to the difference; but restored
+// from RAM (after another conversation ran) or from disk (after a restart) the context cannot
+// go behind its restore point, and a restore point at the very end of the prompt is no prefix
+// of the next prompt: that was a miss. The prompt's restore point sits before the opening.
+TEST(PrefixReuse, AReplyCutByMaxTokensIsFollowedFromThePromptPointAfterAWarmOrDiskRestore) {
+  for (bool restart : {false, true}) {
+    TempDir d;
+    serving::ServiceConfig c = warm_only();
+    c.cache_dir = d.path;
+    c.disk_bytes = 1 << 20;
+    Harness h(c, /*rollback=*/64);
+    const std::string head = kSys + "user: call the weather tool. ";
+    auto [cut, cut_text] = h.run(head + "A<", {}, 5);
+    ASSERT_EQ(cut.finish, serving::FinishReason::max_tokens);
+    ASSERT_EQ(cut_text, "Hello");
+    // Another conversation in between (the context is switched away), or a daemon restart.
+    if (restart) h.restart();
+    else h.run(kSys + "user: another conversation entirely. A<");
+    const std::string next = head + "A/Hello tool: sunny. A<";
+    serving::GenerationResult r;
+    const long prefilled = h.prefilled_by(next, &r);
+    EXPECT_EQ(r.usage.cache, restart ? CacheOutcome::disk : CacheOutcome::warm) << restart;
+    EXPECT_EQ(r.usage.cached_tokens, head.size()) << restart;  // everything before "A<"
+    EXPECT_EQ(prefilled, long(next.size() - head.size())) << restart;
+  }
 }
 
 TEST(PrefixReuse, EnginesWithoutRestorePointsKeepTheOldLiveOnlyBehaviour) {
