@@ -57,6 +57,7 @@ struct Config {
     uint32_t write_timeout_s = 30;                       // one write to a client that does not read
     uint32_t request_timeout_s = 1800;                   // one generation, time in the queue included
     std::string model_name;                              // name clients see; empty: the model's id
+    std::string model_aliases = "*";                     // comma list of other accepted names; 'x*': prefix
   } server;
   struct Memory {
     std::optional<uint64_t> floor;       // minimum MemAvailable to admit new work; unset = auto

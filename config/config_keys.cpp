@@ -200,6 +200,10 @@ std::vector<ConfigKey> build() {
         UINT(server.request_timeout_s, 30 * 86400), KeyScope::daemon);
   b.add("server.model_name", "name", "model name clients see in /v1/models and responses (empty: the model's id)",
         STR(server.model_name), KeyScope::daemon);
+  b.add("server.model_aliases", "list",
+        "comma-separated other names a request's model may give (exact, or a prefix ending in '*'; '*': any "
+        "name); others get 404 model_not_found. Exact aliases are listed in /v1/models",
+        STR(server.model_aliases), KeyScope::daemon);
   // [memory]
   b.add("memory.floor", "bytes|auto",
         "minimum MemAvailable (and planned headroom) for admitting new work (auto: 4 GiB scaled to MemTotal)",

@@ -165,7 +165,7 @@ std::string render_config(const Config& c, const std::map<std::string, std::stri
     auto it = origins.find(k.path);
     const std::string origin = it == origins.end() ? "default" : it->second;
     const bool text = k.type == "path" || k.type == "address" || k.type == "user" || k.type == "level" ||
-                      k.type == "name" || k.type.find('|') != std::string::npos;
+                      k.type == "name" || k.type == "list" || k.type.find('|') != std::string::npos;
     if (v.empty() && !text) {
       out += "# " + k.path + " = (unset)  # " + origin + "\n";
       continue;

@@ -1,6 +1,7 @@
 // [server] keys -> http::ServerConfig. See http_server_config.hpp.
 #include "daemon/http_server_config.hpp"
 
+#include <filesystem>
 #include <sstream>
 
 namespace ds4::daemon {
@@ -36,6 +37,10 @@ http::ServerConfig http_server_config(const config::Config& cfg) {
   hc.write_timeout = std::chrono::seconds(s.write_timeout_s);
   hc.request_timeout = std::chrono::seconds(s.request_timeout_s);
   hc.model_name = s.model_name;
+  hc.model_aliases = split_list(s.model_aliases);
+  // Responses' previous_response_id records live next to the KV checkpoints and survive
+  // restarts as they do; without a cache directory they are in memory only.
+  if (!cfg.cache.dir.empty()) hc.response_dir = (std::filesystem::path(cfg.cache.dir) / "responses").string();
   hc.contract_mode = s.contracts;
   return hc;
 }

@@ -17,6 +17,7 @@
 #include "gateway/http/endpoint_support.hpp"
 #include "gateway/http/endpoints.hpp"
 #include "gateway/http/generation_support.hpp"
+#include "gateway/http/model_names.hpp"
 #include "gateway/http/turn_submit.hpp"
 #include "gateway/protocol/chat_render.hpp"
 
@@ -73,6 +74,8 @@ void add_completion_endpoint(Router& router, EndpointEnv env) {
     auto b = require_backend(service);
     if (!b.backend) return b.reply;
     serving::EngineBackend& backend = *b.backend;
+    if (auto unknown = unknown_model_reply(env.config, backend, request.model, ApiStyle::OpenAI))
+      return std::move(*unknown);
 
     protocol::RenderOptions options;
     options.context_length = backend.context_length();

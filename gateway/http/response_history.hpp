@@ -6,10 +6,22 @@
 // input it was rendered from (instructions excluded: they are per request) plus the assistant
 // turn it produced, as ChatRequest messages. The conversation re-rendered from them is
 // byte-identical to the live context when the turn is still there, so the prefix cache decides
-// the cost as for a full replay. The history is in memory and bounded (least recently used
-// dropped first); an id it does not hold (evicted, never issued, or from before a restart) is a
-// 400 telling the client to resend the full input. Thread-safe.
+// the cost as for a full replay.
+//
+// In memory: bounded (least recently used dropped first). On disk, when given a directory (the
+// daemon uses <cache.dir>/responses, next to the KV checkpoints that also survive restarts):
+// every remembered response is also a small JSON record <id>.json, written crash-safely like the
+// checkpoints (temp file, fsync, rename, fsync of the directory), so a conversation continues
+// after a restart; after one, the KV checkpoints make it cheap as well. The records are bounded
+// by bytes, oldest written dropped first; temp files of an interrupted write are removed at start;
+// a record that does not parse is removed with one warning and treated as unknown. Only ids of
+// the form we issue (resp_ + 24 hex digits) are looked up on disk, so no client bytes reach a
+// path. An id it does not hold (evicted, never issued, or from before a restart without a
+// directory) is a 400 telling the client to resend the full input. Thread-safe; the file write
+// runs on the caller's thread (the engine worker, at the end of a turn: one small fsync'd file).
 #include <cstddef>
+#include <deque>
+#include <filesystem>
 #include <list>
 #include <mutex>
 #include <optional>
@@ -23,10 +35,22 @@ namespace ds4::http {
 
 class ResponseHistory {
  public:
-  explicit ResponseHistory(size_t max_bytes = size_t{64} << 20) : max_bytes_(max_bytes) {}
+  // dir empty: memory only. Otherwise the directory is created if missing; a directory that
+  // cannot be created or listed is logged once and the history stays in memory.
+  explicit ResponseHistory(size_t max_bytes = size_t{64} << 20, std::filesystem::path dir = {},
+                           size_t max_disk_bytes = size_t{256} << 20);
 
   void remember(const std::string& response_id, std::vector<protocol::Message> conversation);
   std::optional<std::vector<protocol::Message>> find(const std::string& response_id);
+
+  // True when records are written to disk (a directory was given and is usable).
+  bool persistent() const { return !dir_.empty(); }
+
+  // The record format, exposed for tests: the conversation as JSON, and back (nullopt when the
+  // text is not a record).
+  static std::string encode_record(const std::string& response_id, const std::vector<protocol::Message>& conversation);
+  static std::optional<std::vector<protocol::Message>> decode_record(const std::string& response_id,
+                                                                     std::string_view text);
 
  private:
   struct Entry {
@@ -34,11 +58,25 @@ class ResponseHistory {
     std::vector<protocol::Message> conversation;
     size_t bytes = 0;
   };
+  struct DiskRecord {
+    std::string id;
+    size_t bytes = 0;
+  };
+  void remember_locked(const std::string& response_id, std::vector<protocol::Message> conversation);
+  void write_record(const std::string& response_id, const std::vector<protocol::Message>& conversation);
+  std::optional<std::vector<protocol::Message>> load_record(const std::string& response_id);
+
   std::mutex mu_;
   size_t max_bytes_;
   size_t bytes_ = 0;
   std::list<Entry> lru_;  // front: most recent
   std::unordered_map<std::string, std::list<Entry>::iterator> by_id_;
+
+  std::filesystem::path dir_;  // empty: memory only
+  size_t max_disk_bytes_;
+  size_t disk_bytes_ = 0;
+  std::deque<DiskRecord> disk_;  // oldest written first
+  std::unordered_map<std::string, size_t> disk_bytes_of_;
 };
 
 }  // namespace ds4::http

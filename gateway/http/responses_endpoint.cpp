@@ -3,8 +3,9 @@
 // The request becomes a ChatRequest (protocol/responses_request.hpp) and is prepared by
 // prepare_chat_turn like chat: one renderer, exact DSML replay by call_id through the contract
 // store, the contract checks (422 in strict mode), protocol tokens. previous_response_id is
-// resolved through ResponseHistory (response_history.hpp): the stored conversation, then the new
-// items; an unknown id is a 400 asking for the full input. Reasoning items carry the exact
+// resolved through ResponseHistory (response_history.hpp; on disk under ServerConfig::
+// response_dir, so it survives restarts): the stored conversation, then the new items; an
+// unknown id is a 400 asking for the full input. Reasoning items carry the exact
 // sampled reasoning in encrypted_content (protocol/reasoning_token.hpp), so stateless clients
 // (store:false) echo the reasoning contract exactly.
 //
@@ -236,7 +237,7 @@ class ResponsesFormat final : public TurnFormat {
 
 void add_responses_endpoint(Router& router, EndpointEnv env) {
   protocol::ContractMode mode = contract_mode_of(env.config);
-  auto history = std::make_shared<ResponseHistory>();
+  auto history = std::make_shared<ResponseHistory>(size_t{64} << 20, env.config.response_dir);
   router.add("POST", "/v1/responses", [env, mode, history](RequestContext& ctx) {
     protocol::ResponsesRequest request;
     try {
@@ -255,9 +256,12 @@ void add_responses_endpoint(Router& router, EndpointEnv env) {
       if (!earlier)
         return error_reply(ApiStyle::OpenAI, 400,
                            "previous_response_id '" + *request.previous_response_id +
-                               "' is not known to this server (it was never issued here, was evicted, or the "
-                               "server restarted); resend the full conversation in 'input' without "
-                               "previous_response_id",
+                               (history->persistent()
+                                    ? "' is not known to this server (it was never issued here, or it was evicted "
+                                      "from the stored responses)"
+                                    : "' is not known to this server (it was never issued here, was evicted, or "
+                                      "the server restarted: without cache.dir responses are kept in memory only)") +
+                               "; resend the full conversation in 'input' without previous_response_id",
                            "previous_response_id", "previous_response_not_found");
       chat.messages.insert(chat.messages.begin() + static_cast<long>(first_input), earlier->begin(), earlier->end());
       request.message_paths.insert(request.message_paths.begin() + static_cast<long>(first_input), earlier->size(),

@@ -54,6 +54,12 @@ struct ServerConfig {
   std::chrono::milliseconds request_timeout{30 * 60'000};  // one generation, queue included
   // The model name clients see in /v1/models and in responses ("" : the backend's id).
   std::string model_name;
+  // Other names a request's `model` may give: exact names or prefixes ending in '*'; "*" accepts
+  // any name. Others are 404 model_not_found (model_names.hpp). Exact ones are listed in /v1/models.
+  std::vector<std::string> model_aliases = {"*"};
+  // Where /v1/responses stores what previous_response_id needs, so that it survives a restart
+  // (response_history.hpp); empty: in memory only. The daemon uses <cache.dir>/responses.
+  std::string response_dir;
   // How echo contracts are enforced (protocol::ContractMode): "off", "warn" (check, repair what
   // can be repaired, report in the ds4d object and metrics) or "strict" (422 on a violation).
   std::string contract_mode = "warn";

@@ -12,6 +12,7 @@
 #include <boost/json.hpp>
 
 #include "gateway/http/endpoints.hpp"
+#include "gateway/http/model_names.hpp"
 #include "gateway/serving/metrics.hpp"
 #include "gateway/serving/service.hpp"
 
@@ -21,7 +22,7 @@ namespace json = boost::json;
 void add_service_endpoints(Router& router, EndpointEnv env) {
   serving::Service& service = env.service;
   serving::Metrics& metrics = env.metrics;
-  std::string model_name = env.config.model_name;
+  const ServerConfig config = env.config;
 
   router.add(
       "GET", "/health",
@@ -67,16 +68,19 @@ void add_service_endpoints(Router& router, EndpointEnv env) {
     return Reply::text(200, "text/plain; version=0.0.4; charset=utf-8", metrics.render());
   });
 
-  router.add("GET", "/v1/models", [&service, model_name](RequestContext&) {
+  // The served name first, then each exact alias (model_names.hpp), all the same model.
+  router.add("GET", "/v1/models", [&service, config](RequestContext&) {
     json::array data;
     if (auto backend = service.backend()) {
-      json::object m;
-      m["id"] = model_name.empty() ? backend->model_id() : model_name;
-      m["object"] = "model";
-      m["created"] = 0;
-      m["owned_by"] = "ds4d";
-      m["context_length"] = backend->context_length();
-      data.push_back(std::move(m));
+      for (const auto& name : listed_model_names(config, *backend)) {
+        json::object m;
+        m["id"] = name;
+        m["object"] = "model";
+        m["created"] = 0;
+        m["owned_by"] = "ds4d";
+        m["context_length"] = backend->context_length();
+        data.push_back(std::move(m));
+      }
     }
     return Reply::json(200, json::object{{"object", "list"}, {"data", std::move(data)}});
   });

@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "gateway/http/generation_support.hpp"
+#include "gateway/http/model_names.hpp"
 #include "gateway/serving/dsml_token_policy.hpp"
 #include "gateway/serving/metrics.hpp"
 
@@ -29,12 +30,6 @@ std::string session_key(std::string_view hint) {
   return fmt::format("h{:016x}", std::hash<std::string_view>{}(hint));
 }
 
-std::string response_model(const ServerConfig& config, const serving::EngineBackend& backend,
-                           const std::string& requested) {
-  if (!requested.empty()) return requested;
-  return config.model_name.empty() ? backend.model_id() : config.model_name;
-}
-
 std::variant<ChatTurn, Reply> prepare_chat_turn(const EndpointEnv& env, protocol::ContractMode mode,
                                                 const RequestContext& ctx, const protocol::ChatRequest& request,
                                                 const ChatTurnSpec& spec) {
@@ -43,6 +38,7 @@ std::variant<ChatTurn, Reply> prepare_chat_turn(const EndpointEnv& env, protocol
   ChatTurn turn;
   turn.backend = b.backend;
   serving::EngineBackend& backend = *b.backend;
+  if (auto unknown = unknown_model_reply(env.config, backend, request.model, spec.style)) return std::move(*unknown);
 
   protocol::RenderOptions options;
   options.context_length = backend.context_length();

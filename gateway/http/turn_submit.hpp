@@ -56,8 +56,4 @@ Reply submit_turn(serving::Service& service, const RequestContext& ctx, serving:
 // sent, anything else hashed (it is logged with the request line). "" stays "".
 std::string session_key(std::string_view hint);
 
-// The model name responses carry: the request's, else the configured one, else the backend's.
-std::string response_model(const ServerConfig& config, const serving::EngineBackend& backend,
-                           const std::string& requested);
-
 }  // namespace ds4::http

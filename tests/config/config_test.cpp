@@ -199,6 +199,7 @@ TEST(Config, HttpServerFieldsComeFromKeysWithTheServersDefaults) {
   EXPECT_EQ(d.write_timeout, server_defaults.write_timeout);
   EXPECT_EQ(d.request_timeout, server_defaults.request_timeout);
   EXPECT_EQ(d.model_name, server_defaults.model_name);
+  EXPECT_EQ(d.model_aliases, server_defaults.model_aliases);
   EXPECT_EQ(d.contract_mode, server_defaults.contract_mode);
 
   Env env;
@@ -206,6 +207,7 @@ TEST(Config, HttpServerFieldsComeFromKeysWithTheServersDefaults) {
   env.vars["DS4D_SERVER_MAX_BODY_BYTES"] = "1MiB";
   env.vars["DS4D_SERVER_CONTRACTS"] = "strict";
   env.vars["DS4D_SERVER_MODEL_NAME"] = "deepseek-v4-flash";
+  env.vars["DS4D_SERVER_MODEL_ALIASES"] = "deepseek-chat, claude-*";
   env.vars["DS4D_SERVER_CORS_ORIGINS"] = "http://a.test, http://b.test";
   const Config c = load({"--server-request-timeout-s", "5", "--server-io-threads", "3", "--server-idle-timeout-s", "7",
                          "--server-read-timeout-s", "8", "--server-write-timeout-s", "9", "--server-max-header-bytes",
@@ -215,6 +217,8 @@ TEST(Config, HttpServerFieldsComeFromKeysWithTheServersDefaults) {
   EXPECT_EQ(hc.max_body_bytes, 1u << 20);
   EXPECT_EQ(hc.contract_mode, "strict");
   EXPECT_EQ(hc.model_name, "deepseek-v4-flash");
+  EXPECT_EQ(hc.model_aliases, (std::vector<std::string>{"deepseek-chat", "claude-*"}));
+  EXPECT_EQ(hc.response_dir, c.cache.dir + "/responses");  // previous_response_id next to the checkpoints
   EXPECT_EQ(hc.cors_origins, (std::vector<std::string>{"http://a.test", "http://b.test"}));
   EXPECT_EQ(hc.request_timeout, std::chrono::seconds(5));
   EXPECT_EQ(hc.io_threads, 3u);

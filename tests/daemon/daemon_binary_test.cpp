@@ -11,7 +11,9 @@
 #include <algorithm>
 #include <chrono>
 #include <csignal>
+#include <filesystem>
 #include <future>
+#include <iostream>
 #include <regex>
 #include <thread>
 
@@ -370,6 +372,48 @@ TEST_F(DaemonBinary, ServesRepeatedPromptsFromItsWarmSessionsAndAfterARestartFro
   const auto again = testing::http_request(port, "POST", "/v1/chat/completions", chat);
   ASSERT_EQ(again.status, 200) << again.raw;
   EXPECT_EQ(cache_of(again), "live " + std::to_string(n - 1)) << again.body() << log();
+  kill(d, SIGTERM);
+  EXPECT_EQ(wait_exit(d), 0) << log();
+}
+
+// A Responses conversation continues across a restart: what previous_response_id needs is a
+// record next to the KV checkpoints (<cache.dir>/responses), so the restarted daemon answers the
+// continuation instead of 400 previous_response_not_found.
+TEST_F(DaemonBinary, ContinuesAResponsesConversationAfterARestart) {
+  std::string words;
+  for (int i = 0; i < 120; i++) words += "step " + std::to_string(i) + " is done; ";
+  pid_t d = start(DS4D_DAEMON_BIN, {"--config", config()}, systemd.address());
+  await("READY=1", d);
+  uint16_t port = port_from_status();
+  ASSERT_NE(port, 0) << seen << log();
+  const auto first = testing::http_request(
+      port, "POST", "/v1/responses",
+      R"({"input":")" + words + R"(","reasoning":{"effort":"none"},"max_output_tokens":4,"temperature":0})");
+  ASSERT_EQ(first.status, 200) << first.raw;
+  const std::string id = match1(first.body(), R"re("id":"(resp_[0-9a-f]+)")re");
+  ASSERT_FALSE(id.empty()) << first.body();
+  kill(d, SIGTERM);
+  EXPECT_EQ(wait_exit(d), 0) << log();
+  EXPECT_TRUE(std::filesystem::exists(dir.path() / "kv" / "responses" / (id + ".json")));
+
+  seen.clear();
+  d = start(DS4D_DAEMON_BIN, {"--config", config()}, systemd.address());
+  await("READY=1", d);
+  port = port_from_status();
+  ASSERT_NE(port, 0) << seen << log();
+  const auto next = testing::http_request(
+      port, "POST", "/v1/responses",
+      R"({"previous_response_id":")" + id +
+          R"(","input":"And the next step?","reasoning":{"effort":"none"},"max_output_tokens":4,"temperature":0})");
+  ASSERT_EQ(next.status, 200) << next.raw << log();
+  EXPECT_EQ(match1(next.body(), R"re("previous_response_id":"([^"]+)")re"), id) << next.body();
+  std::cout << "after restart: cache source " << match1(next.body(), R"re("source":"([a-z]+)")re") << ", cached "
+            << match1(next.body(), R"re("cached_tokens":(\d+))re") << " of "
+            << match1(next.body(), R"re("input_tokens":(\d+))re") << " input tokens\n";
+  // An id the daemon never issued is still the clear 400.
+  const auto unknown = testing::http_request(port, "POST", "/v1/responses",
+                                             R"({"previous_response_id":"resp_0123456789abcdef01234567","input":"x"})");
+  EXPECT_EQ(unknown.status, 400) << unknown.raw;
   kill(d, SIGTERM);
   EXPECT_EQ(wait_exit(d), 0) << log();
 }

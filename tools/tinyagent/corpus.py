@@ -648,3 +648,14 @@ def copy_drill(rng):
 def conversation_v4(rng):
     """v3 with a quarter copy drills (see above)."""
     return copy_drill(rng) if rng.random() < 0.25 else conversation_v3(rng)
+
+
+def conversation_v5(rng):
+    """v3 with 40 % short copy drills without a tools block: the drills are then ~50 tokens instead
+    of ~500, so a step holds ten times as many copies at short distance (a curriculum: copying
+    learned over short distances first), while the v3 conversations keep the long-context task."""
+    if rng.random() < 0.4:
+        c = copy_drill(rng)
+        c["tools"] = []
+        return c
+    return conversation_v3(rng)

@@ -165,10 +165,11 @@ def main():
                     help="train for this wall time instead of --steps: the cosine schedule runs over the time "
                          "budget and every step's lr is saved to lr_schedule.json, which --lr-file replays exactly")
     ap.add_argument("--lr-file", default="", help="replay a saved lr_schedule.json (one lr per step)")
-    ap.add_argument("--corpus", default="v1", choices=["v1", "v2", "v3", "v4"],
+    ap.add_argument("--corpus", default="v1", choices=["v1", "v2", "v3", "v4", "v5"],
                     help="v1: corpus.conversation (first stage); v2: corpus.conversation_v2 (second stage); "
                          "v3: corpus.conversation_v3 (v2 with invented values half of the time: the copy stage); "
-                         "v4: corpus.conversation_v4 (v3 with a quarter copy drills)")
+                         "v4: corpus.conversation_v4 (v3 with a quarter copy drills); v5: corpus.conversation_v5 (v3 with "
+                         "40 %% short copy drills without a tools block)")
     ap.add_argument("--copy-weight", type=float, default=1.0,
                     help="loss weight of copy targets (see copy_weights); 1 = plain cross entropy")
     ap.add_argument("--copy-common", type=int, default=200,
@@ -185,7 +186,7 @@ def main():
     torch.manual_seed(a.seed)
     t0 = time.time()
     gen = {"v1": corpus.conversation, "v2": corpus.conversation_v2, "v3": corpus.conversation_v3,
-           "v4": corpus.conversation_v4}[a.corpus]
+           "v4": corpus.conversation_v4, "v5": corpus.conversation_v5}[a.corpus]
     tok, data, corpus_hash, prefix = build_data(a.seed, a.conversations, a.vocab, a.max_len, a.out,
                                                 a.tokenizer or None, gen)
     n_tok = sum(len(d[0]) for d in data)
@@ -209,7 +210,7 @@ def main():
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.05}, {"params": no_decay, "weight_decay": 0.0}],
                             lr=a.lr, betas=(0.9, 0.95))
     step = 0
-    st = {}
+    st, st0 = {}, {}
     ck = os.path.join(a.out, "checkpoint.pt")
     if a.init:
         st0 = torch.load(a.init)
@@ -227,6 +228,10 @@ def main():
         if step and st.get("head_free") is not None:
             with torch.no_grad():
                 model.output.copy_(st["head_free"])
+        elif a.init and st0.get("head_free") is not None and st0.get("tie_scale") == a.tie_output:
+            # continuing a head trained the same way: its free part, so the embedding is added once
+            with torch.no_grad():
+                model.output.copy_(st0["head_free"])
         # otherwise `output` keeps the head it had: the embedding term is added on top (a copy prior)
         print("output head: output + %g * token_embd" % a.tie_output, flush=True)
     rng = random.Random(a.seed + 7)
