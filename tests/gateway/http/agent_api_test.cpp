@@ -28,6 +28,26 @@ const char* kAnthropicTools =
 
 // ---- /v1/messages ---------------------------------------------------------------------------
 
+// The request after the get_weather turn: the user's question, the assistant's turn echoed as
+// text + tool_use (with `city` as its input), and the tool_result.
+json::object weather_round_trip(const std::string& tool_id, const std::string& city, const std::string& result) {
+  json::object next =
+      json::parse(std::string(R"({"max_tokens":400,"thinking":{"type":"disabled"},"tools":)") + kAnthropicTools + "}")
+          .as_object();
+  next["messages"] = json::array{
+      json::object{{"role", "user"}, {"content", "Weather in Paris?"}},
+      json::object{{"role", "assistant"},
+                   {"content", json::array{json::object{{"type", "text"}, {"text", "Checking."}},
+                                           json::object{{"type", "tool_use"},
+                                                        {"id", tool_id},
+                                                        {"name", "get_weather"},
+                                                        {"input", json::object{{"city", city}}}}}}},
+      json::object{{"role", "user"},
+                   {"content", json::array{json::object{
+                                   {"type", "tool_result"}, {"tool_use_id", tool_id}, {"content", result}}}}}};
+  return next;
+}
+
 TEST(MessagesApi, NonStreamedTurnWithThinkingBlock) {
   Harness h({}, {}, true, kThinkReply);
   auto c = h.client();
@@ -140,21 +160,7 @@ TEST(MessagesApi, StreamFollowsTheEventLifecycleWithALiveToolUse) {
 
   // The tool round trip: tool_use echoed by id, tool_result in the next user message. The
   // sampled DSML is replayed exactly and the prompt extends the live context.
-  json::object next =
-      json::parse(std::string(R"({"max_tokens":400,"thinking":{"type":"disabled"},"tools":)") + kAnthropicTools + "}")
-          .as_object();
-  next["messages"] = json::array{
-      json::object{{"role", "user"}, {"content", "Weather in Paris?"}},
-      json::object{{"role", "assistant"},
-                   {"content", json::array{json::object{{"type", "text"}, {"text", "Checking."}},
-                                           json::object{{"type", "tool_use"},
-                                                        {"id", tool_id},
-                                                        {"name", "get_weather"},
-                                                        {"input", json::object{{"city", "Paris"}}}}}}},
-      json::object{{"role", "user"},
-                   {"content", json::array{json::object{
-                                   {"type", "tool_result"}, {"tool_use_id", tool_id}, {"content", "sunny"}}}}}};
-  r = c.request(verb::post, "/v1/messages", json::serialize(next));
+  r = c.request(verb::post, "/v1/messages", json::serialize(weather_round_trip(tool_id, "Paris", "sunny")));
   ASSERT_EQ(r.result_int(), 200) << r.body();
   auto v = body_json(r);
   EXPECT_EQ(v.at("ds4d").at("contract").at("replayed_blocks").as_int64(), 1) << r.body();
@@ -187,21 +193,7 @@ TEST(MessagesApi, ErrorsHaveTheAnthropicShapeAndXApiKeyAuthenticates) {
                 key);
   ASSERT_EQ(r.result_int(), 200) << r.body();
   std::string id(body_json(r).at("content").at(1).at("id").as_string());
-  json::object next =
-      json::parse(std::string(R"({"max_tokens":400,"thinking":{"type":"disabled"},"tools":)") + kAnthropicTools + "}")
-          .as_object();
-  next["messages"] = json::array{
-      json::object{{"role", "user"}, {"content", "Weather in Paris?"}},
-      json::object{{"role", "assistant"},
-                   {"content", json::array{json::object{{"type", "text"}, {"text", "Checking."}},
-                                           json::object{{"type", "tool_use"},
-                                                        {"id", id},
-                                                        {"name", "get_weather"},
-                                                        {"input", json::object{{"city", "Lyon"}}}}}}},
-      json::object{
-          {"role", "user"},
-          {"content", json::array{json::object{{"type", "tool_result"}, {"tool_use_id", id}, {"content", "x"}}}}}};
-  r = c.request(verb::post, "/v1/messages", json::serialize(next), key);
+  r = c.request(verb::post, "/v1/messages", json::serialize(weather_round_trip(id, "Lyon", "x")), key);
   ASSERT_EQ(r.result_int(), 422) << r.body();
   v = body_json(r);
   EXPECT_EQ(v.at("type").as_string(), "error");
