@@ -25,8 +25,7 @@ namespace ds4::http {
 std::string served_model_name(const ServerConfig& config, const serving::EngineBackend& backend);
 
 // True when `requested` ("" included) names the served model or matches an alias.
-bool model_name_accepted(const ServerConfig& config, const serving::EngineBackend& backend,
-                         std::string_view requested);
+bool model_name_accepted(const ServerConfig& config, const serving::EngineBackend& backend, std::string_view requested);
 
 // The 404 for a name that is not accepted, in the API's shape; nullopt when it is accepted.
 std::optional<Reply> unknown_model_reply(const ServerConfig& config, const serving::EngineBackend& backend,

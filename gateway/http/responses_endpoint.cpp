@@ -254,15 +254,15 @@ void add_responses_endpoint(Router& router, EndpointEnv env) {
     if (request.previous_response_id) {
       auto earlier = history->find(*request.previous_response_id);
       if (!earlier)
-        return error_reply(ApiStyle::OpenAI, 400,
-                           "previous_response_id '" + *request.previous_response_id +
-                               (history->persistent()
-                                    ? "' is not known to this server (it was never issued here, or it was evicted "
-                                      "from the stored responses)"
-                                    : "' is not known to this server (it was never issued here, was evicted, or "
-                                      "the server restarted: without cache.dir responses are kept in memory only)") +
-                               "; resend the full conversation in 'input' without previous_response_id",
-                           "previous_response_id", "previous_response_not_found");
+        return error_reply(
+            ApiStyle::OpenAI, 400,
+            "previous_response_id '" + *request.previous_response_id +
+                (history->persistent() ? "' is not known to this server (it was never issued here, or it was evicted "
+                                         "from the stored responses)"
+                                       : "' is not known to this server (it was never issued here, was evicted, or "
+                                         "the server restarted: without cache.dir responses are kept in memory only)") +
+                "; resend the full conversation in 'input' without previous_response_id",
+            "previous_response_id", "previous_response_not_found");
       chat.messages.insert(chat.messages.begin() + static_cast<long>(first_input), earlier->begin(), earlier->end());
       request.message_paths.insert(request.message_paths.begin() + static_cast<long>(first_input), earlier->size(),
                                    "previous_response_id");

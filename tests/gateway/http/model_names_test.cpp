@@ -66,10 +66,10 @@ TEST(ModelNames, AliasesAreAcceptedAndEchoedInEveryApi) {
 TEST(ModelNames, UnknownNamesAre404InEachApisShape) {
   Harness h(aliased());
   auto c = h.client();
-  for (const auto& [path, body] : std::vector<std::pair<std::string, std::string>>{
-           {"/v1/chat/completions", chat("gpt-4o")},
-           {"/v1/completions", completion("deepseek-chat-v2")},
-           {"/v1/responses", responses("gpt-5-codex")}}) {
+  for (const auto& [path, body] :
+       std::vector<std::pair<std::string, std::string>>{{"/v1/chat/completions", chat("gpt-4o")},
+                                                        {"/v1/completions", completion("deepseek-chat-v2")},
+                                                        {"/v1/responses", responses("gpt-5-codex")}}) {
     auto r = c.request(verb::post, path, body);
     ASSERT_EQ(r.result_int(), 404) << path << " " << r.body();
     auto err = body_json(r).at("error");

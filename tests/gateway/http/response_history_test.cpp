@@ -3,14 +3,13 @@
 // are removed at start and foreign files left alone; a corrupt record is removed and treated as
 // unknown; the records stay within their byte bound, oldest first; ids we did not issue never
 // reach a path.
-#include <gtest/gtest.h>
+#include "gateway/http/response_history.hpp"
 
+#include <gtest/gtest.h>
 #include <stdlib.h>
 
 #include <filesystem>
 #include <fstream>
-
-#include "gateway/http/response_history.hpp"
 
 namespace ds4::test {
 namespace {
@@ -37,8 +36,11 @@ void write_file(const fs::path& p, const std::string& text) { std::ofstream(p, s
 
 std::vector<Message> conversation(const std::string& tag) {
   Message user{Role::User, "Weather in Paris? " + tag, std::nullopt, {}, {}};
-  Message assistant{Role::Assistant, "Checking.", std::string("Pondering \"quotes\" and \n newlines."),
-                    {{"call_0123", "get_weather", R"({"city":"Paris"})"}}, {}};
+  Message assistant{Role::Assistant,
+                    "Checking.",
+                    std::string("Pondering \"quotes\" and \n newlines."),
+                    {{"call_0123", "get_weather", R"({"city":"Paris"})"}},
+                    {}};
   Message tool{Role::Tool, "sunny", std::nullopt, {}, "call_0123"};
   Message dev{Role::Developer, "sandbox: none", std::nullopt, {}, {}};
   return {dev, user, assistant, tool};
@@ -91,7 +93,7 @@ TEST(ResponseHistoryDisk, StartRemovesInterruptedWritesAndCorruptRecordsAreUnkno
   write_file(dir.path() / "notes.txt", "not ours");
   write_file(dir.path() / (kId + ".json"), "{\"ds4d_response_record\":1,\"id\":\"resp_0123");  // cut
   write_file(dir.path() / (kId2 + ".json"),
-                      http::ResponseHistory::encode_record(kId, conversation("x")));  // another id's record
+             http::ResponseHistory::encode_record(kId, conversation("x")));  // another id's record
   http::ResponseHistory history(1 << 20, dir.path());
   EXPECT_FALSE(fs::exists(dir.path() / (".tmp-" + kId + ".json-123")));
   EXPECT_TRUE(fs::exists(dir.path() / "notes.txt"));

@@ -21,7 +21,8 @@ inline std::vector<SseEvent> sse_events(const std::string& body) {
     if (end == std::string::npos) end = body.size();
     std::string line = body.substr(pos, end - pos);
     if (line.rfind("event: ", 0) == 0) name = line.substr(7);
-    if (line.rfind("data: ", 0) == 0 && line != "data: [DONE]") out.push_back({name, boost::json::parse(line.substr(6))});
+    if (line.rfind("data: ", 0) == 0 && line != "data: [DONE]")
+      out.push_back({name, boost::json::parse(line.substr(6))});
     pos = end + 1;
   }
   return out;

@@ -46,8 +46,7 @@ std::string messages_body(bool stream) {
 }
 std::string responses_body(bool stream) {
   return std::string(R"({"reasoning":{"effort":"none"},"max_output_tokens":)") + kMax + R"(,"stream":)" +
-         (stream ? "true" : "false") + R"(,"tools":)" + kResponsesTools +
-         R"(,"input":"Weather in Paris and London?"})";
+         (stream ? "true" : "false") + R"(,"tools":)" + kResponsesTools + R"(,"input":"Weather in Paris and London?"})";
 }
 
 TEST(ToolCallCut, ChatIsALengthStopWithOnlyTheClosedCall) {
@@ -106,7 +105,8 @@ TEST(ToolCallCut, MessagesIsStopReasonMaxTokens) {
   EXPECT_EQ(n.back(), "message_stop") << r.body();
   EXPECT_EQ(events[events.size() - 2].data.at("delta").at("stop_reason").as_string(), "max_tokens") << r.body();
   // Every block that started was stopped, the cut one included: a well-formed stream.
-  EXPECT_EQ(std::count(n.begin(), n.end(), "content_block_start"), std::count(n.begin(), n.end(), "content_block_stop"));
+  EXPECT_EQ(std::count(n.begin(), n.end(), "content_block_start"),
+            std::count(n.begin(), n.end(), "content_block_stop"));
 }
 
 TEST(ToolCallCut, ResponsesIsIncompleteAndTheCutCallIsNeverDone) {

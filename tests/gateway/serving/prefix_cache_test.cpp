@@ -334,7 +334,7 @@ TEST(PrefixReuse, ATurnEndWhoseSampledTokensTheTokenizerSplitsDifferentlyIsReuse
     const long prefilled = h.prefilled_by(next, &r);
     EXPECT_EQ(r.usage.cache, restart ? CacheOutcome::disk : CacheOutcome::warm) << restart;
     EXPECT_EQ(r.usage.cached_tokens, (turn1 + "Hello there").size()) << restart;  // the sampled tokens
-    EXPECT_EQ(r.usage.prompt_tokens, next.size()) << restart;  // the sampled turn + the rest
+    EXPECT_EQ(r.usage.prompt_tokens, next.size()) << restart;                     // the sampled turn + the rest
     EXPECT_EQ(prefilled, long(more.size())) << restart;
   }
 }
