@@ -15,25 +15,56 @@ namespace {
 // checkpoint (the records stay in RAM and the checkpoint still restores the KV state).
 constexpr size_t kMaxContractImageBytes = size_t{16} << 20;
 
-// When the live tokens are not a token prefix of the prompt but their bytes are a byte prefix of
-// the prompt's bytes, returns live tokens + the tokenization of the remaining prompt text. (Never
-// slice the prompt's own tokenization at a byte boundary: BPE may merge across it.)
-std::optional<std::vector<Token>> extend_by_text(const EngineBackend& backend, const std::vector<Token>& live,
-                                                 const std::vector<Token>& prompt) {
-  try {
-    std::string live_text = backend.decode(live);
-    std::string prompt_text = backend.decode(prompt);
-    if (prompt_text.size() < live_text.size() || prompt_text.compare(0, live_text.size(), live_text) != 0)
-      return std::nullopt;
-    std::vector<Token> out = live;
-    auto suffix = backend.encode(std::string_view(prompt_text).substr(live_text.size()));
-    out.insert(out.end(), suffix.begin(), suffix.end());
-    return out;
-  } catch (const std::exception& e) {
-    spdlog::debug("serving: text prefix match failed: {}", e.what());
-    return std::nullopt;
+// A prompt's bytes and where each of its tokens starts in them: how a restore point (the live
+// context, a warm session, a checkpoint) whose tokens differ from the prompt's but whose bytes
+// are a prefix of the prompt's bytes is recognised and continued. The constructor throws what
+// token_bytes throws (an id the tokenizer does not know). Holds a view of `prompt`: use it only
+// while that vector is unchanged.
+class PromptBytes {
+ public:
+  PromptBytes(const EngineBackend& backend, std::span<const Token> prompt)
+      : backend_(backend), prompt_(prompt), offset_(prompt.size() + 1) {
+    for (size_t i = 0; i < prompt.size(); i++) {
+      offset_[i] = text_.size();
+      text_ += backend.token_bytes(prompt[i]);
+    }
+    offset_[prompt.size()] = text_.size();
   }
-}
+
+  // Where the point's bytes end in the prompt's bytes; 0 when they are not a prefix of them, or
+  // when the point is a token prefix of the prompt (the token match handles that).
+  size_t end_of(std::span<const Token> point) const {
+    const size_t c = cache::common_prefix<Token>(point, prompt_);
+    if (c == point.size()) return 0;
+    size_t pos = offset_[c];
+    try {
+      for (size_t i = c; i < point.size(); i++) {
+        const std::string b = backend_.token_bytes(point[i]);
+        if (text_.compare(pos, b.size(), b) != 0) return 0;
+        pos += b.size();
+      }
+    } catch (const std::exception&) {
+      return 0;
+    }
+    return pos;
+  }
+
+  // The point's tokens + the tokenization of the prompt's text after `end` (its end_of). Never
+  // slice the prompt's own tokenization at a byte boundary instead: BPE may merge across it.
+  std::vector<Token> extend(std::vector<Token> point, size_t end) const {
+    std::vector<Token> rest = backend_.encode(std::string_view(text_).substr(end));
+    point.insert(point.end(), rest.begin(), rest.end());
+    return point;
+  }
+
+  size_t size() const { return text_.size(); }
+
+ private:
+  const EngineBackend& backend_;
+  std::span<const Token> prompt_;
+  std::string text_;
+  std::vector<size_t> offset_;
+};
 
 uint64_t unix_now() {
   return uint64_t(
@@ -46,9 +77,15 @@ void Service::reuse_prefix(GenerationJob& job, GenerationUsage& usage) {
   EngineSequence& seq = *sequence_;
   const std::vector<Token>& live = seq.tokens();
   usage.cached_tokens = 0;
+  // The live tokens are no token prefix of the prompt but their bytes are a prefix of its bytes,
+  // and text follows them: the prompt becomes live + the tokenization of that text.
   if (!live.empty() && !cache::is_prefix<Token>(live, job.prompt)) {
-    if (auto extended = extend_by_text(*backend_, live, job.prompt); extended && extended->size() > live.size())
-      job.prompt = std::move(*extended);
+    try {
+      const PromptBytes bytes(*backend_, job.prompt);
+      if (const size_t end = bytes.end_of(live); end != 0 && end < bytes.size()) job.prompt = bytes.extend(live, end);
+    } catch (const std::exception& e) {
+      spdlog::debug("serving: text prefix match failed: {}", e.what());
+    }
   }
   match_restore_points_by_bytes(job);
   const std::vector<Token>& prompt = job.prompt;
@@ -150,46 +187,19 @@ void Service::match_restore_points_by_bytes(GenerationJob& job) {
   if (auto w = hot_.find(prompt, prompt.size())) best = std::max(best, hot_.at(*w).tokens.size());
   if (disk_on)
     if (auto d = disk_->find(prompt, prompt.size())) best = std::max(best, d->tokens);
-  // The prompt's bytes and where each token starts in them.
-  std::string text;
-  std::vector<size_t> offset(prompt.size() + 1);
   try {
-    for (size_t i = 0; i < prompt.size(); i++) {
-      offset[i] = text.size();
-      text += backend_->token_bytes(prompt[i]);
-    }
+    const PromptBytes bytes(*backend_, prompt);
+    auto usable = [&](std::span<const Token> point) { return bytes.end_of(point) != 0; };
+    std::vector<Token> point;
+    if (auto w = hot_.find_longest_if(best, usable)) point = hot_.at(*w).tokens;
+    if (disk_on)
+      if (auto d = disk_->longest_tokens_if(std::max(best, point.size()), usable)) point = std::move(*d);
+    if (point.empty()) return;
+    const size_t end = bytes.end_of(point);
+    job.prompt = bytes.extend(std::move(point), end);
   } catch (const std::exception& e) {
     spdlog::debug("serving: byte match skipped: {}", e.what());
-    return;
   }
-  offset[prompt.size()] = text.size();
-  // Where the point's bytes end in the prompt's bytes; 0: they are not a prefix of them (or
-  // the point is a token prefix, which the token match handles).
-  auto end_in_prompt = [&](std::span<const Token> point) -> size_t {
-    const size_t c = cache::common_prefix<Token>(point, prompt);
-    if (c == point.size()) return 0;
-    size_t pos = offset[c];
-    try {
-      for (size_t i = c; i < point.size(); i++) {
-        const std::string b = backend_->token_bytes(point[i]);
-        if (text.compare(pos, b.size(), b) != 0) return 0;
-        pos += b.size();
-      }
-    } catch (const std::exception&) {
-      return 0;
-    }
-    return pos;
-  };
-  auto usable = [&](std::span<const Token> point) { return end_in_prompt(point) != 0; };
-  std::vector<Token> point;
-  if (auto w = hot_.find_longest_if(best, usable)) point = hot_.at(*w).tokens;
-  if (disk_on)
-    if (auto d = disk_->longest_tokens_if(std::max(best, point.size()), usable)) point = std::move(*d);
-  if (point.empty()) return;
-  const size_t end = end_in_prompt(point);
-  std::vector<Token> rest = backend_->encode(std::string_view(text).substr(end));
-  point.insert(point.end(), rest.begin(), rest.end());
-  job.prompt = std::move(point);
 }
 
 void Service::keep_restore_point(cache::CheckpointReason reason, bool to_disk) {

@@ -339,6 +339,25 @@ TEST(PrefixReuse, ATurnEndWhoseSampledTokensTheTokenizerSplitsDifferentlyIsReuse
   }
 }
 
+// The same split on the live context with no warm sessions (hot_bytes 0, no disk, so no restore
+// point holds the turn end): the next turn follows the live tokens (the sampled "l" "l") and
+// prefills only the new text.
+TEST(PrefixReuse, ALiveContextWhoseSampledTokensTheTokenizerSplitsDifferentlyIsContinuedByBytes) {
+  Harness h(warm_only(0));
+  h.backend->merge_ll = true;
+  const std::string turn1 = kSys + "user: q1. assistant: ";
+  h.run(turn1);
+  const std::string more = " user: q2. assistant: ";
+  const std::string next = turn1 + "Hello there" + more;
+  ASSERT_EQ(h.backend->encode(next).size(), next.size() - 1);  // the reply's "ll" is one token
+  serving::GenerationResult r;
+  const long prefilled = h.prefilled_by(next, &r);
+  EXPECT_EQ(r.usage.cache, CacheOutcome::live);
+  EXPECT_EQ(r.usage.cached_tokens, (turn1 + "Hello there").size());  // the sampled tokens
+  EXPECT_EQ(r.usage.prompt_tokens, next.size());                     // the sampled turn + the rest
+  EXPECT_EQ(prefilled, long(more.size()));
+}
+
 TEST(PrefixReuse, EnginesWithoutRestorePointsKeepTheOldLiveOnlyBehaviour) {
   Harness h(warm_only(), 0, /*snapshots=*/false);
   const std::string p = kSys + "user: hi. assistant: ";
