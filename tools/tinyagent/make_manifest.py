@@ -47,7 +47,7 @@ def rates(e):
     return out
 
 
-def stage(run, command):
+def stage(run, command, hardware):
     """One training stage's record from its run directory (corpus.json, train.log)."""
     c = json.load(open(os.path.join(run, "corpus.json")))
     log = open(os.path.join(run, "train.log")).read()
@@ -72,7 +72,7 @@ def stage(run, command):
         "final_loss_ema": float(steps[-1][2]) if steps else None,
         "output_head": ("trained as output + %s * token_embd (the GGUF head tensor holds the sum)" % tie.group(1))
                        if tie else "trained as its own tensor",
-        "hardware": "2 shared x86-64 cores (7-8 engineers' builds on the same machine), 1 torch thread, OpenBLAS",
+        "hardware": hardware,
         "replay": "train.py --lr-file with this stage's lr_schedule replays the exact per-step learning rates",
     }
 
@@ -89,13 +89,15 @@ def main():
     ap.add_argument("--prior", action="append", default=[], metavar="RUN_DIR=COMMAND",
                     help="an earlier training stage, in order (--run started with train.py --init from the last)")
     ap.add_argument("--recipe", default="q2")
+    ap.add_argument("--hardware", default="2 x86-64 cores, one run per core, 1 torch thread each, OpenBLAS",
+                    help="where the stages ran (one line for all stages)")
     ap.add_argument("--notes", default="")
     ap.add_argument("--parity-q4", default="", help="parity.py report on the q4-expert dequantized weights")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
-    training = stage(a.run, a.train_command)
+    training = stage(a.run, a.train_command, a.hardware)
     if a.prior:
-        training = {"stages": [stage(*p.split("=", 1)) for p in a.prior] + [training],
+        training = {"stages": [stage(*p.split("=", 1), a.hardware) for p in a.prior] + [training],
                     "total_steps": None, "total_tokens_processed": None, "total_seconds": None}
         for k, f in (("total_steps", "steps"), ("total_tokens_processed", "tokens_processed"),
                      ("total_seconds", "seconds")):
