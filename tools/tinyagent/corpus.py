@@ -673,7 +673,8 @@ def conversation_drills(rng):
     return c
 
 
-# Corpus v6 (the name stage): a model that copies values still wrote memorised tool names, because
+# Corpus v6 (a name stage, tried on 2026-12-01 and not shipped: it did worse on all four scores,
+# tools/tinyagent/README.md): a model that copies values still wrote memorised tool names, because
 # the seen names are verb/noun combinations per domain (make_name), so a guessed domain-typical name
 # lowers the loss almost as much as the copied one. In v6 three quarters of the tool names and
 # two thirds of the parameter names are invented (unrelated to the domain), so only reading the
