@@ -103,6 +103,14 @@ serving::ServiceConfig warm_only(uint64_t hot = 1 << 20) {
   return c;
 }
 
+// warm_only with checkpoints in `dir` (1 MiB of disk).
+serving::ServiceConfig warm_and_disk(const TempDir& dir, uint64_t hot = 1 << 20) {
+  serving::ServiceConfig c = warm_only(hot);
+  c.cache_dir = dir.path;
+  c.disk_bytes = 1 << 20;
+  return c;
+}
+
 const std::string kSys = "system: you are a terse assistant. tools: none. ";
 
 TEST(PrefixReuse, RegeneratedTurnReusesThePromptUpToItsWarmRestorePoint) {
@@ -219,9 +227,7 @@ TEST(PrefixReuse, SessionHintsKeepEachInterleavedSessionsLatestTurnWarm) {
 
 TEST(PrefixReuse, WarmSessionsStayWithinHotBytesAndSpillToDisk) {
   TempDir d;
-  serving::ServiceConfig c = warm_only(600);  // room for about two scripted snapshots
-  c.cache_dir = d.path;
-  c.disk_bytes = 1 << 20;
+  serving::ServiceConfig c = warm_and_disk(d, 600);  // room for about two scripted snapshots
   Harness h(c);
   for (char id : {'A', 'B', 'C', 'D'}) h.run(std::string("conversation ") + id + " says hi. assistant: ");
   auto stats = h.service->cache_stats();
@@ -236,9 +242,7 @@ TEST(PrefixReuse, WarmSessionsStayWithinHotBytesAndSpillToDisk) {
 
 TEST(PrefixReuse, Regression5a_ShutdownCheckpointIsFoundAfterRestartForTheLaterConversation) {
   TempDir d;
-  serving::ServiceConfig c = warm_only();
-  c.cache_dir = d.path;
-  c.disk_bytes = 1 << 20;
+  serving::ServiceConfig c = warm_and_disk(d);
   Harness h(c);
   const std::string a = kSys + "user: conversation A. assistant: ";
   const std::string b = kSys + "user: conversation B, started while A was live. assistant: ";
@@ -289,9 +293,7 @@ TEST(PrefixReuse, Regression5e_ACheckpointThatFailsInTheEngineIsRemovedAndTheReq
 TEST(PrefixReuse, AReplyCutByMaxTokensIsFollowedFromThePromptPointAfterAWarmOrDiskRestore) {
   for (bool restart : {false, true}) {
     TempDir d;
-    serving::ServiceConfig c = warm_only();
-    c.cache_dir = d.path;
-    c.disk_bytes = 1 << 20;
+    serving::ServiceConfig c = warm_and_disk(d);
     Harness h(c, /*rollback=*/64);
     const std::string head = kSys + "user: call the weather tool. ";
     auto [cut, cut_text] = h.run(head + "A<", {}, 5);
@@ -317,9 +319,7 @@ TEST(PrefixReuse, AReplyCutByMaxTokensIsFollowedFromThePromptPointAfterAWarmOrDi
 TEST(PrefixReuse, ATurnEndWhoseSampledTokensTheTokenizerSplitsDifferentlyIsReusedByBytes) {
   for (bool restart : {false, true}) {
     TempDir d;
-    serving::ServiceConfig c = warm_only();
-    c.cache_dir = d.path;
-    c.disk_bytes = 1 << 20;
+    serving::ServiceConfig c = warm_and_disk(d);
     Harness h(c);
     h.backend->merge_ll = true;
     const std::string turn1 = kSys + "user: q1. assistant: ";
