@@ -1,5 +1,6 @@
 // `ds4ctl eval-agent -m MODEL.gguf --cases CASES.jsonl [--limit N] [--min-call R] [--min-answer R]
-//  [--min-plain R] [--max-new N] [--show]`: measures a model's agent behaviour by this engine (greedy): right
+//  [--min-plain R] [--max-new N] [--show] [--free]`: measures a model's agent behaviour by this engine (greedy,
+// under the server's token rules for tool requests unless --free): right
 // DSML tool calls, answers that use tool results, no tool call on plain chat, separately for
 // tool schemas seen in training and held-out ones (tools/tinyagent/eval/agent_eval.hpp). With
 // --min-* it exits 1 when a rate (seen and held-out each) is below the bound, so a test can hold
@@ -20,7 +21,7 @@ struct EvalArgs {
   std::string model, cases, json_out;
   size_t limit = 0, max_new = 160;
   double min_call = 0, min_answer = 0, min_plain = 0, min_dsml = 0;
-  bool show = false, exact = false;
+  bool show = false, exact = false, free = false;
   unsigned threads = 0;
 };
 
@@ -32,7 +33,7 @@ int run_eval(const EvalArgs& a) {
   auto model = ds4::Model::load(a.model, lo);
   std::vector<Case> cases = load_cases(a.cases);
   if (a.limit && cases.size() > a.limit) cases.resize(a.limit);
-  const Report r = evaluate(model, cases, a.max_new);
+  const Report r = evaluate(model, cases, a.max_new, a.free ? Decoding::Free : Decoding::Served);
   if (a.show)
     for (size_t i = 0; i < r.results.size(); ++i)
       fmt::print("case {} {}{} {}: {}\n  output: {}\n", i, cases[i].kind, cases[i].heldout ? " (held-out)" : "",
@@ -85,6 +86,9 @@ ds4ctl::Register reg{
       sub.add_option("--json", a->json_out, "also write the scores ([pass, n] per group) as JSON");
       sub.add_flag("--show", a->show, "print every case's output and verdict");
       sub.add_flag("--exact", a->exact, "exact arithmetic");
+      sub.add_flag("--free", a->free,
+                   "plain greedy decoding, the model alone (default: the server's token rules for tool requests: "
+                   "DSML structure, declared tool and parameter names, no end inside a call)");
       sub.add_option("-t,--threads", a->threads, "worker threads; 0 uses every core");
       return [a] { return run_eval(*a); };
     }};

@@ -85,8 +85,9 @@ std::variant<ChatTurn, Reply> prepare_chat_turn(const EndpointEnv& env, protocol
   turn.model = response_model(env.config, backend, request.model);
   turn.thinking_started = rendered.text.ends_with("<think>");
   turn.job.session = session_key(request.session_hint);
-  // With tools: DSML structure greedy, payload with the request's sampling, and tool_choice
-  // required / forced functions enforced on the tokens (serving/dsml_token_policy.hpp).
+  // With tools: DSML structure greedy, payload with the request's sampling, tool_choice
+  // required / forced functions, and calls only to the request's tools with their parameter
+  // names, enforced on the tokens (serving/dsml_token_policy.hpp).
   if (rendered.tools_active) {
     protocol::ForcedCall forced;
     if (request.tool_choice == "required") forced.required = true;
@@ -103,7 +104,8 @@ std::variant<ChatTurn, Reply> prepare_chat_turn(const EndpointEnv& env, protocol
                                                       "', which is not among the request's tools"),
             spec.style);
     }
-    turn.job.policy = std::make_shared<serving::DsmlTokenPolicy>(turn.backend, turn.thinking_started, forced);
+    turn.job.policy = std::make_shared<serving::DsmlTokenPolicy>(turn.backend, turn.thinking_started, forced,
+                                                                 protocol::declared_tools(request.tools));
   }
   return turn;
 }

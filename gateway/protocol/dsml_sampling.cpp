@@ -1,6 +1,8 @@
 // DSML-safe sampling state. See dsml_sampling.hpp.
 #include "gateway/protocol/dsml_sampling.hpp"
 
+#include <algorithm>
+
 #include "gateway/protocol/dsml_format.hpp"
 
 namespace ds4::protocol {
@@ -12,6 +14,8 @@ constexpr std::string_view kBlockOpen = "<｜DSML｜tool_calls>";
 constexpr std::string_view kBlockClose = "</｜DSML｜tool_calls>";
 constexpr std::string_view kParamOpen = "<｜DSML｜parameter ";
 constexpr std::string_view kParamClose = "</｜DSML｜parameter>";
+constexpr std::string_view kInvokeName = "<｜DSML｜invoke name=\"";
+constexpr std::string_view kParamName = "<｜DSML｜parameter name=\"";
 
 enum class Phase {
   Reasoning,  // before </think>
@@ -21,6 +25,12 @@ enum class Phase {
   JsonValue,
   Done,  // after the block closed
 };
+
+// An attribute value being written inside the block (what allowed() constrains).
+enum class Reading { None, ToolName, ParamName, Spelling };
+
+constexpr std::string_view kStringTrue = " string=\"true\">";
+constexpr std::string_view kStringFalse = " string=\"false\">";
 
 }  // namespace
 
@@ -36,15 +46,22 @@ const char* sampling_zone_name(SamplingZone zone) {
 struct DsmlSamplingState::State {
   Phase phase = Phase::Content;
   ForcedCall forced;
-  std::string forced_text;  // the full text to force once content starts
-  size_t forced_done = 0;   // bytes of forced_text already generated
-  bool forcing = false;     // content started and the forced text is not complete yet
-  std::string tail;         // recent bytes, for marker detection across feeds
-  std::string tag;          // the parameter open tag being read (in Block)
+  std::shared_ptr<const std::vector<DeclaredTool>> tools;  // shared: admits() copies the state
+  std::string forced_text;                                 // the full text to force once content starts
+  size_t forced_done = 0;                                  // bytes of forced_text already generated
+  bool forcing = false;                                    // content started and the forced text is not complete yet
+  std::string tail;                                        // recent bytes, for marker detection across feeds
+  std::string tag;                                         // the parameter open tag being read (in Block)
   bool in_tag = false;
   // JSON value scanning
   bool json_in_string = false;
   bool json_escape = false;
+  // Declared names
+  Reading reading = Reading::None;
+  std::string typed;                        // the attribute value so far
+  std::string tool;                         // the current invoke's name
+  std::vector<std::string> given;           // its parameters so far
+  std::vector<std::string_view> spellings;  // for the parameter just named
 
   bool ends_with(std::string_view s) const { return tail.size() >= s.size() && tail.ends_with(s); }
 
@@ -73,6 +90,7 @@ struct DsmlSamplingState::State {
         }
         return;
       case Phase::Block:
+        read_name(c);
         if (ends_with(kBlockClose)) {
           phase = Phase::Done;
           forcing = false;
@@ -83,7 +101,9 @@ struct DsmlSamplingState::State {
           tag.clear();
           return;
         }
+        if (ends_with(kInvokeName)) start_reading(Reading::ToolName);
         if (in_tag) {
+          if (ends_with(kParamName)) start_reading(Reading::ParamName);
           if (c == '>') {
             in_tag = false;
             bool is_string = tag.find("string=\"false\"") == std::string::npos;
@@ -111,6 +131,92 @@ struct DsmlSamplingState::State {
     }
   }
 
+  void start_reading(Reading what) {
+    reading = what;
+    typed.clear();
+    if (what == Reading::ToolName) {
+      tool.clear();
+      given.clear();
+    }
+  }
+
+  // Before the marker checks: the quote that ends a name being read was not part of it.
+  void read_name(char c) {
+    switch (reading) {
+      case Reading::None: return;
+      case Reading::Spelling:
+        typed.push_back(c);
+        if (c == '>') reading = Reading::None;
+        return;
+      case Reading::ToolName:
+      case Reading::ParamName: break;
+    }
+    if (c != '"') {
+      typed.push_back(c);
+      return;
+    }
+    const bool was_tool = reading == Reading::ToolName;
+    reading = Reading::None;
+    if (was_tool) {
+      tool = typed;
+      return;
+    }
+    given.push_back(typed);
+    spellings = spellings_of(typed);
+    typed.clear();
+    if (!spellings.empty()) reading = Reading::Spelling;
+  }
+
+  // The value spellings the named parameter may take; empty (free) without declared tools.
+  std::vector<std::string_view> spellings_of(std::string_view param) const {
+    if (tools->empty()) return {};
+    ValueSpelling sp = ValueSpelling::Either;
+    if (const DeclaredTool* t = find_tool(tool))
+      for (const DeclaredParameter& p : t->parameters)
+        if (p.name == param) sp = p.spelling;
+    if (sp == ValueSpelling::String) return {kStringTrue};
+    if (sp == ValueSpelling::Json) return {kStringFalse};
+    return {kStringTrue, kStringFalse};
+  }
+
+  const DeclaredTool* find_tool(std::string_view name) const {
+    for (const DeclaredTool& t : *tools)
+      if (t.name == name) return &t;
+    return nullptr;
+  }
+
+  // What may complete `typed`: a declared name's remaining bytes and its closing quote, or the
+  // rest of a value spelling.
+  std::vector<std::string> name_continuations() const {
+    std::vector<std::string> out;
+    auto offer = [&](const std::string& name) {
+      if (name.starts_with(typed)) out.push_back(name.substr(typed.size()) + "\"");
+    };
+    if (reading == Reading::ToolName) {
+      for (const DeclaredTool& t : *tools) offer(t.name);
+    } else if (reading == Reading::ParamName) {
+      if (const DeclaredTool* t = find_tool(tool))
+        for (const DeclaredParameter& p : t->parameters)
+          if (std::find(given.begin(), given.end(), p.name) == given.end()) offer(p.name);
+    } else {
+      for (std::string_view sp : spellings)
+        if (sp.starts_with(typed)) out.emplace_back(sp.substr(typed.size()));
+    }
+    return out;
+  }
+
+  std::vector<std::string> allowed() const {
+    if (forcing) {
+      const std::string rest = forced_text.substr(forced_done);
+      if (!forced.function.empty() || tools->empty()) return {rest};  // named, or any name
+      std::vector<std::string> out;
+      for (const DeclaredTool& t : *tools) out.push_back(rest + t.name + "\"");
+      return out;
+    }
+    if (phase != Phase::Block || reading == Reading::None) return {};
+    return name_continuations();
+  }
+
   // A possible closing tag has begun at the end of a value: "</" or longer prefix of it.
   bool closing_tag_started() const {
     for (size_t n = kParamClose.size() - 1; n >= 2; --n)
@@ -119,8 +225,37 @@ struct DsmlSamplingState::State {
   }
 };
 
-DsmlSamplingState::DsmlSamplingState(bool thinking_started, ForcedCall forced) : s_(std::make_unique<State>()) {
+namespace {
+
+// How a schema's value is written in DSML: string="true" only for a plain string type.
+ValueSpelling spelling_of(const boost::json::value& schema) {
+  const boost::json::object* o = schema.if_object();
+  const boost::json::value* type = o ? o->if_contains("type") : nullptr;
+  if (!type || !type->is_string()) return ValueSpelling::Either;
+  return type->get_string() == "string" ? ValueSpelling::String : ValueSpelling::Json;
+}
+
+}  // namespace
+
+std::vector<DeclaredTool> declared_tools(const std::vector<boost::json::object>& tools) {
+  std::vector<DeclaredTool> out;
+  for (const boost::json::object& fn : tools) {
+    const boost::json::value* name = fn.if_contains("name");
+    if (!name || !name->is_string()) continue;
+    DeclaredTool t{dsml::escape_attribute(name->get_string()), {}};
+    if (const boost::json::value* params = fn.if_contains("parameters"); params && params->is_object())
+      if (const boost::json::value* props = params->get_object().if_contains("properties"); props && props->is_object())
+        for (const auto& kv : props->get_object())
+          t.parameters.push_back({dsml::escape_attribute(kv.key()), spelling_of(kv.value())});
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+DsmlSamplingState::DsmlSamplingState(bool thinking_started, ForcedCall forced, std::vector<DeclaredTool> tools)
+    : s_(std::make_unique<State>()) {
   s_->forced = std::move(forced);
+  s_->tools = std::make_shared<const std::vector<DeclaredTool>>(std::move(tools));
   if (s_->forced.required || !s_->forced.function.empty()) {
     s_->forced.required = true;
     s_->forced_text = "\n\n";
@@ -154,11 +289,21 @@ SamplingZone DsmlSamplingState::zone() const {
   return SamplingZone::Free;
 }
 
-std::string_view DsmlSamplingState::forced_text() const {
-  if (!s_->forcing) return {};
-  return std::string_view(s_->forced_text).substr(s_->forced_done);
+std::vector<std::string> DsmlSamplingState::allowed() const { return s_->allowed(); }
+
+bool DsmlSamplingState::admits(std::string_view bytes) const {
+  State probe = *s_;
+  for (char c : bytes) {
+    const std::vector<std::string> alts = probe.allowed();
+    if (!alts.empty() && std::none_of(alts.begin(), alts.end(), [c](const std::string& a) { return a[0] == c; }))
+      return false;
+    probe.step(c);
+  }
+  return true;
 }
 
-bool DsmlSamplingState::forced_is_open_ended() const { return s_->forced.function.empty(); }
+bool DsmlSamplingState::inside_block() const {
+  return s_->phase == Phase::Block || s_->phase == Phase::StringValue || s_->phase == Phase::JsonValue;
+}
 
 }  // namespace ds4::protocol

@@ -19,17 +19,34 @@
 // the think tag) everything is Free.
 //
 // Forcing (tool_choice required / any / a named function): once reasoning is over and until the
-// block has opened, forced_text() is the text the output must continue with: the block opening
+// block has opened, the output must continue with the block opening
 // "\n\n<｜DSML｜tool_calls>\n<｜DSML｜invoke name=\"" followed, for a named function, by
-// NAME "\">\n". The server lets through only tokens that are prefixes of it (or, for
-// required/any, that reach past it into a function name). Empty when nothing is forced.
-// Only the full DSML spelling is tracked (the one the tools prompt teaches); the parser still
-// accepts the others.
+// NAME "\">\n", and for required/any by one of the declared tools' names.
+//
+// Declared names: a client's tools are the only calls it can run (a call to anything else is a
+// turn lost: the agent answers "no such tool"), so right after `invoke name="` the output must
+// continue with a declared tool's name and its closing quote, and right after
+// `parameter name="` with one of that tool's parameters not yet given (when its schema lists
+// any), and after that name's quote with the value spelling its schema type asks for
+// (` string="true">` for "type": "string", ` string="false">` for another single type, either
+// when the schema does not say). The model still chooses among them by its own logits: which
+// tool, which parameter.
+//
+// allowed() lists those continuations; the server lets through only tokens whose bytes are a
+// prefix of one of them, or run past the whole of one and keep to what is allowed after it
+// (admits()). Only the
+// full DSML spelling is tracked (the one the tools prompt teaches); the parser still accepts
+// the others.
+//
+// inside_block(): between the block's opening and closing tags. An end of generation there
+// leaves a call that cannot run, so the server does not take one there.
 #pragma once
 
+#include <boost/json/object.hpp>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace ds4::protocol {
 
@@ -41,19 +58,38 @@ struct ForcedCall {
   std::string function;   // when not empty: this one
 };
 
+// A tool as the output may call it: its name and its schema's parameter names (both as they
+// appear in DSML attributes, escaped).
+enum class ValueSpelling { Either, String, Json };  // string="true" / string="false" / both
+struct DeclaredParameter {
+  std::string name;
+  ValueSpelling spelling = ValueSpelling::Either;
+};
+struct DeclaredTool {
+  std::string name;
+  std::vector<DeclaredParameter> parameters;
+};
+// The request's tools (inner function objects, as ChatRequest::tools holds them); a tool without
+// a string name is left out; parameters are the keys of its parameters.properties, spelled by
+// their "type" (a single string: "string" or another; else Either).
+std::vector<DeclaredTool> declared_tools(const std::vector<boost::json::object>& tools);
+
 class DsmlSamplingState {
  public:
-  DsmlSamplingState(bool thinking_started, ForcedCall forced = {});
+  // `tools` empty: names are not constrained.
+  DsmlSamplingState(bool thinking_started, ForcedCall forced = {}, std::vector<DeclaredTool> tools = {});
   ~DsmlSamplingState();
   DsmlSamplingState(DsmlSamplingState&&) noexcept;
   DsmlSamplingState& operator=(DsmlSamplingState&&) noexcept;
 
   void feed(std::string_view text);
   SamplingZone zone() const;
-  // The text the output must continue with (already-fed forced bytes removed); empty: free.
-  std::string_view forced_text() const;
-  // true when the forced text may be followed by anything (required/any: a function name).
-  bool forced_is_open_ended() const;
+  // The texts the next bytes must begin (see above), already-fed bytes removed; empty: free.
+  std::vector<std::string> allowed() const;
+  // Whether these bytes, fed one by one, keep to allowed() at every byte (a token that runs past
+  // the end of one continuation into the next constrained value must fit that one too).
+  bool admits(std::string_view bytes) const;
+  bool inside_block() const;
 
  private:
   struct State;

@@ -89,6 +89,9 @@ class TokenPolicy {
   virtual std::optional<Token> choose(std::span<const float> logits) = 0;
   // Every sampled token that becomes output (EOS excluded), with its bytes.
   virtual void accepted(Token token, std::string_view bytes) = 0;
+  // false where ending would break the output (inside a tool-call block): next_token() then
+  // takes the best other token instead of an end of generation.
+  virtual bool may_end() const { return true; }
 };
 
 using CancelFlag = std::shared_ptr<std::atomic<bool>>;

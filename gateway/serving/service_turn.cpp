@@ -10,6 +10,7 @@
 #include "gateway/cache/token_prefix.hpp"
 #include "gateway/serving/service.hpp"
 #include "gateway/serving/stop_sequence_filter.hpp"
+#include "gateway/serving/token_choice.hpp"
 
 namespace ds4::serving {
 namespace {
@@ -162,9 +163,10 @@ void Service::decode_turn(Turn& turn) {
       turn.ended(job.max_tokens && job.max_tokens <= room ? FinishReason::max_tokens : FinishReason::context_full);
       break;
     }
-    // The token policy (DSML-safe sampling, tool_choice) may decide the token; else the sampler.
-    std::optional<Token> chosen = job.policy ? job.policy->choose(seq.logits()) : std::nullopt;
-    Token t = chosen ? *chosen : sampler.sample(seq.logits());
+    // The token policy (DSML-safe sampling, tool_choice, declared names) may decide the token;
+    // else the sampler.
+    Token t = next_token(job.policy.get(), seq.logits(), backend,
+                         [&](std::span<const float> logits) { return sampler.sample(logits); });
     if (usage.completion_tokens == 0) metrics_.observe_time_to_first_token(seconds_since(turn.q.enqueued));
     if (backend.is_end_of_generation(t)) {
       turn.ended(FinishReason::eos);

@@ -5,7 +5,8 @@
 // fixed reply, byte by byte, then EOS; with `endless` it repeats the reply forever. The logits
 // put all weight on the scripted token, so every sampler setting picks it; with `flat_logits`
 // every other token is only one logit below it, so only greedy sampling (temperature 0) is
-// sure to follow the script. Hooks let a test
+// sure to follow the script; a token off the script starts the reply over (unless
+// keep_position). Hooks let a test
 // slow decoding down or hold the worker inside append() to fill the queue deterministically.
 // Restore points are off by default (like an engine without them); `rollback` > 0 lets
 // truncate() take back that many tokens, `snapshots` enables snapshot()/restore() (the image
@@ -73,6 +74,9 @@ class ScriptedBackend : public serving::EngineBackend {
   std::atomic<bool> endless{false};
   std::atomic<bool> merge_ll{false};
   std::atomic<bool> flat_logits{false};
+  // A sampled token other than the reply's next byte still advances the reply (a model that
+  // goes on with its text when one byte was overruled), instead of starting it over.
+  std::atomic<bool> keep_position{false};
   std::atomic<int> decode_delay_ms{0};
   std::atomic<long> appended_tokens{0};   // every token ever appended
   std::atomic<long> prefilled_tokens{0};  // tokens appended in multi-token appends
@@ -169,7 +173,7 @@ class ScriptedSequence : public serving::EngineSequence {
     if (tokens_.size() + tokens.size() > capacity()) throw std::length_error("scripted context full");
     // A multi-token append is a prompt: the reply starts over after it. A single token advances
     // the reply only when it is the reply's next byte (the sampled token fed back).
-    if (tokens.size() == 1) k_ = (tokens[0] == next()) ? k_ + 1 : 0;
+    if (tokens.size() == 1) k_ = (tokens[0] == next() || b_.keep_position) ? k_ + 1 : 0;
     else k_ = 0;
     tokens_.insert(tokens_.end(), tokens.begin(), tokens.end());
     high_water_ = std::max(high_water_, tokens_.size());

@@ -8,10 +8,12 @@
 #include <gtest/gtest.h>
 
 #include <boost/json.hpp>
+#include <functional>
 
 #include "engine/sampler/sampler.hpp"
 #include "gateway/protocol/dsml_parser.hpp"
 #include "gateway/serving/dsml_token_policy.hpp"
+#include "gateway/serving/token_choice.hpp"
 #include "tests/gateway/server_harness.hpp"
 
 namespace ds4::test {
@@ -58,23 +60,73 @@ class ScriptedLogits {
   std::vector<std::pair<char, Sure>> bytes_;
 };
 
-// A decode loop like the serving worker's: policy first, else the sampler.
-std::string generate(const ScriptedLogits& model, serving::TokenPolicy* policy, uint64_t seed) {
+// Next-token logits for a position and the output so far.
+using LogitsFn = std::function<std::vector<float>(size_t pos, const std::string& out)>;
+
+// The serving worker's decode step (serving/token_choice.hpp): policy first, else the sampler
+// (temperature 1, or greedy).
+std::string generate(const LogitsFn& model, size_t max_len, serving::TokenPolicy* policy, uint64_t seed,
+                     bool greedy = false, const serving::EngineBackend* vocab = nullptr) {
   sampler::SamplerConfig cfg;  // temperature 1, the reference defaults
   cfg.seed = seed;
+  if (greedy) cfg.temperature = 0;
   sampler::Sampler sampler(cfg);
   ScriptedBackend bytes("");
+  const serving::EngineBackend& backend = vocab ? *vocab : bytes;
   std::string out;
-  for (size_t pos = 0; pos < model.size() + 64; ++pos) {
-    auto logits = model.at(pos);
-    std::optional<serving::Token> chosen = policy ? policy->choose(logits) : std::nullopt;
-    serving::Token t = chosen ? *chosen : sampler.sample(logits);
+  for (size_t pos = 0; pos < max_len; ++pos) {
+    auto logits = model(pos, out);
+    serving::Token t =
+        serving::next_token(policy, logits, backend, [&](std::span<const float> l) { return sampler.sample(l); });
     if (t == ScriptedBackend::kEos) break;
-    std::string b = bytes.token_bytes(t);
+    std::string b = backend.token_bytes(t);
     if (policy) policy->accepted(t, b);
     out += b;
   }
   return out;
+}
+
+std::string generate(const ScriptedLogits& model, serving::TokenPolicy* policy, uint64_t seed) {
+  return generate([&](size_t pos, const std::string&) { return model.at(pos); }, model.size() + 64, policy, seed);
+}
+
+// A model that knows a few whole replies, each with a logit: the next byte of every reply the
+// output is still a prefix of gets that reply's logit (the highest wins), every other byte 0; a
+// reply that ends there puts its logit on EOS. So its first choice is the best reply, and where
+// that one is ruled out, the next best reply still matching. After the last: EOS.
+struct Reply {
+  std::string text;
+  float logit;
+};
+LogitsFn replies(std::vector<Reply> known) {
+  return [known = std::move(known)](size_t, const std::string& out) {
+    std::vector<float> l(257, 0.0f);
+    bool any = false;
+    for (const Reply& r : known) {
+      if (!r.text.starts_with(out)) continue;
+      any = true;
+      serving::Token t =
+          r.text.size() == out.size() ? ScriptedBackend::kEos : static_cast<unsigned char>(r.text[out.size()]);
+      l[t] = std::max(l[t], r.logit);
+    }
+    if (!any) l[ScriptedBackend::kEos] = 50;
+    return l;
+  };
+}
+
+const std::string kCallOpen = "Checking.\n\n<｜DSML｜tool_calls>\n<｜DSML｜invoke name=\"";
+const std::string kCallClose = "</｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜tool_calls>";
+std::string city_call(const std::string& tool, const std::string& param) {
+  return kCallOpen + tool + "\">\n<｜DSML｜parameter name=\"" + param + "\" string=\"true\">Paris" + kCallClose;
+}
+
+// The request's tools: get_weather(city, units) and check_file(path).
+std::vector<protocol::DeclaredTool> weather_and_file() {
+  std::vector<json::object> tools = {
+      json::parse(R"({"name":"get_weather","parameters":{"type":"object","properties":{"city":{},"units":{}}}})")
+          .as_object(),
+      json::parse(R"({"name":"check_file","parameters":{"type":"object","properties":{"path":{}}}})").as_object()};
+  return protocol::declared_tools(tools);
 }
 
 protocol::ParsedMessage parse(const std::string& text) {
@@ -162,6 +214,181 @@ TEST(DsmlSampling, ZonesAlongACall) {
   EXPECT_EQ(zone_after("\\\""), SamplingZone::Payload);  // an escaped quote stays in the string
   EXPECT_EQ(zone_after("\":"), SamplingZone::Structural);
   EXPECT_EQ(zone_after("1}</｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜tool_calls>"), SamplingZone::Free);
+}
+
+TEST(DsmlSampling, DeclaredToolNames) {
+  auto tools = weather_and_file();
+  ASSERT_EQ(tools.size(), 2u);
+  EXPECT_EQ(tools[0].name, "get_weather");
+  ASSERT_EQ(tools[0].parameters.size(), 2u);
+  EXPECT_EQ(tools[0].parameters[0].name, "city");
+  EXPECT_EQ(tools[0].parameters[1].name, "units");
+  EXPECT_EQ(tools[0].parameters[0].spelling, protocol::ValueSpelling::Either);  // no type given
+  // The value's spelling follows a single schema type.
+  std::vector<json::object> typed = {json::parse(R"({"name":"t","parameters":{"properties":{
+      "s":{"type":"string"},"n":{"type":"integer"},"o":{"type":"object"},"u":{"type":["string","null"]}}}})")
+                                         .as_object()};
+  auto spellings = protocol::declared_tools(typed).at(0).parameters;
+  ASSERT_EQ(spellings.size(), 4u);
+  EXPECT_EQ(spellings[0].spelling, protocol::ValueSpelling::String);
+  EXPECT_EQ(spellings[1].spelling, protocol::ValueSpelling::Json);
+  EXPECT_EQ(spellings[2].spelling, protocol::ValueSpelling::Json);
+  EXPECT_EQ(spellings[3].spelling, protocol::ValueSpelling::Either);
+  // Names as they appear in DSML attributes; a tool without a string name is not callable.
+  std::vector<json::object> odd = {json::parse(R"({"name":"a\"b"})").as_object(),
+                                   json::parse(R"({"name":7})").as_object()};
+  auto escaped = protocol::declared_tools(odd);
+  ASSERT_EQ(escaped.size(), 1u);
+  EXPECT_EQ(escaped[0].name, "a&quot;b");
+  EXPECT_TRUE(escaped[0].parameters.empty());
+}
+
+TEST(DsmlSampling, CallsOnlyDeclaredToolsAndTheirParameters) {
+  // The model would rather call fetch_weather(town), which the client does not have; next it
+  // likes get_weather(town), then get_weather(city); check_file least.
+  LogitsFn model = replies({{city_call("fetch_weather", "town"), 50},
+                            {city_call("get_weather", "town"), 40},
+                            {city_call("get_weather", "city"), 30},
+                            {city_call("check_file", "path"), 20}});
+  protocol::ParsedMessage free = parse(generate(model, 400, nullptr, 1, true));
+  ASSERT_EQ(free.calls.size(), 1u);
+  EXPECT_EQ(free.calls[0].name, "fetch_weather");
+
+  // Under the declared names: the best declared tool by the model's own logits (get_weather,
+  // though check_file has the lower token id), and the best of its parameters.
+  for (bool greedy : {true, false}) {
+    serving::DsmlTokenPolicy policy(byte_backend(), false, {}, weather_and_file());
+    std::string text = generate(model, 400, &policy, 3, greedy);
+    protocol::ParsedMessage m = parse(text);
+    ASSERT_EQ(m.status, protocol::ToolCallsStatus::Complete) << text;
+    ASSERT_EQ(m.calls.size(), 1u);
+    EXPECT_EQ(m.calls[0].name, "get_weather");
+    EXPECT_EQ(json::parse(m.calls[0].arguments_json), json::parse(R"({"city":"Paris"})")) << text;
+  }
+
+  // A parameter already given is not offered again; tool_choice "required" picks among the
+  // declared tools too.
+  protocol::DsmlSamplingState s(false, {true, ""}, weather_and_file());
+  EXPECT_EQ(s.allowed(), (std::vector<std::string>{"\n\n<｜DSML｜tool_calls>\n<｜DSML｜invoke name=\"get_weather\"",
+                                                   "\n\n<｜DSML｜tool_calls>\n<｜DSML｜invoke name=\"check_file\""}));
+  s.feed("\n\n<｜DSML｜tool_calls>\n<｜DSML｜invoke name=\"get_");
+  EXPECT_EQ(s.allowed(), (std::vector<std::string>{"weather\""}));
+  s.feed("weather\">\n");
+  EXPECT_TRUE(s.allowed().empty());  // structure: greedy, not constrained
+  s.feed("<｜DSML｜parameter name=\"");
+  EXPECT_EQ(s.allowed(), (std::vector<std::string>{"city\"", "units\""}));
+  s.feed("city\"");  // no type in its schema: either spelling
+  EXPECT_EQ(s.allowed(), (std::vector<std::string>{" string=\"true\">", " string=\"false\">"}));
+  s.feed(" string=\"t");
+  EXPECT_EQ(s.allowed(), (std::vector<std::string>{"rue\">"}));
+  s.feed("rue\">");
+  EXPECT_EQ(s.zone(), SamplingZone::Payload);
+  EXPECT_TRUE(s.allowed().empty());
+  s.feed("Paris</｜DSML｜parameter>\n<｜DSML｜parameter name=\"");
+  EXPECT_EQ(s.allowed(), (std::vector<std::string>{"units\""}));
+  // Without declared tools nothing is constrained (the old behaviour).
+  protocol::DsmlSamplingState open(false);
+  open.feed("\n\n<｜DSML｜tool_calls>\n<｜DSML｜invoke name=\"");
+  EXPECT_TRUE(open.allowed().empty());
+}
+
+TEST(DsmlSampling, ValueSpellingFollowsTheSchemaType) {
+  // The model would write the integer as a string (and nest a parameter into it, a loose
+  // "parameter without string" value); the schema says integer: string="false".
+  std::vector<json::object> tools = {json::parse(R"({"name":"add","parameters":{"type":"object",
+      "properties":{"n":{"type":"integer"}}}})")
+                                         .as_object()};
+  const std::string open = "x\n\n<｜DSML｜tool_calls>\n<｜DSML｜invoke name=\"add\">\n<｜DSML｜parameter name=\"n\"";
+  const std::string close = "</｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜tool_calls>";
+  LogitsFn model = replies({{open + " string=\"true\">42" + close, 50}, {open + " string=\"false\">42" + close, 30}});
+  protocol::ParsedMessage free = parse(generate(model, 400, nullptr, 1, true));
+  ASSERT_EQ(free.calls.size(), 1u);
+  EXPECT_EQ(json::parse(free.calls[0].arguments_json), json::parse(R"({"n":"42"})"));
+  serving::DsmlTokenPolicy policy(byte_backend(), false, {}, protocol::declared_tools(tools));
+  std::string text = generate(model, 400, &policy, 1, true);
+  protocol::ParsedMessage m = parse(text);
+  ASSERT_EQ(m.calls.size(), 1u) << text;
+  EXPECT_EQ(json::parse(m.calls[0].arguments_json), json::parse(R"({"n":42})")) << text;
+}
+
+// Bytes plus two merged tokens, as a real BPE vocabulary has them: `">` and ` name="wea`.
+class MergedBackend final : public ScriptedBackend {
+ public:
+  static constexpr serving::Token kQuoteClose = 257, kNameWea = 258;
+  MergedBackend() : ScriptedBackend("") {}
+  size_t vocab_size() const override { return 259; }
+  std::string token_bytes(serving::Token t) const override {
+    if (t == kQuoteClose) return "\">";
+    if (t == kNameWea) return " name=\"wea";
+    return ScriptedBackend::token_bytes(t);
+  }
+};
+
+TEST(DsmlSampling, AMergedTokenCannotRunPastAConstraint) {
+  // The model likes the merged tokens best: ` name="wea` (an undeclared weather_now) and `">`
+  // right after the parameter's name (no value spelling: a loose value). Each runs past an
+  // allowed continuation into text the next constraint does not allow.
+  auto merged = std::make_shared<MergedBackend>();
+  const std::string head = "x\n\n<｜DSML｜tool_calls>\n<｜DSML｜invoke";
+  const std::string rest =
+      "\">\n<｜DSML｜parameter name=\"n\" string=\"false\">42</｜DSML｜parameter>\n"
+      "</｜DSML｜invoke>\n</｜DSML｜tool_calls>";
+  LogitsFn bytes = replies({{head + " name=\"add" + rest, 30}});
+  LogitsFn model = [&](size_t pos, const std::string& out) {
+    std::vector<float> l = bytes(pos, out);
+    l.resize(259, 0.0f);
+    if (out == head) l[MergedBackend::kNameWea] = 60;
+    if (out.ends_with("parameter name=\"n")) l[MergedBackend::kQuoteClose] = 60;
+    return l;
+  };
+  std::vector<json::object> tools = {json::parse(R"({"name":"add","parameters":{"type":"object",
+      "properties":{"n":{"type":"integer"}}}})")
+                                         .as_object()};
+  serving::DsmlTokenPolicy policy(merged, false, {}, protocol::declared_tools(tools));
+  std::string text = generate(model, 400, &policy, 1, true, merged.get());
+  protocol::ParsedMessage m = parse(text);
+  ASSERT_EQ(m.calls.size(), 1u) << text;
+  EXPECT_EQ(m.calls[0].name, "add") << text;
+  EXPECT_EQ(json::parse(m.calls[0].arguments_json), json::parse(R"({"n":42})")) << text;
+}
+
+TEST(DsmlSampling, NoEndInsideTheBlock) {
+  // The model's first choice ends inside the call: in a parameter's value (payload, sampled),
+  // or between tags (structure, greedy). Its second choice closes the call.
+  const std::string cut_in_value = kCallOpen + "get_weather\">\n<｜DSML｜parameter name=\"city\" string=\"true\">Paris";
+  const std::string cut_in_structure = city_call("get_weather", "city").substr(0, cut_in_value.size() + 23);
+  for (const std::string& cut : {cut_in_value, cut_in_structure}) {
+    LogitsFn model = replies({{cut, 50}, {city_call("get_weather", "city"), 30}});
+    EXPECT_EQ(parse(generate(model, 400, nullptr, 1, true)).status, protocol::ToolCallsStatus::Unterminated);
+    serving::DsmlTokenPolicy policy(byte_backend(), false, {}, weather_and_file());
+    std::string text = generate(model, 400, &policy, 1, true);
+    EXPECT_EQ(parse(text).status, protocol::ToolCallsStatus::Complete) << text;
+    EXPECT_TRUE(policy.may_end());  // after the block
+  }
+  // Outside a block the model may end where it likes.
+  LogitsFn prose = replies({{"Done.", 50}, {"Done. More.", 30}});
+  serving::DsmlTokenPolicy policy(byte_backend(), false, {}, weather_and_file());
+  EXPECT_EQ(generate(prose, 400, &policy, 1, true), "Done.");
+}
+
+TEST(DsmlSampling, UndeclaredNamesNeverReachTheClientOverHttp) {
+  // The scripted model misspells the tool and its parameter; the client only has get_weather(city).
+  Harness h({}, {}, true,
+            "\n\n<｜DSML｜tool_calls>\n<｜DSML｜invoke name=\"get_weathex\">\n<｜DSML｜parameter name=\"citx\" "
+            "string=\"true\">Paris" +
+                kCallClose);
+  h.backend->keep_position = true;
+  auto c = h.client();
+  auto r = c.request(bhttp::verb::post, "/v1/chat/completions",
+                     R"({"thinking":false,"max_tokens":200,"messages":[{"role":"user","content":"weather in Paris?"}],
+                         "tools":[{"type":"function","function":{"name":"get_weather",
+                           "parameters":{"type":"object","properties":{"city":{"type":"string"}}}}}]})");
+  ASSERT_EQ(r.result_int(), 200) << r.body();
+  auto msg = json::parse(r.body()).at("choices").at(0).at("message");
+  ASSERT_TRUE(msg.as_object().contains("tool_calls")) << r.body();
+  auto fn = msg.at("tool_calls").at(0).at("function");
+  EXPECT_EQ(fn.at("name").as_string(), "get_weather") << r.body();
+  EXPECT_EQ(json::parse(fn.at("arguments").as_string()), json::parse(R"({"city":"Paris"})")) << r.body();
 }
 
 TEST(DsmlSampling, RequiredToolChoiceOverHttpOpensTheNamedCall) {

@@ -3,7 +3,7 @@
 // "incomplete" with incomplete_details.reason "max_output_tokens"), never as a failure, and the
 // unclosed call is not given out as a call (non-streamed: absent; Responses stream: no
 // output_item.done for it). Calls closed before the cut are kept. The model itself ending its
-// output inside a call (EOS, no limit) is still a failed turn.
+// output inside a call (EOS) is not taken: the output goes on, here to the max_tokens cut.
 #include <gtest/gtest.h>
 
 #include <boost/json.hpp>
@@ -72,16 +72,22 @@ TEST(ToolCallCut, ChatIsALengthStopWithOnlyTheClosedCall) {
   EXPECT_EQ(finish, "length") << r.body();
 }
 
-TEST(ToolCallCut, ModelEndingInsideACallIsStillAFailedTurn) {
-  Harness h({}, {}, true, kHead);  // the script ends (EOS) inside the second call
+TEST(ToolCallCut, ModelEndingInsideACallGoesOnToTheLimit) {
+  // The script ends (EOS) inside the second call. That EOS is not taken (it left a call that
+  // cannot run: finish_reason "error", Anthropic 500); the output goes on to max_tokens.
+  Harness h({}, {}, true, kHead);
   auto c = h.client();
-  auto r = c.request(verb::post, "/v1/chat/completions", chat_body(false, "4000"));
+  const std::string max = std::to_string(kHead.size() + 8);
+  auto r = c.request(verb::post, "/v1/chat/completions", chat_body(false, max));
   ASSERT_EQ(r.result_int(), 200) << r.body();
-  EXPECT_EQ(body_json(r).at("choices").at(0).at("finish_reason").as_string(), "error") << r.body();
+  auto choice = body_json(r).at("choices").at(0);
+  EXPECT_EQ(choice.at("finish_reason").as_string(), "length") << r.body();
+  EXPECT_EQ(choice.at("message").at("tool_calls").as_array().size(), 1u) << r.body();
   r = c.request(verb::post, "/v1/messages",
-                std::string(R"({"thinking":{"type":"disabled"},"max_tokens":4000,"tools":)") + kAnthropicTools +
-                    R"(,"messages":[{"role":"user","content":"Weather?"}]})");
-  EXPECT_EQ(r.result_int(), 500) << r.body();
+                std::string(R"({"thinking":{"type":"disabled"},"max_tokens":)") + max + R"(,"tools":)" +
+                    kAnthropicTools + R"(,"messages":[{"role":"user","content":"Weather?"}]})");
+  ASSERT_EQ(r.result_int(), 200) << r.body();
+  EXPECT_EQ(body_json(r).at("stop_reason").as_string(), "max_tokens") << r.body();
 }
 
 TEST(ToolCallCut, MessagesIsStopReasonMaxTokens) {

@@ -11,7 +11,11 @@
 #include "gateway/protocol/chat_render.hpp"
 #include "gateway/protocol/chat_request.hpp"
 #include "gateway/protocol/dsml_parser.hpp"
+#include "gateway/protocol/dsml_sampling.hpp"
 #include "gateway/protocol/utf8_assembler.hpp"
+#include "gateway/serving/ds4_backend.hpp"
+#include "gateway/serving/dsml_token_policy.hpp"
+#include "gateway/serving/token_choice.hpp"
 
 namespace ds4::agent_eval {
 namespace json = boost::json;
@@ -102,8 +106,16 @@ std::vector<Case> load_cases(const std::filesystem::path& jsonl) {
   return cases;
 }
 
-Report evaluate(const std::shared_ptr<Model>& model, const std::vector<Case>& cases, size_t max_new_tokens) {
-  const tokenizer::Tokenizer tok = tokenizer::Tokenizer::from_gguf(model->gguf());
+Report evaluate(const std::shared_ptr<Model>& model, const std::vector<Case>& cases, size_t max_new_tokens,
+                Decoding decoding) {
+  // The served token rules need the backend's token table; its own sequence is not used.
+  const auto backend = std::make_shared<serving::Ds4Backend>(model, tokenizer::Tokenizer::from_gguf(model->gguf()), "",
+                                                             ContextOptions{64});
+  const tokenizer::Tokenizer& tok = backend->tokenizer();
+  // Greedy; ties go to the lowest id.
+  const serving::SampleFn greedy = [](std::span<const float> l) {
+    return static_cast<serving::Token>(std::max_element(l.begin(), l.end()) - l.begin());
+  };
   Report rep;
   for (const Case& c : cases) {
     CaseResult r;
@@ -115,18 +127,23 @@ Report evaluate(const std::shared_ptr<Model>& model, const std::vector<Case>& ca
       r.ids_match = false;
       ++rep.ids_mismatch;
     }
+    // As the server sets it up for a request with tools (http/turn_submit.cpp).
+    std::unique_ptr<serving::DsmlTokenPolicy> policy;
+    if (decoding == Decoding::Served && rendered.tools_active)
+      policy = std::make_unique<serving::DsmlTokenPolicy>(backend, rendered.text.ends_with("<think>"),
+                                                          protocol::ForcedCall{}, protocol::declared_tools(req.tools));
     Context ctx(model, ContextOptions{static_cast<uint32_t>(ids.size() + max_new_tokens + 8)});
     std::span<const float> logits = ctx.prefill(ids);
     protocol::OutputParser parser(rendered.thinking != protocol::Thinking::Off);
     protocol::Utf8Assembler utf8;
     const size_t n_vocab = std::min<size_t>(tok.vocab_size(), logits.size());
     for (size_t n = 0; n < max_new_tokens; ++n) {
-      // Greedy; ties go to the lowest id.
-      const int32_t t =
-          static_cast<int32_t>(std::max_element(logits.begin(), logits.begin() + n_vocab) - logits.begin());
+      const int32_t t = next_token(policy.get(), logits.first(n_vocab), *backend, greedy);
       ++rep.generated_tokens;
       if (t == tok.eos()) break;
-      const std::string text = utf8.push(tok.token_bytes(t));
+      const std::string bytes = tok.token_bytes(t);
+      if (policy) policy->accepted(t, bytes);
+      const std::string text = utf8.push(bytes);
       r.output += text;
       parser.feed(text);
       if (parser.tool_calls_done() || n + 1 == max_new_tokens) break;

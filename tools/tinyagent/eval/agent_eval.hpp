@@ -1,8 +1,9 @@
 #pragma once
 // Agent-quality evaluation of a DS4 model by this engine: each case is an OpenAI-shaped chat
 // request (rendered with the gateway's own renderer, so exactly what a client's request becomes)
-// plus what a good reply contains. The reply is generated greedily and parsed with the gateway's
-// DSML output parser, then scored:
+// plus what a good reply contains. The reply is generated greedily (by default under the same
+// token rules the server applies, see Decoding) and parsed with the gateway's DSML output
+// parser, then scored:
 //   call    a well-formed DSML block whose first call has the expected tool name and exactly the
 //           expected arguments (same keys; strings equal, numbers equal as numbers);
 //   answer  no tool call, and the content contains every expected fact of the tool result;
@@ -56,7 +57,14 @@ struct Report {
   std::vector<CaseResult> results;
 };
 
-// Runs every case on `model` with greedy decoding, at most `max_new_tokens` per case.
-Report evaluate(const std::shared_ptr<Model>& model, const std::vector<Case>& cases, size_t max_new_tokens = 160);
+// Served: greedy under the server's token rules for requests with tools (DSML structure greedy,
+// calls only to declared tools and their parameters, no end inside a tool-call block:
+// gateway/serving/dsml_token_policy.hpp), so the scores are what a client gets. Free: plain
+// greedy, the model alone.
+enum class Decoding { Served, Free };
+
+// Runs every case on `model` greedily, at most `max_new_tokens` per case.
+Report evaluate(const std::shared_ptr<Model>& model, const std::vector<Case>& cases, size_t max_new_tokens = 160,
+                Decoding decoding = Decoding::Served);
 
 }  // namespace ds4::agent_eval
