@@ -99,6 +99,14 @@ size_t Context::truncate_floor() const {
   return size_t(std::min<uint64_t>(s.tokens.size(), std::max<uint64_t>(ring, s.rollback_floor)));
 }
 
+size_t Context::rollback_room() const {
+  const State& s = *state_;
+  const uint64_t n = s.tokens.size();
+  // After k more tokens the floor is max(max(high_water, n + k) - rollback, rollback_floor).
+  if (s.rollback_floor > n || s.high_water > n + s.rollback) return 0;
+  return s.rollback;
+}
+
 std::span<const float> Context::prefill(std::span<const int32_t> tokens, ProgressFn progress) {
   if (tokens.empty()) return logits();
   State& s = *state_;

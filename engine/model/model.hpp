@@ -117,6 +117,9 @@ class Context {
   void truncate(size_t n);
   // The smallest n truncate(n) accepts now (size() when nothing can be taken back).
   size_t truncate_floor() const;
+  // How many tokens can be appended now such that truncate(size()) still works afterwards
+  // (0 when none: the rollback reach is spent, or there is none).
+  size_t rollback_room() const;
 
   std::span<const float> logits() const;  // logits after the last token (empty if none)
   const std::vector<int32_t>& tokens() const;

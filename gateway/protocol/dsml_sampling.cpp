@@ -62,6 +62,7 @@ struct DsmlSamplingState::State {
   std::string tool;                         // the current invoke's name
   std::vector<std::string> given;           // its parameters so far
   std::vector<std::string_view> spellings;  // for the parameter just named
+  std::string preferred;                    // the one name left by prefer(); empty: all
 
   bool ends_with(std::string_view s) const { return tail.size() >= s.size() && tail.ends_with(s); }
 
@@ -134,6 +135,7 @@ struct DsmlSamplingState::State {
   void start_reading(Reading what) {
     reading = what;
     typed.clear();
+    preferred.clear();
     if (what == Reading::ToolName) {
       tool.clear();
       given.clear();
@@ -190,6 +192,7 @@ struct DsmlSamplingState::State {
   std::vector<std::string> name_continuations() const {
     std::vector<std::string> out;
     auto offer = [&](const std::string& name) {
+      if (!preferred.empty() && name != preferred) return;
       if (name.starts_with(typed)) out.push_back(name.substr(typed.size()) + "\"");
     };
     if (reading == Reading::ToolName) {
@@ -300,6 +303,22 @@ bool DsmlSamplingState::admits(std::string_view bytes) const {
     probe.step(c);
   }
   return true;
+}
+
+std::vector<std::string> DsmlSamplingState::name_choice() const {
+  const State& st = *s_;
+  if (st.forcing || st.phase != Phase::Block || !st.typed.empty() || !st.preferred.empty()) return {};
+  if (st.reading != Reading::ToolName && st.reading != Reading::ParamName) return {};
+  std::vector<std::string> names = st.name_continuations();
+  if (names.size() < 2) return {};
+  return names;
+}
+
+void DsmlSamplingState::prefer(size_t candidate) {
+  std::vector<std::string> names = name_choice();
+  if (candidate >= names.size()) return;
+  names[candidate].pop_back();  // the closing quote
+  s_->preferred = names[candidate];
 }
 
 bool DsmlSamplingState::inside_block() const {

@@ -89,6 +89,12 @@ class DsmlSamplingState {
   // Whether these bytes, fed one by one, keep to allowed() at every byte (a token that runs past
   // the end of one continuation into the next constrained value must fit that one too).
   bool admits(std::string_view bytes) const;
+  // At the first byte of a tool or parameter name with more than one candidate: the candidates
+  // (each a whole name and its closing quote), so the server can weigh each whole name by the
+  // model instead of letting the first token decide; empty otherwise. prefer(i) keeps only
+  // candidate i for the rest of this name.
+  std::vector<std::string> name_choice() const;
+  void prefer(size_t candidate);
   bool inside_block() const;
 
  private:

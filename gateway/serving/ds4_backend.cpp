@@ -21,6 +21,7 @@ class Ds4Sequence final : public EngineSequence {
   }
   std::span<const float> logits() const override { return context_.logits(); }
   size_t truncate_floor() const override { return context_.truncate_floor(); }
+  size_t rollback_room() const override { return context_.rollback_room(); }
   void truncate(size_t n) override { context_.truncate(n); }
   std::vector<uint8_t> snapshot() const override { return context_.snapshot(); }
   void restore(std::span<const uint8_t> state) override { context_.restore(state); }

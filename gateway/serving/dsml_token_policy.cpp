@@ -21,6 +21,23 @@ std::optional<Token> DsmlTokenPolicy::choose(std::span<const float> logits) {
   return std::nullopt;
 }
 
+std::vector<std::string> DsmlTokenPolicy::alternatives(std::span<const float> logits) {
+  std::vector<std::string> names = state_.name_choice();
+  if (names.empty()) return {};
+  std::optional<Token> own;
+  float own_logit = 0;
+  for (size_t i = 0; i < logits.size(); ++i)
+    if (std::isfinite(logits[i]) && (!own || logits[i] > own_logit)) {
+      own = static_cast<Token>(i);
+      own_logit = logits[i];
+    }
+  if (!own || backend_->is_end_of_generation(*own)) return names;
+  const std::string bytes = backend_->token_bytes(*own);
+  for (const std::string& n : names)
+    if (n.starts_with(bytes)) return {};  // its own choice is a declared name: it stands
+  return names;
+}
+
 std::optional<Token> DsmlTokenPolicy::structural(std::span<const float> logits) const {
   // The best token, unless it runs into a constrained name the wrong way (a token such as
   // ` name="wea` for an undeclared tool); then the next best, and so on.

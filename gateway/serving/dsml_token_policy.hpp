@@ -10,7 +10,9 @@
 //  * reasoning, content and payload: nullopt, so the job's sampler (the request's settings)
 //    chooses.
 // Inside the tool-call block no end-of-generation token is taken (may_end() is false; the
-// structural argmax skips them).
+// structural argmax skips them). Where the model's own best token at the start of a name is no
+// declared name's, which name is decided by the model's probability of each whole name
+// (alternatives(); the first token alone is a poor judge when none of them is what it expected).
 // The token byte table is built on the first constrained step (one pass over the vocabulary).
 #include <optional>
 #include <span>
@@ -33,6 +35,10 @@ class DsmlTokenPolicy final : public TokenPolicy {
   std::optional<Token> choose(std::span<const float> logits) override;
   void accepted(Token token, std::string_view bytes) override;
   bool may_end() const override { return !state_.inside_block(); }
+  // At the start of a tool or parameter name whose first token the model would spend outside
+  // the declared names: the candidate names, to be weighed whole.
+  std::vector<std::string> alternatives(std::span<const float> logits) override;
+  void prefer(size_t alternative) override { state_.prefer(alternative); }
 
   const protocol::DsmlSamplingState& state() const { return state_; }
 

@@ -39,6 +39,8 @@ class EngineSequence {
   // or cleared). truncate(n) takes the sequence back to its first n tokens, bit-identically to
   // one that only saw those, for truncate_floor() <= n <= size (the engine's rollback rings).
   virtual size_t truncate_floor() const { return tokens().size(); }
+  // How many tokens may be appended and then taken back to the current size (0: none).
+  virtual size_t rollback_room() const { return 0; }
   virtual void truncate(size_t n) {
     if (n != tokens().size()) throw std::logic_error("this engine sequence cannot truncate");
   }

@@ -92,6 +92,10 @@ class TokenPolicy {
   // false where ending would break the output (inside a tool-call block): next_token() then
   // takes the best other token instead of an end of generation.
   virtual bool may_end() const { return true; }
+  // Whole texts to weigh by the model before this token (see weigh_alternatives() in
+  // token_choice.hpp); empty: none. prefer(i) then names the likeliest.
+  virtual std::vector<std::string> alternatives(std::span<const float> /*logits*/) { return {}; }
+  virtual void prefer(size_t /*alternative*/) {}
 };
 
 using CancelFlag = std::shared_ptr<std::atomic<bool>>;

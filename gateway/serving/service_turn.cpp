@@ -156,6 +156,7 @@ void Service::decode_turn(Turn& turn) {
   const size_t room = seq.capacity() - seq.tokens().size();
   const size_t limit = job.max_tokens ? std::min(job.max_tokens, room) : room;
   const auto start = Clock::now();
+  std::vector<float> held;  // this step's logits while alternatives were weighed
   bool done = false;
   while (!done) {
     if (turn.interrupted()) break;
@@ -165,8 +166,10 @@ void Service::decode_turn(Turn& turn) {
     }
     // The token policy (DSML-safe sampling, tool_choice, declared names) may decide the token;
     // else the sampler.
-    Token t = next_token(job.policy.get(), seq.logits(), backend,
-                         [&](std::span<const float> logits) { return sampler.sample(logits); });
+    std::span<const float> logits = seq.logits();
+    if (job.policy && weigh_alternatives(*job.policy, seq, backend, logits, held)) logits = held;
+    Token t =
+        next_token(job.policy.get(), logits, backend, [&](std::span<const float> l) { return sampler.sample(l); });
     if (usage.completion_tokens == 0) metrics_.observe_time_to_first_token(seconds_since(turn.q.enqueued));
     if (backend.is_end_of_generation(t)) {
       turn.ended(FinishReason::eos);

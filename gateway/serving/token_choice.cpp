@@ -1,8 +1,10 @@
 // One decode step's choice. See token_choice.hpp.
 #include "gateway/serving/token_choice.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <string>
 #include <vector>
 
 namespace ds4::serving {
@@ -27,6 +29,55 @@ Token next_token(TokenPolicy* policy, std::span<const float> logits, const Engin
     else other = other || std::isfinite(masked[i]);
   }
   return other ? choose(policy, masked, sample) : t;
+}
+
+namespace {
+
+double log_probability(std::span<const float> logits, Token t) {
+  if (t < 0 || static_cast<size_t>(t) >= logits.size() || !std::isfinite(logits[t]))
+    return -std::numeric_limits<double>::infinity();
+  float top = -std::numeric_limits<float>::infinity();
+  for (float v : logits)
+    if (std::isfinite(v)) top = std::max(top, v);
+  double sum = 0;
+  for (float v : logits)
+    if (std::isfinite(v)) sum += std::exp(static_cast<double>(v) - top);
+  return static_cast<double>(logits[t]) - top - std::log(sum);
+}
+
+}  // namespace
+
+bool weigh_alternatives(TokenPolicy& policy, EngineSequence& seq, const EngineBackend& backend,
+                        std::span<const float> logits, std::vector<float>& held) {
+  const std::vector<std::string> texts = policy.alternatives(logits);
+  if (texts.size() < 2) return false;
+  std::vector<std::vector<Token>> tokens;
+  size_t longest = 0;
+  for (const std::string& t : texts) {
+    tokens.push_back(backend.encode_plain(t));
+    longest = std::max(longest, tokens.back().size());
+  }
+  const size_t n0 = seq.tokens().size();
+  if (longest == 0 || longest - 1 > seq.rollback_room() || n0 + longest > seq.capacity()) return false;
+  held.assign(logits.begin(), logits.end());
+  size_t best = 0;
+  double best_lp = -std::numeric_limits<double>::infinity();
+  for (size_t a = 0; a < tokens.size(); ++a) {
+    const std::vector<Token>& ts = tokens[a];
+    if (ts.empty()) continue;
+    double lp = log_probability(held, ts[0]);
+    for (size_t i = 1; i < ts.size() && lp > best_lp; ++i) {
+      seq.append(std::span<const Token>(&ts[i - 1], 1));
+      lp += log_probability(seq.logits(), ts[i]);
+    }
+    if (seq.tokens().size() != n0) seq.truncate(n0);
+    if (lp > best_lp) {
+      best_lp = lp;
+      best = a;
+    }
+  }
+  policy.prefer(best);
+  return true;
 }
 
 }  // namespace ds4::serving

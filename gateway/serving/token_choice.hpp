@@ -1,6 +1,6 @@
 #pragma once
-// next_token: one decode step's choice, shared by the serving worker and the agent evaluation
-// (so what is measured is what is served).
+// next_token and weigh_alternatives: one decode step's choice, shared by the serving worker and
+// the agent evaluation (so what is measured is what is served).
 //
 // The job's TokenPolicy decides first (DSML structure, forced and declared names); where it
 // leaves the choice open, `sample` (the request's sampler, or greedy) decides. Where the policy
@@ -9,6 +9,7 @@
 // ending inside a tool call), so the copy of the logits it takes costs nothing in practice.
 #include <functional>
 #include <span>
+#include <vector>
 
 #include "gateway/serving/engine_backend.hpp"
 #include "gateway/serving/generation.hpp"
@@ -21,5 +22,16 @@ using SampleFn = std::function<Token(std::span<const float>)>;
 // where every other token's logit is non-finite.
 Token next_token(TokenPolicy* policy, std::span<const float> logits, const EngineBackend& backend,
                  const SampleFn& sample);
+
+// Where the policy has alternatives (whole texts, such as the declared tool names at the start
+// of a name): appends each one's tokens to `seq` (backend.encode_plain), sums their
+// log-probabilities, takes `seq` back to where it was, and calls policy.prefer() with the
+// likeliest (the first on a tie). `logits` are the current ones; they are copied into `held`,
+// since the sequence's own may not survive the truncation. Returns true when it weighed (use
+// `held` as this step's logits); false when there was nothing to weigh, or the sequence cannot
+// take back the longest alternative (then the first token decides, as without weighing).
+// Costs one decode per alternative token.
+bool weigh_alternatives(TokenPolicy& policy, EngineSequence& seq, const EngineBackend& backend,
+                        std::span<const float> logits, std::vector<float>& held);
 
 }  // namespace ds4::serving

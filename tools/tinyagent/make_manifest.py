@@ -83,6 +83,8 @@ def main():
     ap.add_argument("--gguf", required=True)
     ap.add_argument("--eval", required=True)
     ap.add_argument("--eval20", required=True)
+    ap.add_argument("--eval-free", default="", help="eval-agent --free scores on the 200 (the model alone)")
+    ap.add_argument("--eval20-free", default="", help="eval-agent --free scores on the 20")
     ap.add_argument("--parity", required=True)
     ap.add_argument("--engine-parity", required=True, help="models_tests parity output (the [ parity ] lines)")
     ap.add_argument("--train-command", required=True)
@@ -116,8 +118,14 @@ def main():
         "training": training,
         "quantization": {"recipe": a.recipe, "by_family": families(a.recipe),
                          "tool": "ds4ctl quantize (engine/convert recipe + quantize_rows)"},
+        "quality_decoding": "greedy as the server decodes tool requests (ds4ctl eval-agent default): declared tool "
+                            "and parameter names only, value spelling by schema type, names weighed whole where the "
+                            "model's first token is none of them, no end inside a call (gateway/serving/"
+                            "dsml_token_policy.hpp, token_choice.hpp); *_model_alone: plain greedy (eval-agent --free)",
         "quality_200_heldout_prompts": rates(json.load(open(a.eval))),
+        "quality_200_heldout_prompts_model_alone": rates(json.load(open(a.eval_free))) if a.eval_free else None,
         "quality_test_20_prompts": rates(json.load(open(a.eval20))),
+        "quality_test_20_prompts_model_alone": rates(json.load(open(a.eval20_free))) if a.eval20_free else None,
         "parity": {
             "reference": "tools/tinyagent/ds4model.py on the dequantized GGUF weights, activation formats simulated",
             "vectors": "ds4-tiny-agent.parity.bin (ds4-tiny cases.bin format)",

@@ -299,6 +299,25 @@ TEST(Truncate, RefusalsLeaveStateIntact) {
   EXPECT_EQ(a.size(), 35u);
 }
 
+TEST(Truncate, RollbackRoomCanBeAppendedAndTakenBackAgainAndAgain) {
+  // What weighing tool names does (gateway/serving/token_choice.hpp): from one position, append up
+  // to rollback_room() tokens, take them back, another try, then go on as if none had been seen.
+  auto m = exact2();
+  Context a(m, ContextOptions{0, 8});
+  Context b(m, ContextOptions{0, 8});
+  a.prefill(random_tokens(40, 53, 1000));
+  b.prefill(random_tokens(40, 53, 1000));
+  for (int round = 0; round < 3; ++round) {
+    ASSERT_EQ(a.rollback_room(), 8u);
+    for (int32_t k = 0; k < 8; ++k) a.decode(100 + round * 10 + k);
+    a.truncate(40);
+  }
+  EXPECT_TRUE(same_bits(a.logits(), b.logits()));
+  EXPECT_TRUE(same_bits(a.decode(7), b.decode(7)));
+  EXPECT_TRUE(same_bits(a.decode(8), b.decode(8)));
+  EXPECT_EQ(Context(m, ContextOptions{0, 0}).rollback_room(), 0u);
+}
+
 TEST(Truncate, RestorePointIsTheFloor) {
   auto m = exact2();
   Context a(m, ContextOptions{0, 8});

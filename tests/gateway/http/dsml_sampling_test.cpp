@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <boost/json.hpp>
 #include <functional>
 
@@ -350,6 +351,83 @@ TEST(DsmlSampling, AMergedTokenCannotRunPastAConstraint) {
   ASSERT_EQ(m.calls.size(), 1u) << text;
   EXPECT_EQ(m.calls[0].name, "add") << text;
   EXPECT_EQ(json::parse(m.calls[0].arguments_json), json::parse(R"({"n":42})")) << text;
+}
+
+// A sequence over a LogitsFn model (tokens are bytes), which can take back `room` tokens.
+class ModelSequence final : public serving::EngineSequence {
+ public:
+  ModelSequence(LogitsFn model, size_t room) : model_(std::move(model)), room_(room) {}
+  const std::vector<serving::Token>& tokens() const override { return tokens_; }
+  size_t capacity() const override { return 4096; }
+  void clear() override { tokens_.clear(); }
+  void append(std::span<const serving::Token> t) override {
+    tokens_.insert(tokens_.end(), t.begin(), t.end());
+    ++appends;
+  }
+  std::span<const float> logits() const override {
+    std::string out(tokens_.begin(), tokens_.end());
+    logits_ = model_(tokens_.size(), out);
+    return logits_;
+  }
+  size_t truncate_floor() const override { return room_ ? 0 : tokens_.size(); }
+  size_t rollback_room() const override { return room_; }
+  void truncate(size_t n) override { tokens_.resize(n); }
+  size_t appends = 0;
+
+ private:
+  LogitsFn model_;
+  size_t room_;
+  std::vector<serving::Token> tokens_;
+  mutable std::vector<float> logits_;
+};
+
+// The serving worker's loop (service_turn.cpp), greedy: weigh alternatives, choose, append.
+std::string generate_on(ModelSequence& seq, serving::TokenPolicy& policy) {
+  ScriptedBackend bytes("");
+  auto greedy = [](std::span<const float> l) {
+    return static_cast<serving::Token>(std::max_element(l.begin(), l.end()) - l.begin());
+  };
+  std::vector<float> held;
+  std::string out;
+  for (int n = 0; n < 400; ++n) {
+    std::span<const float> logits = seq.logits();
+    std::vector<float> own(logits.begin(), logits.end());  // the sequence's logits change while weighing
+    logits = own;
+    if (serving::weigh_alternatives(policy, seq, bytes, logits, held)) logits = held;
+    serving::Token t = serving::next_token(&policy, logits, bytes, greedy);
+    if (t == ScriptedBackend::kEos) break;
+    policy.accepted(t, bytes.token_bytes(t));
+    out += bytes.token_bytes(t);
+    seq.append(std::span<const serving::Token>(&t, 1));
+  }
+  return out;
+}
+
+TEST(DsmlSampling, NamesAreWeighedWholeWhereTheFirstTokenMisleads) {
+  // The model wants forecast(), which the client does not have. Of the declared names its first
+  // byte favours w (wind_speed), though it has no idea how that name goes on; get_weather it
+  // would write with confidence.
+  std::vector<json::object> tools = {
+      json::parse(R"({"name":"wind_speed","parameters":{"properties":{"city":{}}}})").as_object(),
+      json::parse(R"({"name":"get_weather","parameters":{"properties":{"city":{}}}})").as_object()};
+  LogitsFn model =
+      replies({{city_call("forecast", "city"), 50}, {kCallOpen + "wi", 35}, {city_call("get_weather", "city"), 30}});
+  for (size_t room : {size_t{0}, size_t{64}}) {
+    ModelSequence seq(model, room);
+    serving::DsmlTokenPolicy policy(byte_backend(), false, {}, protocol::declared_tools(tools));
+    std::string text = generate_on(seq, policy);
+    EXPECT_EQ(seq.tokens().size(), text.size());  // every weighed token was taken back
+    if (!room) {
+      // Without rollback nothing can be weighed: the first token decides (and the model, lost
+      // in a name it does not know, never finds its way back to a closed call).
+      EXPECT_NE(text.find("invoke name=\"wind_speed\""), std::string::npos) << text;
+      continue;
+    }
+    protocol::ParsedMessage m = parse(text);
+    ASSERT_EQ(m.calls.size(), 1u) << text;
+    EXPECT_EQ(m.calls[0].name, "get_weather") << text;
+    EXPECT_EQ(json::parse(m.calls[0].arguments_json), json::parse(R"({"city":"Paris"})")) << text;
+  }
 }
 
 TEST(DsmlSampling, NoEndInsideTheBlock) {

@@ -108,9 +108,11 @@ std::vector<Case> load_cases(const std::filesystem::path& jsonl) {
 
 Report evaluate(const std::shared_ptr<Model>& model, const std::vector<Case>& cases, size_t max_new_tokens,
                 Decoding decoding) {
-  // The served token rules need the backend's token table; its own sequence is not used.
-  const auto backend = std::make_shared<serving::Ds4Backend>(model, tokenizer::Tokenizer::from_gguf(model->gguf()), "",
-                                                             ContextOptions{64});
+  // The server's engine face: its token table for the token rules, its sequence (with the
+  // rollback that weighing names needs) for decoding.
+  const auto backend = std::make_shared<serving::Ds4Backend>(model, tokenizer::Tokenizer::from_gguf(model->gguf()), "");
+  const std::unique_ptr<serving::EngineSequence> seq = backend->new_sequence();
+  std::vector<float> held;
   const tokenizer::Tokenizer& tok = backend->tokenizer();
   // Greedy; ties go to the lowest id.
   const serving::SampleFn greedy = [](std::span<const float> l) {
@@ -132,12 +134,16 @@ Report evaluate(const std::shared_ptr<Model>& model, const std::vector<Case>& ca
     if (decoding == Decoding::Served && rendered.tools_active)
       policy = std::make_unique<serving::DsmlTokenPolicy>(backend, rendered.text.ends_with("<think>"),
                                                           protocol::ForcedCall{}, protocol::declared_tools(req.tools));
-    Context ctx(model, ContextOptions{static_cast<uint32_t>(ids.size() + max_new_tokens + 8)});
-    std::span<const float> logits = ctx.prefill(ids);
+    if (ids.size() + max_new_tokens > seq->capacity())
+      throw std::runtime_error("case prompt of " + std::to_string(ids.size()) + " tokens does not fit the context");
+    seq->clear();
+    seq->append(ids);
+    std::span<const float> logits = seq->logits();
     protocol::OutputParser parser(rendered.thinking != protocol::Thinking::Off);
     protocol::Utf8Assembler utf8;
     const size_t n_vocab = std::min<size_t>(tok.vocab_size(), logits.size());
     for (size_t n = 0; n < max_new_tokens; ++n) {
+      if (policy && weigh_alternatives(*policy, *seq, *backend, logits, held)) logits = held;
       const int32_t t = next_token(policy.get(), logits.first(n_vocab), *backend, greedy);
       ++rep.generated_tokens;
       if (t == tok.eos()) break;
@@ -147,7 +153,8 @@ Report evaluate(const std::shared_ptr<Model>& model, const std::vector<Case>& ca
       r.output += text;
       parser.feed(text);
       if (parser.tool_calls_done() || n + 1 == max_new_tokens) break;
-      logits = ctx.decode(t);
+      seq->append(std::span<const int32_t>(&t, 1));
+      logits = seq->logits();
     }
     const std::string tail = utf8.flush();
     r.output += tail;

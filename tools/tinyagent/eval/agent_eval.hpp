@@ -58,9 +58,9 @@ struct Report {
 };
 
 // Served: greedy under the server's token rules for requests with tools (DSML structure greedy,
-// calls only to declared tools and their parameters, no end inside a tool-call block:
-// gateway/serving/dsml_token_policy.hpp), so the scores are what a client gets. Free: plain
-// greedy, the model alone.
+// calls only to declared tools and their parameters, names weighed whole where the model's first
+// choice is none of them, no end inside a tool-call block: gateway/serving/dsml_token_policy.hpp,
+// token_choice.hpp), so the scores are what a client gets. Free: plain greedy, the model alone.
 enum class Decoding { Served, Free };
 
 // Runs every case on `model` greedily, at most `max_new_tokens` per case.
