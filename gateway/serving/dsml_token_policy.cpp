@@ -5,6 +5,8 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "engine/sampler/sampler.hpp"
+
 namespace ds4::serving {
 
 DsmlTokenPolicy::DsmlTokenPolicy(std::shared_ptr<const EngineBackend> backend, bool thinking_started,
@@ -24,15 +26,9 @@ std::optional<Token> DsmlTokenPolicy::choose(std::span<const float> logits) {
 std::vector<std::string> DsmlTokenPolicy::alternatives(std::span<const float> logits) {
   std::vector<std::string> names = state_.name_choice();
   if (names.empty()) return {};
-  std::optional<Token> own;
-  float own_logit = 0;
-  for (size_t i = 0; i < logits.size(); ++i)
-    if (std::isfinite(logits[i]) && (!own || logits[i] > own_logit)) {
-      own = static_cast<Token>(i);
-      own_logit = logits[i];
-    }
-  if (!own || backend_->is_end_of_generation(*own)) return names;
-  const std::string bytes = backend_->token_bytes(*own);
+  const Token own = sampler::argmax(logits);
+  if (own < 0 || backend_->is_end_of_generation(own)) return names;
+  const std::string bytes = backend_->token_bytes(own);
   for (const std::string& n : names)
     if (n.starts_with(bytes)) return {};  // its own choice is a declared name: it stands
   return names;

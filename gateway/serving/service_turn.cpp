@@ -166,10 +166,8 @@ void Service::decode_turn(Turn& turn) {
     }
     // The token policy (DSML-safe sampling, tool_choice, declared names) may decide the token;
     // else the sampler.
-    std::span<const float> logits = seq.logits();
-    if (job.policy && weigh_alternatives(*job.policy, seq, backend, logits, held)) logits = held;
-    Token t =
-        next_token(job.policy.get(), logits, backend, [&](std::span<const float> l) { return sampler.sample(l); });
+    Token t = choose_token(
+        job.policy.get(), seq, backend, [&](std::span<const float> l) { return sampler.sample(l); }, held);
     if (usage.completion_tokens == 0) metrics_.observe_time_to_first_token(seconds_since(turn.q.enqueued));
     if (backend.is_end_of_generation(t)) {
       turn.ended(FinishReason::eos);

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "engine/sampler/sampler.hpp"
+
 namespace ds4::serving {
 
 namespace {
@@ -31,22 +33,6 @@ Token next_token(TokenPolicy* policy, std::span<const float> logits, const Engin
   return other ? choose(policy, masked, sample) : t;
 }
 
-namespace {
-
-double log_probability(std::span<const float> logits, Token t) {
-  if (t < 0 || static_cast<size_t>(t) >= logits.size() || !std::isfinite(logits[t]))
-    return -std::numeric_limits<double>::infinity();
-  float top = -std::numeric_limits<float>::infinity();
-  for (float v : logits)
-    if (std::isfinite(v)) top = std::max(top, v);
-  double sum = 0;
-  for (float v : logits)
-    if (std::isfinite(v)) sum += std::exp(static_cast<double>(v) - top);
-  return static_cast<double>(logits[t]) - top - std::log(sum);
-}
-
-}  // namespace
-
 bool weigh_alternatives(TokenPolicy& policy, EngineSequence& seq, const EngineBackend& backend,
                         std::span<const float> logits, std::vector<float>& held) {
   const std::vector<std::string> texts = policy.alternatives(logits);
@@ -65,10 +51,10 @@ bool weigh_alternatives(TokenPolicy& policy, EngineSequence& seq, const EngineBa
   for (size_t a = 0; a < tokens.size(); ++a) {
     const std::vector<Token>& ts = tokens[a];
     if (ts.empty()) continue;
-    double lp = log_probability(held, ts[0]);
+    double lp = sampler::log_softmax_at(held, ts[0]);
     for (size_t i = 1; i < ts.size() && lp > best_lp; ++i) {
       seq.append(std::span<const Token>(&ts[i - 1], 1));
-      lp += log_probability(seq.logits(), ts[i]);
+      lp += sampler::log_softmax_at(seq.logits(), ts[i]);
     }
     if (seq.tokens().size() != n0) seq.truncate(n0);
     if (lp > best_lp) {
@@ -78,6 +64,13 @@ bool weigh_alternatives(TokenPolicy& policy, EngineSequence& seq, const EngineBa
   }
   policy.prefer(best);
   return true;
+}
+
+Token choose_token(TokenPolicy* policy, EngineSequence& seq, const EngineBackend& backend, const SampleFn& sample,
+                   std::vector<float>& held) {
+  std::span<const float> logits = seq.logits();
+  if (policy && weigh_alternatives(*policy, seq, backend, logits, held)) logits = held;
+  return next_token(policy, logits, backend, sample);
 }
 
 }  // namespace ds4::serving

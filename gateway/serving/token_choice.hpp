@@ -1,6 +1,6 @@
 #pragma once
-// next_token and weigh_alternatives: one decode step's choice, shared by the serving worker and
-// the agent evaluation (so what is measured is what is served).
+// choose_token (weigh_alternatives, then next_token): one decode step's choice, shared by the
+// serving worker and the agent evaluation (so what is measured is what is served).
 //
 // The job's TokenPolicy decides first (DSML structure, forced and declared names); where it
 // leaves the choice open, `sample` (the request's sampler, or greedy) decides. Where the policy
@@ -33,5 +33,10 @@ Token next_token(TokenPolicy* policy, std::span<const float> logits, const Engin
 // Costs one decode per alternative token.
 bool weigh_alternatives(TokenPolicy& policy, EngineSequence& seq, const EngineBackend& backend,
                         std::span<const float> logits, std::vector<float>& held);
+
+// One decode step on `seq` as the server takes it: weigh_alternatives (when there is a policy),
+// then next_token over this step's logits. `held` is scratch the caller keeps across steps.
+Token choose_token(TokenPolicy* policy, EngineSequence& seq, const EngineBackend& backend, const SampleFn& sample,
+                   std::vector<float>& held);
 
 }  // namespace ds4::serving

@@ -381,20 +381,14 @@ class ModelSequence final : public serving::EngineSequence {
   mutable std::vector<float> logits_;
 };
 
-// The serving worker's loop (service_turn.cpp), greedy: weigh alternatives, choose, append.
+// The serving worker's loop (service_turn.cpp), greedy: choose_token, append.
 std::string generate_on(ModelSequence& seq, serving::TokenPolicy& policy) {
   ScriptedBackend bytes("");
-  auto greedy = [](std::span<const float> l) {
-    return static_cast<serving::Token>(std::max_element(l.begin(), l.end()) - l.begin());
-  };
+  auto greedy = [](std::span<const float> l) { return sampler::argmax(l); };
   std::vector<float> held;
   std::string out;
   for (int n = 0; n < 400; ++n) {
-    std::span<const float> logits = seq.logits();
-    std::vector<float> own(logits.begin(), logits.end());  // the sequence's logits change while weighing
-    logits = own;
-    if (serving::weigh_alternatives(policy, seq, bytes, logits, held)) logits = held;
-    serving::Token t = serving::next_token(&policy, logits, bytes, greedy);
+    serving::Token t = serving::choose_token(&policy, seq, bytes, greedy, held);
     if (t == ScriptedBackend::kEos) break;
     policy.accepted(t, bytes.token_bytes(t));
     out += bytes.token_bytes(t);

@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "engine/model/model.hpp"
+#include "engine/sampler/sampler.hpp"
 #include "engine/tokenizer/tokenizer.hpp"
 #include "gateway/protocol/chat_render.hpp"
 #include "gateway/protocol/chat_request.hpp"
@@ -115,9 +116,7 @@ Report evaluate(const std::shared_ptr<Model>& model, const std::vector<Case>& ca
   std::vector<float> held;
   const tokenizer::Tokenizer& tok = backend->tokenizer();
   // Greedy; ties go to the lowest id.
-  const serving::SampleFn greedy = [](std::span<const float> l) {
-    return static_cast<serving::Token>(std::max_element(l.begin(), l.end()) - l.begin());
-  };
+  const serving::SampleFn greedy = [](std::span<const float> l) { return sampler::argmax(l); };
   Report rep;
   for (const Case& c : cases) {
     CaseResult r;
@@ -138,13 +137,10 @@ Report evaluate(const std::shared_ptr<Model>& model, const std::vector<Case>& ca
       throw std::runtime_error("case prompt of " + std::to_string(ids.size()) + " tokens does not fit the context");
     seq->clear();
     seq->append(ids);
-    std::span<const float> logits = seq->logits();
     protocol::OutputParser parser(rendered.thinking != protocol::Thinking::Off);
     protocol::Utf8Assembler utf8;
-    const size_t n_vocab = std::min<size_t>(tok.vocab_size(), logits.size());
     for (size_t n = 0; n < max_new_tokens; ++n) {
-      if (policy && weigh_alternatives(*policy, *seq, *backend, logits, held)) logits = held;
-      const int32_t t = next_token(policy.get(), logits.first(n_vocab), *backend, greedy);
+      const int32_t t = choose_token(policy.get(), *seq, *backend, greedy, held);
       ++rep.generated_tokens;
       if (t == tok.eos()) break;
       const std::string bytes = tok.token_bytes(t);
@@ -154,7 +150,6 @@ Report evaluate(const std::shared_ptr<Model>& model, const std::vector<Case>& ca
       parser.feed(text);
       if (parser.tool_calls_done() || n + 1 == max_new_tokens) break;
       seq->append(std::span<const int32_t>(&t, 1));
-      logits = seq->logits();
     }
     const std::string tail = utf8.flush();
     r.output += tail;
