@@ -1,24 +1,24 @@
-// `ds4ctl quantize` as a process: the embedded model, decoded to F32 and re-encoded with the q2
-// recipe, gets the q2 type of every tensor back (and passes the DS4 layout check the command runs);
-// an input that is not F32 is refused with an error naming the tensor.
+// `ds4ctl dequantize` and `ds4ctl quantize` as processes: the embedded model, decoded to F32 (each
+// tensor bit-identical to its type's decoder) and re-encoded with the q2 recipe, gets the q2 type
+// of every tensor back (and passes the DS4 layout check quantize runs); an input that is not F32
+// is refused with an error naming the tensor; dequantize will not overwrite its own input.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <string>
 #include <vector>
 
 #include "engine/gguf/gguf_reader.hpp"
-#include "engine/gguf/gguf_writer.hpp"
 #include "engine/quant/quant.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
 using ds4::gguf::GgufFile;
-using ds4::gguf::GgufWriter;
 
 struct ProcessResult {
   int status;
@@ -43,23 +43,28 @@ fs::path temp(const std::string& name) {
 
 TEST(QuantizeCommand, DecodedModelReencodesToTheSameTypes) {
   const GgufFile model = GgufFile::open(DS4D_AGENT_MODEL);
-  GgufWriter w;
-  for (const auto& kv : model.metadata()) w.set(kv.key, kv.value);
-  std::vector<std::vector<float>> keep;
-  for (const auto& t : model.tensors()) {
-    if (t.type == ds4::quant::Type::I32) {
-      w.add_tensor(t.name, t.type, t.dims, model.bytes(t));
-      continue;
-    }
-    std::vector<float>& f = keep.emplace_back(t.n_elements);
-    const uint64_t ne0 = t.dims[0], rb = t.row_bytes();
-    for (uint64_t r = 0; r < t.rows(); ++r)
-      ds4::quant::traits(t.type).dequantize(model.data(t) + r * rb, f.data() + r * ne0, int64_t(ne0));
-    w.add_tensor(t.name, ds4::quant::Type::F32, t.dims,
-                 std::span<const std::byte>(reinterpret_cast<const std::byte*>(f.data()), f.size() * 4));
-  }
   const fs::path f32 = temp("f32.gguf"), q2 = temp("q2.gguf");
-  w.write(f32.string());
+  const ProcessResult d = ds4ctl(std::string("dequantize -i ") + DS4D_AGENT_MODEL + " -o " + f32.string());
+  ASSERT_EQ(d.status, 0) << d.out;
+  {
+    // Every tensor is F32 (I32 kept) and holds exactly what the type's decoder gives.
+    const GgufFile decoded = GgufFile::open(f32.string());
+    ASSERT_EQ(decoded.tensors().size(), model.tensors().size());
+    for (const auto& t : model.tensors()) {
+      const auto& o = decoded.tensor(t.name);
+      EXPECT_EQ(o.dims, t.dims) << t.name;
+      if (t.type == ds4::quant::Type::I32) {
+        EXPECT_EQ(o.type, t.type) << t.name;
+        continue;
+      }
+      ASSERT_EQ(o.type, ds4::quant::Type::F32) << t.name;
+      std::vector<float> f(t.n_elements);
+      const uint64_t ne0 = t.dims[0], rb = t.row_bytes();
+      for (uint64_t r = 0; r < t.rows(); ++r)
+        ds4::quant::traits(t.type).dequantize(model.data(t) + r * rb, f.data() + r * ne0, int64_t(ne0));
+      EXPECT_EQ(std::memcmp(decoded.data(o), f.data(), f.size() * 4), 0) << t.name;
+    }
+  }
   const ProcessResult r = ds4ctl("quantize -i " + f32.string() + " -o " + q2.string() + " --recipe q2");
   ASSERT_EQ(r.status, 0) << r.out;
   const GgufFile out = GgufFile::open(q2.string());
@@ -67,6 +72,17 @@ TEST(QuantizeCommand, DecodedModelReencodesToTheSameTypes) {
   for (const auto& t : model.tensors()) EXPECT_EQ(out.tensor(t.name).type, t.type) << t.name;
   fs::remove(f32);
   fs::remove(q2);
+}
+
+TEST(QuantizeCommand, DequantizeRefusesToOverwriteItsInput) {
+  const fs::path copy = temp("self.gguf");
+  fs::copy_file(DS4D_AGENT_MODEL, copy);
+  const auto before = fs::file_size(copy);
+  const ProcessResult r = ds4ctl("dequantize -i " + copy.string() + " -o " + copy.string());
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.out.find("overwrite the input"), std::string::npos) << r.out;
+  EXPECT_EQ(fs::file_size(copy), before);
+  fs::remove(copy);
 }
 
 TEST(QuantizeCommand, RefusesQuantizedInputNamingTheTensor) {

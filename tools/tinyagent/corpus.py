@@ -530,10 +530,11 @@ def draw_schema_v2(rng, domain, p_name=0.4, p_params=0.3):
     return dict(domain=domain, name=name, params=params, schema={"type": "function", "function": nfn})
 
 
-def conversation_v2(rng, p_name=0.4, p_params=0.3):
+def conversation_v2(rng, p_name=0.4, p_params=0.3, tool_counts=(1, 2, 2, 3, 3, 4)):
     """One stage-2 training conversation (see the block comment above); p_name and p_params are
-    draw_schema_v2's shares of invented tool and parameter names."""
-    n = rng.choice([1, 2, 2, 3, 3, 4])
+    draw_schema_v2's shares of invented tool and parameter names, tool_counts the numbers of
+    declared tools drawn from."""
+    n = rng.choice(tool_counts)
     tools = [draw_schema_v2(rng, d, p_name, p_params) for d in rng.sample(sorted(DOMAINS), n)]
     thinking = rng.random() < 0.9
     msgs = []
@@ -598,16 +599,16 @@ def random_pools(rng):
                 for _ in range(4)])
 
 
-def conversation_v3(rng, p_name=0.4, p_params=0.3):
+def conversation_v3(rng, p_name=0.4, p_params=0.3, tool_counts=(1, 2, 2, 3, 3, 4)):
     """One copy-stage conversation: conversation_v2 with invented values half of the time."""
     global task
     if rng.random() >= 0.5:
-        return conversation_v2(rng, p_name, p_params)
+        return conversation_v2(rng, p_name, p_params, tool_counts)
     pools = random_pools(rng)
     real = task
     task = lambda r, d: real(r, d, pools)  # noqa: E731  (conversation_v2 draws its tasks through `task`)
     try:
-        return conversation_v2(rng, p_name, p_params)
+        return conversation_v2(rng, p_name, p_params, tool_counts)
     finally:
         task = real
 
@@ -684,3 +685,16 @@ def conversation_v6(rng):
     if rng.random() < 0.2:
         return conversation_drills(rng)
     return conversation_v3(rng, p_name=0.75, p_params=0.65)
+
+
+# Corpus v7 (a selection stage, continuing the shipped model): v5 with two to five declared tools
+# per conversation instead of one to four. With one declared tool the served decoder leaves no
+# choice; the calls that fail pick the wrong one of several, so more of the gradient goes to
+# choosing the tool whose description fits the request. Names and values as in v3.
+def conversation_v7(rng):
+    """v5 with 2-5 declared tools per tool conversation (see above)."""
+    if rng.random() < 0.4:
+        c = copy_drill(rng)
+        c["tools"] = []
+        return c
+    return conversation_v3(rng, tool_counts=(2, 3, 3, 4, 4, 5))

@@ -116,6 +116,19 @@ def load(run_dir):
     return model, st
 
 
+def load_dequantized(model, path):
+    """Copies a dequantized GGUF's tensors into `model` (the inverse of export.tensors)."""
+    _, t = gguf_io.read(path)
+    with torch.no_grad():
+        model.token_embd.copy_(torch.from_numpy(t["token_embd.weight"].copy()))
+        for il, blk in enumerate(model.blocks):
+            for local, p in blk.named_parameters():
+                p.copy_(torch.from_numpy(t["blk.%d.%s" % (il, gguf_name(local))].copy()).reshape(p.shape))
+        for n in ("output_hc_fn", "output_hc_scale", "output_hc_base", "output_norm", "output"):
+            getattr(model, n).copy_(torch.from_numpy(t[n + ".weight"].copy()).reshape(getattr(model, n).shape))
+        model.tid2eid.copy_(torch.from_numpy(t["blk.0.ffn_gate_tid2eid.weight"].copy()).long())
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--run", required=True)

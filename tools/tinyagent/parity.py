@@ -18,22 +18,8 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import gguf_io  # noqa: E402
 from ds4model import DS4, Config  # noqa: E402
-from export import gguf_name, load  # noqa: E402
-
-
-def load_dequantized(model, path):
-    """Copies a dequantized GGUF's tensors into `model` (the inverse of export.tensors)."""
-    _, t = gguf_io.read(path)
-    with torch.no_grad():
-        model.token_embd.copy_(torch.from_numpy(t["token_embd.weight"].copy()))
-        for il, blk in enumerate(model.blocks):
-            for local, p in blk.named_parameters():
-                p.copy_(torch.from_numpy(t["blk.%d.%s" % (il, gguf_name(local))].copy()).reshape(p.shape))
-        for n in ("output_hc_fn", "output_hc_scale", "output_hc_base", "output_norm", "output"):
-            getattr(model, n).copy_(torch.from_numpy(t[n + ".weight"].copy()).reshape(getattr(model, n).shape))
-        model.tid2eid.copy_(torch.from_numpy(t["blk.0.ffn_gate_tid2eid.weight"].copy()).long())
+from export import load, load_dequantized  # noqa: E402
 
 
 def last_logits(model, ids, sim):

@@ -23,6 +23,7 @@ import bpe  # noqa: E402
 import corpus  # noqa: E402
 import ds4chat  # noqa: E402
 from ds4model import DS4, Config  # noqa: E402
+from export import load_dequantized  # noqa: E402
 
 
 def encode_with_mask(tok, text, spans):
@@ -165,12 +166,13 @@ def main():
                     help="train for this wall time instead of --steps: the cosine schedule runs over the time "
                          "budget and every step's lr is saved to lr_schedule.json, which --lr-file replays exactly")
     ap.add_argument("--lr-file", default="", help="replay a saved lr_schedule.json (one lr per step)")
-    ap.add_argument("--corpus", default="v1", choices=["v1", "v2", "v3", "v4", "v5", "v6", "drills"],
+    ap.add_argument("--corpus", default="v1", choices=["v1", "v2", "v3", "v4", "v5", "v6", "v7", "drills"],
                     help="v1: corpus.conversation (first stage); v2: corpus.conversation_v2 (second stage); "
                          "v3: corpus.conversation_v3 (v2 with invented values half of the time: the copy stage); "
                          "v4: corpus.conversation_v4 (v3 with a quarter copy drills); v5: corpus.conversation_v5 (v3 with "
                          "40 %% short copy drills without a tools block); v6: corpus.conversation_v6 (v3 with mostly "
-                         "invented tool and parameter names, 20 %% drills); drills: corpus.conversation_drills (the "
+                         "invented tool and parameter names, 20 %% drills); v7: corpus.conversation_v7 (v5 with 2-5 declared "
+                         "tools per tool conversation); drills: corpus.conversation_drills (the "
                          "drills alone: a first stage from scratch)")
     ap.add_argument("--copy-weight", type=float, default=1.0,
                     help="loss weight of copy targets (see copy_weights); 1 = plain cross entropy")
@@ -182,13 +184,17 @@ def main():
                          "initial head); checkpoints hold the whole head in `output`")
     ap.add_argument("--init", default="", help="start from this checkpoint's weights and optimizer state "
                                               "(a new stage: step, schedule and batch stream start afresh)")
+    ap.add_argument("--init-gguf", default="",
+                    help="start from the weights of a GGUF with F32 tensors (`ds4ctl dequantize` of a shipped "
+                         "model: the weights the engine computes with) and a fresh optimizer state; a new stage "
+                         "like --init. With --tie-output the free head is the GGUF head minus the embedding term")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)
     t0 = time.time()
     gen = {"v1": corpus.conversation, "v2": corpus.conversation_v2, "v3": corpus.conversation_v3,
-           "v4": corpus.conversation_v4, "v5": corpus.conversation_v5, "v6": corpus.conversation_v6, "drills": corpus.conversation_drills}[a.corpus]
+           "v4": corpus.conversation_v4, "v5": corpus.conversation_v5, "v6": corpus.conversation_v6, "v7": corpus.conversation_v7, "drills": corpus.conversation_drills}[a.corpus]
     tok, data, corpus_hash, prefix = build_data(a.seed, a.conversations, a.vocab, a.max_len, a.out,
                                                 a.tokenizer or None, gen)
     n_tok = sum(len(d[0]) for d in data)
@@ -219,6 +225,13 @@ def main():
         model.load_state_dict(st0["model"])
         opt.load_state_dict(st0["opt"])
         print("initialised from %s (its step %d)" % (a.init, st0["step"]), flush=True)
+    if a.init_gguf:
+        load_dequantized(model, a.init_gguf)
+        if a.tie_output:
+            # the GGUF head is the whole head (output + tie * token_embd, see tied_state)
+            with torch.no_grad():
+                model.output.sub_(model.token_embd * a.tie_output)
+        print("initialised from the weights of %s" % a.init_gguf, flush=True)
     if a.resume and os.path.exists(ck):
         st = torch.load(ck)
         model.load_state_dict(st["model"])
