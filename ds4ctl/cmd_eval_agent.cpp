@@ -47,8 +47,8 @@ int run_eval(const EvalArgs& a) {
       if (s[h].rate() < min) ok = false;
     }
   };
-  fmt::print("{} cases, {} generated tokens, {} prompts tokenized differently by Python\n", cases.size(),
-             r.generated_tokens, r.ids_mismatch);
+  fmt::print("{} cases, {} generated tokens, {} decodes weighing names, {} prompts tokenized differently by Python\n",
+             cases.size(), r.generated_tokens, r.weighing_decodes, r.ids_mismatch);
   line("dsml", r.well_formed, a.min_dsml);
   line("call", r.call, a.min_call);
   line("answer", r.answer, a.min_answer);
@@ -60,8 +60,10 @@ int run_eval(const EvalArgs& a) {
       return fmt::format("{{\"seen\": [{}, {}], \"heldout\": [{}, {}]}}", s[0].pass, s[0].n, s[1].pass, s[1].n);
     };
     out << fmt::format(
-        "{{\"cases\": {}, \"dsml\": {}, \"call\": {}, \"answer\": {}, \"plain\": {}, \"ids_mismatch\": {}}}\n",
-        cases.size(), js(r.well_formed), js(r.call), js(r.answer), js(r.plain), r.ids_mismatch);
+        "{{\"cases\": {}, \"dsml\": {}, \"call\": {}, \"answer\": {}, \"plain\": {}, \"ids_mismatch\": {}, "
+        "\"generated_tokens\": {}, \"weighing_decodes\": {}}}\n",
+        cases.size(), js(r.well_formed), js(r.call), js(r.answer), js(r.plain), r.ids_mismatch, r.generated_tokens,
+        r.weighing_decodes);
   }
   return ok ? 0 : 1;
 }

@@ -88,24 +88,10 @@ std::variant<ChatTurn, Reply> prepare_chat_turn(const EndpointEnv& env, protocol
   // With tools: DSML structure greedy, payload with the request's sampling, tool_choice
   // required / forced functions, and calls only to the request's tools with their parameter
   // names, enforced on the tokens (serving/dsml_token_policy.hpp).
-  if (rendered.tools_active) {
-    protocol::ForcedCall forced;
-    if (request.tool_choice == "required") forced.required = true;
-    if (request.tool_choice.starts_with("function:")) {
-      forced.function = request.tool_choice.substr(9);
-      bool known = false;
-      for (const auto& tool : request.tools)
-        if (const auto* name = tool.if_contains("name");
-            name && name->is_string() && name->get_string() == forced.function)
-          known = true;
-      if (!known)
-        return request_error_reply(
-            protocol::RequestError("tool_choice", "tool_choice names the function '" + forced.function +
-                                                      "', which is not among the request's tools"),
-            spec.style);
-    }
-    turn.job.policy = std::make_shared<serving::DsmlTokenPolicy>(turn.backend, turn.thinking_started, forced,
-                                                                 protocol::declared_tools(request.tools));
+  try {
+    turn.job.policy = serving::chat_tool_policy(turn.backend, request, rendered.tools_active, turn.thinking_started);
+  } catch (const protocol::RequestError& e) {
+    return request_error_reply(e, spec.style);
   }
   return turn;
 }

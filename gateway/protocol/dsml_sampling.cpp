@@ -314,6 +314,18 @@ std::vector<std::string> DsmlSamplingState::name_choice() const {
   return names;
 }
 
+std::vector<std::string> DsmlSamplingState::name_choice_texts() const {
+  std::vector<std::string> texts = name_choice();
+  const State& st = *s_;
+  if (texts.empty() || st.reading != Reading::ToolName) return texts;
+  for (std::string& t : texts) {
+    // t is the rest of a declared name and its closing quote; nothing of it is typed yet
+    const DeclaredTool* tool = st.find_tool(t.substr(0, t.size() - 1));
+    if (tool && !tool->parameters.empty()) t += ">\n" + std::string(kParamName) + tool->parameters.front().name + "\"";
+  }
+  return texts;
+}
+
 void DsmlSamplingState::prefer(size_t candidate) {
   std::vector<std::string> names = name_choice();
   if (candidate >= names.size()) return;

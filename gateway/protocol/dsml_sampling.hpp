@@ -94,6 +94,12 @@ class DsmlSamplingState {
   // model instead of letting the first token decide; empty otherwise. prefer(i) keeps only
   // candidate i for the rest of this name.
   std::vector<std::string> name_choice() const;
+  // The texts by which name_choice()'s candidates are weighed, in the same order: a parameter
+  // name as it is; a tool name with the call's opening that follows it, up to its first declared
+  // parameter's name (`X">` newline `<｜DSML｜parameter name="P"`), because the model says which
+  // tool it means through the parameter it goes on to write as much as through the name (a
+  // model that has not seen a tool's name still knows the parameter its reasoning names).
+  std::vector<std::string> name_choice_texts() const;
   void prefer(size_t candidate);
   bool inside_block() const;
 

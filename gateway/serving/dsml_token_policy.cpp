@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "engine/sampler/sampler.hpp"
+#include "gateway/protocol/request_error.hpp"
 
 namespace ds4::serving {
 
@@ -23,15 +24,8 @@ std::optional<Token> DsmlTokenPolicy::choose(std::span<const float> logits) {
   return std::nullopt;
 }
 
-std::vector<std::string> DsmlTokenPolicy::alternatives(std::span<const float> logits) {
-  std::vector<std::string> names = state_.name_choice();
-  if (names.empty()) return {};
-  const Token own = sampler::argmax(logits);
-  if (own < 0 || backend_->is_end_of_generation(own)) return names;
-  const std::string bytes = backend_->token_bytes(own);
-  for (const std::string& n : names)
-    if (n.starts_with(bytes)) return {};  // its own choice is a declared name: it stands
-  return names;
+std::vector<std::string> DsmlTokenPolicy::alternatives(std::span<const float> /*logits*/) {
+  return state_.name_choice_texts();
 }
 
 std::optional<Token> DsmlTokenPolicy::structural(std::span<const float> logits) const {
@@ -85,6 +79,27 @@ std::optional<Token> DsmlTokenPolicy::constrained(std::span<const float> logits,
     }
   }
   return best;
+}
+
+std::shared_ptr<DsmlTokenPolicy> chat_tool_policy(std::shared_ptr<const EngineBackend> backend,
+                                                  const protocol::ChatRequest& request, bool tools_active,
+                                                  bool thinking_started) {
+  if (!tools_active) return nullptr;
+  protocol::ForcedCall forced;
+  if (request.tool_choice == "required") forced.required = true;
+  if (request.tool_choice.starts_with("function:")) {
+    forced.function = request.tool_choice.substr(9);
+    bool known = false;
+    for (const auto& tool : request.tools)
+      if (const auto* name = tool.if_contains("name");
+          name && name->is_string() && name->get_string() == forced.function)
+        known = true;
+    if (!known)
+      throw protocol::RequestError("tool_choice", "tool_choice names the function '" + forced.function +
+                                                      "', which is not among the request's tools");
+  }
+  return std::make_shared<DsmlTokenPolicy>(std::move(backend), thinking_started, std::move(forced),
+                                           protocol::declared_tools(request.tools));
 }
 
 }  // namespace ds4::serving

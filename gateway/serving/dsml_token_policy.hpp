@@ -10,9 +10,11 @@
 //  * reasoning, content and payload: nullopt, so the job's sampler (the request's settings)
 //    chooses.
 // Inside the tool-call block no end-of-generation token is taken (may_end() is false; the
-// structural argmax skips them). Where the model's own best token at the start of a name is no
-// declared name's, which name is decided by the model's probability of each whole name
-// (alternatives(); the first token alone is a poor judge when none of them is what it expected).
+// structural argmax skips them). Where a name has more than one candidate, which one is decided
+// by the model's probability of each whole candidate (alternatives(): a tool name with its
+// call's opening up to its first parameter's name, see DsmlSamplingState::name_choice_texts; the
+// first token alone is a poor judge when none of them is what the model expected, and the name
+// alone when its reasoning named the wrong one).
 // The token byte table is built on the first constrained step (one pass over the vocabulary).
 #include <optional>
 #include <span>
@@ -20,6 +22,7 @@
 #include <string_view>
 #include <vector>
 
+#include "gateway/protocol/chat_request.hpp"
 #include "gateway/protocol/dsml_sampling.hpp"
 #include "gateway/serving/engine_backend.hpp"
 #include "gateway/serving/generation.hpp"
@@ -35,8 +38,8 @@ class DsmlTokenPolicy final : public TokenPolicy {
   std::optional<Token> choose(std::span<const float> logits) override;
   void accepted(Token token, std::string_view bytes) override;
   bool may_end() const override { return !state_.inside_block(); }
-  // At the start of a tool or parameter name whose first token the model would spend outside
-  // the declared names: the candidate names, to be weighed whole.
+  // At the start of a tool or parameter name with more than one candidate: the texts to weigh
+  // whole (DsmlSamplingState::name_choice_texts), in prefer()'s order.
   std::vector<std::string> alternatives(std::span<const float> logits) override;
   void prefer(size_t alternative) override { state_.prefer(alternative); }
 
@@ -50,5 +53,15 @@ class DsmlTokenPolicy final : public TokenPolicy {
   protocol::DsmlSamplingState state_;
   std::vector<std::string> token_bytes_;  // lazily filled
 };
+
+// The policy the server applies to a chat turn, built the same way for every caller (the HTTP
+// endpoints and `ds4ctl eval-agent`, so the evaluation measures what is served): null when the
+// rendered prompt has no active tools; otherwise the request's tool_choice ("required", or
+// "function:NAME" for one named function) and its declared tools and parameters.
+// `thinking_started`: the rendered prompt ends with "<think>". Throws protocol::RequestError
+// (param "tool_choice") when tool_choice names a function the request does not declare.
+std::shared_ptr<DsmlTokenPolicy> chat_tool_policy(std::shared_ptr<const EngineBackend> backend,
+                                                  const protocol::ChatRequest& request, bool tools_active,
+                                                  bool thinking_started);
 
 }  // namespace ds4::serving

@@ -33,10 +33,10 @@ Token next_token(TokenPolicy* policy, std::span<const float> logits, const Engin
   return other ? choose(policy, masked, sample) : t;
 }
 
-bool weigh_alternatives(TokenPolicy& policy, EngineSequence& seq, const EngineBackend& backend,
-                        std::span<const float> logits, std::vector<float>& held) {
+std::optional<size_t> weigh_alternatives(TokenPolicy& policy, EngineSequence& seq, const EngineBackend& backend,
+                                         std::span<const float> logits, std::vector<float>& held) {
   const std::vector<std::string> texts = policy.alternatives(logits);
-  if (texts.size() < 2) return false;
+  if (texts.size() < 2) return std::nullopt;
   std::vector<std::vector<Token>> tokens;
   size_t longest = 0;
   for (const std::string& t : texts) {
@@ -44,32 +44,45 @@ bool weigh_alternatives(TokenPolicy& policy, EngineSequence& seq, const EngineBa
     longest = std::max(longest, tokens.back().size());
   }
   const size_t n0 = seq.tokens().size();
-  if (longest == 0 || longest - 1 > seq.rollback_room() || n0 + longest > seq.capacity()) return false;
+  if (longest == 0 || longest - 1 > seq.rollback_room() || n0 + longest > seq.capacity()) return std::nullopt;
   held.assign(logits.begin(), logits.end());
-  size_t best = 0;
+  // Likeliest first tokens first: the best total is then usually found at once, and the others
+  // stop as soon as their partial sum falls below it.
+  std::vector<double> first(tokens.size(), -std::numeric_limits<double>::infinity());
+  for (size_t a = 0; a < tokens.size(); ++a)
+    if (!tokens[a].empty()) first[a] = sampler::log_softmax_at(held, tokens[a][0]);
+  std::vector<size_t> order(tokens.size());
+  for (size_t a = 0; a < order.size(); ++a) order[a] = a;
+  std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) { return first[x] > first[y]; });
+  size_t best = 0, decodes = 0;
   double best_lp = -std::numeric_limits<double>::infinity();
-  for (size_t a = 0; a < tokens.size(); ++a) {
+  for (size_t a : order) {
     const std::vector<Token>& ts = tokens[a];
     if (ts.empty()) continue;
-    double lp = sampler::log_softmax_at(held, ts[0]);
-    for (size_t i = 1; i < ts.size() && lp > best_lp; ++i) {
+    double lp = first[a];
+    for (size_t i = 1; i < ts.size() && lp >= best_lp; ++i) {
       seq.append(std::span<const Token>(&ts[i - 1], 1));
+      ++decodes;
       lp += sampler::log_softmax_at(seq.logits(), ts[i]);
     }
     if (seq.tokens().size() != n0) seq.truncate(n0);
-    if (lp > best_lp) {
+    if (lp > best_lp || (lp == best_lp && a < best)) {
       best_lp = lp;
       best = a;
     }
   }
   policy.prefer(best);
-  return true;
+  return decodes;
 }
 
 Token choose_token(TokenPolicy* policy, EngineSequence& seq, const EngineBackend& backend, const SampleFn& sample,
-                   std::vector<float>& held) {
+                   std::vector<float>& held, size_t* weighing_decodes) {
   std::span<const float> logits = seq.logits();
-  if (policy && weigh_alternatives(*policy, seq, backend, logits, held)) logits = held;
+  if (policy)
+    if (const std::optional<size_t> d = weigh_alternatives(*policy, seq, backend, logits, held)) {
+      logits = held;
+      if (weighing_decodes) *weighing_decodes += *d;
+    }
   return next_token(policy, logits, backend, sample);
 }
 

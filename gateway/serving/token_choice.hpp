@@ -8,6 +8,7 @@
 // is made again over the logits with every end-of-generation token excluded. Rare (the model
 // ending inside a tool call), so the copy of the logits it takes costs nothing in practice.
 #include <functional>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -23,20 +24,23 @@ using SampleFn = std::function<Token(std::span<const float>)>;
 Token next_token(TokenPolicy* policy, std::span<const float> logits, const EngineBackend& backend,
                  const SampleFn& sample);
 
-// Where the policy has alternatives (whole texts, such as the declared tool names at the start
-// of a name): appends each one's tokens to `seq` (backend.encode_plain), sums their
-// log-probabilities, takes `seq` back to where it was, and calls policy.prefer() with the
-// likeliest (the first on a tie). `logits` are the current ones; they are copied into `held`,
-// since the sequence's own may not survive the truncation. Returns true when it weighed (use
-// `held` as this step's logits); false when there was nothing to weigh, or the sequence cannot
-// take back the longest alternative (then the first token decides, as without weighing).
-// Costs one decode per alternative token.
-bool weigh_alternatives(TokenPolicy& policy, EngineSequence& seq, const EngineBackend& backend,
-                        std::span<const float> logits, std::vector<float>& held);
+// Where the policy has alternatives (whole texts, such as the declared tool names with their
+// call openings at the start of a name): appends each one's tokens to `seq`
+// (backend.encode_plain), sums their log-probabilities, takes `seq` back to where it was, and
+// calls policy.prefer() with the likeliest (the first on a tie). The alternatives are visited
+// likeliest first token first, and one stops as soon as its partial sum is below the best total,
+// so most cost a decode or two. `logits` are the current ones; they are copied into `held`, since
+// the sequence's own may not survive the truncation. Returns the number of decodes spent when it
+// weighed (use `held` as this step's logits); nullopt when there was nothing to weigh, or the
+// sequence cannot take back the longest alternative (then the first token decides, as without
+// weighing).
+std::optional<size_t> weigh_alternatives(TokenPolicy& policy, EngineSequence& seq, const EngineBackend& backend,
+                                         std::span<const float> logits, std::vector<float>& held);
 
 // One decode step on `seq` as the server takes it: weigh_alternatives (when there is a policy),
-// then next_token over this step's logits. `held` is scratch the caller keeps across steps.
+// then next_token over this step's logits. `held` is scratch the caller keeps across steps;
+// `weighing_decodes`, when given, is increased by the decodes the weighing spent.
 Token choose_token(TokenPolicy* policy, EngineSequence& seq, const EngineBackend& backend, const SampleFn& sample,
-                   std::vector<float>& held);
+                   std::vector<float>& held, size_t* weighing_decodes = nullptr);
 
 }  // namespace ds4::serving

@@ -119,9 +119,10 @@ def main():
         "quantization": {"recipe": a.recipe, "by_family": families(a.recipe),
                          "tool": "ds4ctl quantize (engine/convert recipe + quantize_rows)"},
         "quality_decoding": "greedy as the server decodes tool requests (ds4ctl eval-agent default): declared tool "
-                            "and parameter names only, value spelling by schema type, names weighed whole where the "
-                            "model's first token is none of them, no end inside a call (gateway/serving/"
-                            "dsml_token_policy.hpp, token_choice.hpp); *_model_alone: plain greedy (eval-agent --free)",
+                            "and parameter names only, value spelling by schema type, a choice among several names "
+                            "weighed whole by the model (a tool name with its call's opening up to its first "
+                            "parameter's name), no end inside a call (gateway/serving/dsml_token_policy.hpp, "
+                            "token_choice.hpp); *_model_alone: plain greedy (eval-agent --free)",
         "quality_200_heldout_prompts": rates(json.load(open(a.eval))),
         "quality_200_heldout_prompts_model_alone": rates(json.load(open(a.eval_free))) if a.eval_free else None,
         "quality_test_20_prompts": rates(json.load(open(a.eval20))),

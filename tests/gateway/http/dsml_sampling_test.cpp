@@ -424,6 +424,30 @@ TEST(DsmlSampling, NamesAreWeighedWholeWhereTheFirstTokenMisleads) {
   }
 }
 
+TEST(DsmlSampling, AToolIsChosenByItsCallOpening) {
+  // The model is sure of a declared name, get_weather (its reasoning named it), but the parameter
+  // it goes on to write is check_file's: path. Weighed by the name alone, or left to the first
+  // token, get_weather stands; weighed with each tool's call opening up to its first parameter's
+  // name, check_file(path) is the likelier call.
+  LogitsFn model = replies({{city_call("get_weather", "path"), 50}, {city_call("check_file", "path"), 45}});
+  ModelSequence seq(model, 64);
+  serving::DsmlTokenPolicy policy(byte_backend(), false, {}, weather_and_file());
+  std::string text = generate_on(seq, policy);
+  EXPECT_EQ(seq.tokens().size(), text.size());
+  protocol::ParsedMessage m = parse(text);
+  ASSERT_EQ(m.calls.size(), 1u) << text;
+  EXPECT_EQ(m.calls[0].name, "check_file") << text;
+  EXPECT_EQ(json::parse(m.calls[0].arguments_json), json::parse(R"({"path":"Paris"})")) << text;
+
+  // The texts weighed: a tool name with its opening; a parameter name as it is.
+  protocol::DsmlSamplingState s(false, {}, weather_and_file());
+  s.feed(kCallOpen);
+  EXPECT_EQ(s.name_choice_texts(), (std::vector<std::string>{"get_weather\">\n<｜DSML｜parameter name=\"city\"",
+                                                             "check_file\">\n<｜DSML｜parameter name=\"path\""}));
+  s.feed("get_weather\">\n<｜DSML｜parameter name=\"");
+  EXPECT_EQ(s.name_choice_texts(), (std::vector<std::string>{"city\"", "units\""}));
+}
+
 TEST(DsmlSampling, NoEndInsideTheBlock) {
   // The model's first choice ends inside the call: in a parameter's value (payload, sampled),
   // or between tags (structure, greedy). Its second choice closes the call.

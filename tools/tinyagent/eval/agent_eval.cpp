@@ -12,7 +12,6 @@
 #include "gateway/protocol/chat_render.hpp"
 #include "gateway/protocol/chat_request.hpp"
 #include "gateway/protocol/dsml_parser.hpp"
-#include "gateway/protocol/dsml_sampling.hpp"
 #include "gateway/protocol/utf8_assembler.hpp"
 #include "gateway/serving/ds4_backend.hpp"
 #include "gateway/serving/dsml_token_policy.hpp"
@@ -128,11 +127,11 @@ Report evaluate(const std::shared_ptr<Model>& model, const std::vector<Case>& ca
       r.ids_match = false;
       ++rep.ids_mismatch;
     }
-    // As the server sets it up for a request with tools (http/turn_submit.cpp).
-    std::unique_ptr<serving::DsmlTokenPolicy> policy;
-    if (decoding == Decoding::Served && rendered.tools_active)
-      policy = std::make_unique<serving::DsmlTokenPolicy>(backend, rendered.text.ends_with("<think>"),
-                                                          protocol::ForcedCall{}, protocol::declared_tools(req.tools));
+    // As the server sets it up for the request (tool_choice, declared tools); none when --free.
+    const std::shared_ptr<serving::DsmlTokenPolicy> policy =
+        decoding == Decoding::Served
+            ? serving::chat_tool_policy(backend, req, rendered.tools_active, rendered.text.ends_with("<think>"))
+            : nullptr;
     if (ids.size() + max_new_tokens > seq->capacity())
       throw std::runtime_error("case prompt of " + std::to_string(ids.size()) + " tokens does not fit the context");
     seq->clear();
@@ -140,7 +139,7 @@ Report evaluate(const std::shared_ptr<Model>& model, const std::vector<Case>& ca
     protocol::OutputParser parser(rendered.thinking != protocol::Thinking::Off);
     protocol::Utf8Assembler utf8;
     for (size_t n = 0; n < max_new_tokens; ++n) {
-      const int32_t t = choose_token(policy.get(), *seq, *backend, greedy, held);
+      const int32_t t = choose_token(policy.get(), *seq, *backend, greedy, held, &rep.weighing_decodes);
       ++rep.generated_tokens;
       if (t == tok.eos()) break;
       const std::string bytes = tok.token_bytes(t);

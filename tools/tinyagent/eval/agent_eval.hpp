@@ -54,13 +54,15 @@ struct Report {
   Score well_formed[2];                // call cases whose reply is a complete, parseable DSML tool-call block
   size_t ids_mismatch = 0;
   size_t generated_tokens = 0;
+  size_t weighing_decodes = 0;  // decodes spent weighing names (served decoding), beyond generated_tokens
   std::vector<CaseResult> results;
 };
 
 // Served: greedy under the server's token rules for requests with tools (DSML structure greedy,
-// calls only to declared tools and their parameters, names weighed whole where the model's first
-// choice is none of them, no end inside a tool-call block: gateway/serving/dsml_token_policy.hpp,
-// token_choice.hpp), so the scores are what a client gets. Free: plain greedy, the model alone.
+// calls only to declared tools and their parameters, a choice among several names weighed whole
+// by the model (a tool name with its call's opening), no end inside a tool-call block:
+// gateway/serving/dsml_token_policy.hpp, token_choice.hpp), so the scores are what a client gets. Free: plain greedy,
+// the model alone.
 enum class Decoding { Served, Free };
 
 // Runs every case on `model` greedily, at most `max_new_tokens` per case.
