@@ -8,8 +8,8 @@
 
 #include <filesystem>
 #include <stdexcept>
-#include <system_error>
 #include <string>
+#include <system_error>
 
 #include "ds4ctl/command_registry.hpp"
 #include "engine/gguf/gguf_reader.hpp"
@@ -27,7 +27,8 @@ struct DequantizeArgs {
 int run_dequantize(const DequantizeArgs& a) {
   using namespace ds4::gguf;
   std::error_code ec;
-  if (std::filesystem::equivalent(a.in, a.out, ec)) throw std::runtime_error(a.out + ": output would overwrite the input");
+  if (std::filesystem::equivalent(a.in, a.out, ec))
+    throw std::runtime_error(a.out + ": output would overwrite the input");
   const GgufFile in = GgufFile::open(a.in);
   GgufWriter w;
   for (const KeyValue& kv : in.metadata()) w.set(kv.key, kv.value);
