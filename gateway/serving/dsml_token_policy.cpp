@@ -5,7 +5,6 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "engine/sampler/sampler.hpp"
 #include "gateway/protocol/request_error.hpp"
 
 namespace ds4::serving {
@@ -22,10 +21,6 @@ std::optional<Token> DsmlTokenPolicy::choose(std::span<const float> logits) {
     if (auto t = constrained(logits, allowed)) return t;
   if (state_.zone() == protocol::SamplingZone::Structural) return structural(logits);
   return std::nullopt;
-}
-
-std::vector<std::string> DsmlTokenPolicy::alternatives(std::span<const float> /*logits*/) {
-  return state_.name_choice_texts();
 }
 
 std::optional<Token> DsmlTokenPolicy::structural(std::span<const float> logits) const {

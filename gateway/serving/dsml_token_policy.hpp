@@ -40,7 +40,7 @@ class DsmlTokenPolicy final : public TokenPolicy {
   bool may_end() const override { return !state_.inside_block(); }
   // At the start of a tool or parameter name with more than one candidate: the texts to weigh
   // whole (DsmlSamplingState::name_choice_texts), in prefer()'s order.
-  std::vector<std::string> alternatives(std::span<const float> logits) override;
+  std::vector<std::string> alternatives() const override { return state_.name_choice_texts(); }
   void prefer(size_t alternative) override { state_.prefer(alternative); }
 
   const protocol::DsmlSamplingState& state() const { return state_; }

@@ -94,7 +94,7 @@ class TokenPolicy {
   virtual bool may_end() const { return true; }
   // Whole texts to weigh by the model before this token (see weigh_alternatives() in
   // token_choice.hpp); empty: none. prefer(i) then names the likeliest.
-  virtual std::vector<std::string> alternatives(std::span<const float> /*logits*/) { return {}; }
+  virtual std::vector<std::string> alternatives() const { return {}; }
   virtual void prefer(size_t /*alternative*/) {}
 };
 

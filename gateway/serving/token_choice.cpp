@@ -35,7 +35,7 @@ Token next_token(TokenPolicy* policy, std::span<const float> logits, const Engin
 
 std::optional<size_t> weigh_alternatives(TokenPolicy& policy, EngineSequence& seq, const EngineBackend& backend,
                                          std::span<const float> logits, std::vector<float>& held) {
-  const std::vector<std::string> texts = policy.alternatives(logits);
+  const std::vector<std::string> texts = policy.alternatives();
   if (texts.size() < 2) return std::nullopt;
   std::vector<std::vector<Token>> tokens;
   size_t longest = 0;

@@ -360,10 +360,7 @@ class ModelSequence final : public serving::EngineSequence {
   const std::vector<serving::Token>& tokens() const override { return tokens_; }
   size_t capacity() const override { return 4096; }
   void clear() override { tokens_.clear(); }
-  void append(std::span<const serving::Token> t) override {
-    tokens_.insert(tokens_.end(), t.begin(), t.end());
-    ++appends;
-  }
+  void append(std::span<const serving::Token> t) override { tokens_.insert(tokens_.end(), t.begin(), t.end()); }
   std::span<const float> logits() const override {
     std::string out(tokens_.begin(), tokens_.end());
     logits_ = model_(tokens_.size(), out);
@@ -372,7 +369,6 @@ class ModelSequence final : public serving::EngineSequence {
   size_t truncate_floor() const override { return room_ ? 0 : tokens_.size(); }
   size_t rollback_room() const override { return room_; }
   void truncate(size_t n) override { tokens_.resize(n); }
-  size_t appends = 0;
 
  private:
   LogitsFn model_;
