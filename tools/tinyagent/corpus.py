@@ -320,9 +320,14 @@ PLAIN_REASON = ["The user is just chatting. No tool is needed.", "This needs no 
                 "A simple question I can answer myself without tools.", "No tool fits this; I will reply directly."]
 
 
-def reasoning_call(rng, tool, t):
-    args = ", ".join("{} {}".format(p, fmt_num(v) if not isinstance(v, str) else v)
+def reasoning_args(tool, t):
+    """The call's arguments as the reasoning names them: "city Paris, unit km"."""
+    return ", ".join("{} {}".format(p, fmt_num(v) if not isinstance(v, str) else v)
                      for (p, _), v in zip(tool["params"], t["values"]))
+
+
+def reasoning_call(rng, tool, t):
+    args = reasoning_args(tool, t)
     return rng.choice(["The user wants {i}. The {n} tool fits. I will call {n} with {a}.",
                        "The user asks for {i}. I should call {n} with {a}.",
                        "To get {i} I use {n} with {a}."]).format(i=t["intent"], n=tool["name"], a=args)
@@ -408,11 +413,15 @@ def eval_case(rng, kind, heldout):
     t = task(rng, tool["domain"])
     msgs.append({"role": "user", "content": t["user"]})
     if kind == "call":
-        return dict(kind=kind, heldout=heldout, request=request(tools, msgs),
-                    expect={"name": tool["name"], "arguments": dict(zip([p for p, _ in tool["params"]], t["values"]))})
+        return dict(kind=kind, heldout=heldout, request=request(tools, msgs), expect=call_expect(tool, t))
     msgs.append(call_message(tool, t, reasoning_call(rng, tool, t), 0))
     msgs.append({"role": "tool", "tool_call_id": "call_0", "content": json.dumps(t["result"])})
     return dict(kind=kind, heldout=heldout, request=request(tools, msgs), expect={"facts": t["facts"]})
+
+
+def call_expect(tool, t):
+    """What a right call of `tool` for task `t` is: its name and the arguments from the user's words."""
+    return {"name": tool["name"], "arguments": dict(zip([p for p, _ in tool["params"]], t["values"]))}
 
 
 def request(tools, msgs):
@@ -467,8 +476,7 @@ def diagnostic_set(seed, n, variant):
         t = task(rng, tool["domain"])
         msgs = [{"role": "user", "content": t["user"]}]
         cases.append(dict(kind="call", heldout=variant != "seen", request=request(tools, msgs),
-                          expect={"name": tool["name"],
-                                  "arguments": dict(zip([p for p, _ in tool["params"]], t["values"]))}))
+                          expect=call_expect(tool, t)))
     return cases
 
 
@@ -746,14 +754,13 @@ def conversation_v7(rng):
 # of the tool names and half of the parameter names, and keeps a fifth tool-less copy drills.
 # v8d also changes the reasoning: before naming the tool it quotes the tool's description from the
 # tools block ("The tool described as "Get the current weather for a city." is kite_flux."), so
-# the name is looked up right after an exact copy of the text it belongs to. Both tried on 2026-12-02 and not
-# shipped (tools/tinyagent/README.md, "Which part of a schema costs the call").
+# the name is looked up right after an exact copy of the text it belongs to. Both were tried on
+# 2026-12-02 and not shipped (tools/tinyagent/README.md, "Which part of a schema costs the call").
 def reasoning_call_described(rng, tool, t):
     """Call reasoning that quotes the chosen tool's description before its name (v8d)."""
     if rng.random() < 0.2:
         return reasoning_call(rng, tool, t)
-    args = ", ".join("{} {}".format(p, fmt_num(v) if not isinstance(v, str) else v)
-                     for (p, _), v in zip(tool["params"], t["values"]))
+    args = reasoning_args(tool, t)
     desc = tool["schema"]["function"]["description"]
     return rng.choice(["The user wants {i}. The tool described as \"{d}\" is {n}. I will call {n} with {a}.",
                        "The user asks for {i}. \"{d}\" is what {n} does, so I call {n} with {a}."]).format(

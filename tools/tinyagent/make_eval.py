@@ -28,12 +28,10 @@ def main():
     ap.add_argument("--schemas", choices=corpus.SCHEMA_VARIANTS, default=None,
                     help="a diagnostic call set with every schema drawn this way (corpus.diagnostic_set)")
     a = ap.parse_args()
-    if a.schemas:
-        a.n, a.seed = a.n or 60, 777 if a.seed is None else a.seed
-        cases = corpus.diagnostic_set(a.seed, a.n, a.schemas)
-    else:
-        a.n, a.seed = a.n or 200, 424242 if a.seed is None else a.seed
-        cases = corpus.eval_set(a.seed, a.n)
+    n_default, seed_default = (60, 777) if a.schemas else (200, 424242)
+    a.n = n_default if a.n is None else a.n
+    a.seed = seed_default if a.seed is None else a.seed
+    cases = corpus.diagnostic_set(a.seed, a.n, a.schemas) if a.schemas else corpus.eval_set(a.seed, a.n)
     t = json.load(open(os.path.join(a.run, "tokenizer.json")))
     tok = bpe.Tokenizer(t["tokens"], t["merges"])
     with open(a.out, "w") as f:

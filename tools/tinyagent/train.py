@@ -149,6 +149,13 @@ def save(model, opt, step, cfg, lrs, ck):
     os.replace(ck + ".tmp", ck)
 
 
+# --corpus: the generator of each corpus (corpus.py; what each is for in --corpus's help)
+CORPORA = {"v1": corpus.conversation, "v2": corpus.conversation_v2, "v3": corpus.conversation_v3,
+           "v4": corpus.conversation_v4, "v5": corpus.conversation_v5, "v6": corpus.conversation_v6,
+           "v7": corpus.conversation_v7, "v8": corpus.conversation_v8, "v8d": corpus.conversation_v8d,
+           "drills": corpus.conversation_drills}
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
@@ -166,15 +173,15 @@ def main():
                     help="train for this wall time instead of --steps: the cosine schedule runs over the time "
                          "budget and every step's lr is saved to lr_schedule.json, which --lr-file replays exactly")
     ap.add_argument("--lr-file", default="", help="replay a saved lr_schedule.json (one lr per step)")
-    ap.add_argument("--corpus", default="v1", choices=["v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v8d", "drills"],
+    ap.add_argument("--corpus", default="v1", choices=list(CORPORA),
                     help="v1: corpus.conversation (first stage); v2: corpus.conversation_v2 (second stage); "
                          "v3: corpus.conversation_v3 (v2 with invented values half of the time: the copy stage); "
                          "v4: corpus.conversation_v4 (v3 with a quarter copy drills); v5: corpus.conversation_v5 (v3 with "
                          "40 %% short copy drills without a tools block); v6: corpus.conversation_v6 (v3 with mostly "
                          "invented tool and parameter names, 20 %% drills); v7: corpus.conversation_v7 (v5 with 2-5 declared "
-                         "tools per tool conversation); v8 / v8d: corpus.conversation_v8 / _v8d (2-5 tools, mostly invented "
-                         "names; v8d's reasoning quotes the tool's description before its name); drills: corpus.conversation_drills (the "
-                         "drills alone: a first stage from scratch)")
+                         "tools per tool conversation); v8 / v8d: corpus.conversation_v8 / _v8d (2-5 tools, mostly "
+                         "invented names; v8d's reasoning quotes the tool's description before its name); drills: "
+                         "corpus.conversation_drills (the drills alone: a first stage from scratch)")
     ap.add_argument("--copy-weight", type=float, default=1.0,
                     help="loss weight of copy targets (see copy_weights); 1 = plain cross entropy")
     ap.add_argument("--copy-common", type=int, default=200,
@@ -194,8 +201,7 @@ def main():
     torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)
     t0 = time.time()
-    gen = {"v1": corpus.conversation, "v2": corpus.conversation_v2, "v3": corpus.conversation_v3,
-           "v4": corpus.conversation_v4, "v5": corpus.conversation_v5, "v6": corpus.conversation_v6, "v7": corpus.conversation_v7, "v8": corpus.conversation_v8, "v8d": corpus.conversation_v8d, "drills": corpus.conversation_drills}[a.corpus]
+    gen = CORPORA[a.corpus]
     tok, data, corpus_hash, prefix = build_data(a.seed, a.conversations, a.vocab, a.max_len, a.out,
                                                 a.tokenizer or None, gen)
     n_tok = sum(len(d[0]) for d in data)
