@@ -1,6 +1,9 @@
 // Anthropic Messages request parsing. See anthropic_request.hpp for the mapping.
 #include "gateway/protocol/anthropic_request.hpp"
 
+#include <map>
+#include <set>
+
 #include "gateway/protocol/json_fields.hpp"
 #include "gateway/protocol/json_scan.hpp"
 
@@ -15,23 +18,84 @@ std::string block_type(const json::object& block, const std::string& path) {
   return required_string(block, "type", path, "content block needs a 'type'");
 }
 
-// A tool_result's content: a string or text blocks (joined with "\n\n").
-std::string tool_result_text(const json::value& v, const std::string& path) {
+json::object parse_tool(const json::value& v, const std::string& path) {
+  const auto& obj = object_at(v, path, "a tool object");
+  json::object fn;
+  std::string n = required_string(obj, "name", path, "tool needs a 'name'");
+  if (n.empty()) fail(path + ".name", "tool name must not be empty");
+  fn["name"] = n;
+  if (present(obj, "description")) fn["description"] = optional_string(obj, "description", path);
+  if (const auto* s = present(obj, "input_schema"))
+    fn["parameters"] = object_at(*s, path + ".input_schema", "a JSON schema object");
+  return fn;
+}
+
+// The request's client tools: the ones rendered in the tools block and the deferred ones
+// (`defer_loading: true`), which stay out of the prompt until a tool_result's tool_reference
+// block names them (Claude Code's ToolSearch answers with such references).
+class ClientTools {
+ public:
+  void add(json::object fn, bool deferred, ChatRequest& chat) {
+    std::string name(fn.at("name").get_string());
+    if (deferred) deferred_.emplace(name, fn);
+    else chat.tools.push_back(fn);
+    all_.emplace(std::move(name), std::move(fn));
+  }
+
+  // The schema a tool_reference names, compact as in the tools block; a deferred tool is added
+  // to chat.loaded_tools the first time. Throws RequestError at `path` for an unknown name.
+  std::string reference(const std::string& name, const std::string& path, ChatRequest& chat) {
+    auto it = all_.find(name);
+    if (it == all_.end())
+      fail(path, "tool_reference names the tool '" + name + "', which is not among the request's tools");
+    if (deferred_.count(name) && loaded_.insert(name).second) chat.loaded_tools.push_back(it->second);
+    return json_scan::compact_text(it->second);
+  }
+
+ private:
+  std::map<std::string, json::object> all_;
+  std::map<std::string, json::object> deferred_;
+  std::set<std::string> loaded_;
+};
+
+// A tool_result's content: a string, or text and tool_reference blocks. Text blocks are joined
+// with "\n\n"; a run of tool_reference blocks becomes one <functions> block holding a
+// <function>SCHEMA</function> line per tool, the encoding ToolSearch's description promises.
+std::string tool_result_text(const json::value& v, const std::string& path, ClientTools& tools, ChatRequest& chat) {
   if (v.is_null()) return {};
   if (v.is_string()) return std::string(v.get_string());
-  if (!v.is_array()) wrong_type(path, v, "a string or an array of text blocks");
+  if (!v.is_array()) wrong_type(path, v, "a string or an array of text or tool_reference blocks");
   std::string out;
+  bool in_functions = false;
+  auto close_functions = [&] {
+    if (in_functions) out += "</functions>";
+    in_functions = false;
+  };
   const auto& arr = v.get_array();
   for (size_t i = 0; i < arr.size(); ++i) {
     std::string bpath = index_path(path, i);
     const auto& block = object_at(arr[i], bpath, "a content block object");
     std::string type = block_type(block, bpath);
+    if (type == "tool_reference") {
+      std::string name = required_string(block, "tool_name", bpath, "tool_reference block needs a 'tool_name'");
+      std::string schema = tools.reference(name, bpath + ".tool_name", chat);
+      if (!in_functions) {
+        if (!out.empty()) out += "\n\n";
+        out += "<functions>\n";
+        in_functions = true;
+      }
+      out += "<function>" + schema + "</function>\n";
+      continue;
+    }
     if (type != "text")
-      fail(bpath + ".type", "tool_result block type '" + type + "' is not supported: this model reads text only");
+      fail(bpath + ".type", "tool_result block type '" + type +
+                                "' is not supported: this model reads text (and tool_reference blocks) only");
+    close_functions();
     std::string text = required_string(block, "text", bpath, "text block needs a 'text' string");
     if (!out.empty()) out += "\n\n";
     out += text;
   }
+  close_functions();
   return out;
 }
 
@@ -54,7 +118,7 @@ std::string system_text(const json::value& v) {
 }
 
 // One wire message -> one or more ChatRequest messages (tool results first, then the text).
-void parse_message(const json::value& v, const std::string& path, AnthropicRequest& out) {
+void parse_message(const json::value& v, const std::string& path, ClientTools& tools, AnthropicRequest& out) {
   const auto& obj = object_at(v, path, "a message object");
   std::string role = required_string(obj, "role", path, "message needs a 'role'");
   Role r;
@@ -101,7 +165,8 @@ void parse_message(const json::value& v, const std::string& path, AnthropicReque
         Message t;
         t.role = Role::Tool;
         t.tool_call_id = required_string(block, "tool_use_id", bpath, "tool_result block needs a 'tool_use_id'");
-        if (const auto* c = block.if_contains("content")) t.content = tool_result_text(*c, bpath + ".content");
+        if (const auto* c = block.if_contains("content"))
+          t.content = tool_result_text(*c, bpath + ".content", tools, out.chat);
         tool_results.push_back(std::move(t));
       } else {
         fail(bpath + ".type", "content block type '" + type + "' is not supported: this model reads text only");
@@ -119,18 +184,6 @@ void parse_message(const json::value& v, const std::string& path, AnthropicReque
   if (r == Role::User && !tool_results.empty() && m.content.empty()) return;
   out.chat.messages.push_back(std::move(m));
   out.message_paths.push_back(path);
-}
-
-json::object parse_tool(const json::value& v, const std::string& path) {
-  const auto& obj = object_at(v, path, "a tool object");
-  json::object fn;
-  std::string n = required_string(obj, "name", path, "tool needs a 'name'");
-  if (n.empty()) fail(path + ".name", "tool name must not be empty");
-  fn["name"] = n;
-  if (present(obj, "description")) fn["description"] = optional_string(obj, "description", path);
-  if (const auto* s = present(obj, "input_schema"))
-    fn["parameters"] = object_at(*s, path + ".input_schema", "a JSON schema object");
-  return fn;
 }
 
 void read_tool_choice(const json::value& v, ChatRequest& chat) {
@@ -201,13 +254,8 @@ AnthropicRequest parse_anthropic_request(const json::value& body) {
       out.message_paths.push_back("system");
     }
   }
-  const auto* messages = obj.if_contains("messages");
-  if (!messages) fail("messages", "missing 'messages'");
-  if (!messages->is_array()) wrong_type("messages", *messages, "an array");
-  const auto& arr = messages->get_array();
-  if (arr.empty()) fail("messages", "'messages' must contain at least one message");
-  for (size_t i = 0; i < arr.size(); ++i) parse_message(arr[i], index_path("messages", i), out);
-
+  // Tools before messages: a tool_result's tool_reference blocks name them.
+  ClientTools client_tools;
   if (const auto* tools = present(obj, "tools")) {
     if (!tools->is_array()) wrong_type("tools", *tools, "an array");
     const auto& t = tools->get_array();
@@ -222,9 +270,18 @@ AnthropicRequest parse_anthropic_request(const json::value& body) {
           continue;
         }
       }
-      chat.tools.push_back(parse_tool(t[i], path));
+      bool deferred = false;
+      if (const auto* d = present(tool, "defer_loading")) deferred = bool_field(*d, path + ".defer_loading");
+      client_tools.add(parse_tool(t[i], path), deferred, chat);
     }
   }
+  const auto* messages = obj.if_contains("messages");
+  if (!messages) fail("messages", "missing 'messages'");
+  if (!messages->is_array()) wrong_type("messages", *messages, "an array");
+  const auto& arr = messages->get_array();
+  if (arr.empty()) fail("messages", "'messages' must contain at least one message");
+  for (size_t i = 0; i < arr.size(); ++i) parse_message(arr[i], index_path("messages", i), client_tools, out);
+
   if (const auto* c = obj.if_contains("tool_choice")) read_tool_choice(*c, chat);
   chat.thinking = read_thinking(obj);
 

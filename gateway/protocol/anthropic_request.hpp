@@ -11,10 +11,19 @@
 //  * content: a string or blocks. text -> content (text blocks joined with "\n\n");
 //    thinking -> reasoning (signature ignored; the exact bytes are what the contract store
 //    checks); redacted_thinking ignored; tool_use {id, name, input} -> a tool call whose
-//    arguments are input's compact JSON; tool_result {tool_use_id, content (string or text
-//    blocks), is_error} -> a Tool message, emitted before the user text of the same message (the
-//    order Anthropic requires); image/document -> RequestError (the model reads text only).
+//    arguments are input's compact JSON; tool_result {tool_use_id, content (string, or text
+//    and tool_reference blocks), is_error} -> a Tool message, emitted before the user text of
+//    the same message (the order Anthropic requires); image/document -> RequestError (the
+//    model reads text only).
 //  * tools[i]: {name, description?, input_schema} -> {"name","description","parameters"}.
+//    A tool with `defer_loading: true` is not rendered in the tools block and cannot be called
+//    until a tool_result's {"type":"tool_reference","tool_name":N} block names it (Claude Code's
+//    ToolSearch does so). The reference renders, inside that tool result, as
+//    "<functions>\n<function>SCHEMA</function>\n</functions>" (one line per consecutive
+//    reference; SCHEMA is the compact JSON the tools block uses), and the tool joins
+//    ChatRequest::loaded_tools: callable from then on, while every token before the tool result
+//    renders as before it was loaded, so the cached prefix stays valid. A reference to a name
+//    not in `tools` is a RequestError at its tool_name.
 //    Server tools with a versioned `type` other than "custom" (bash_20250124, web_search_…,
 //    text_editor_…) have no client-side definition to render: left out, their names listed in
 //    `ignored_tools` so the endpoint can log them at debug level.

@@ -347,4 +347,10 @@ const char* thinking_name(Thinking thinking) {
   return "high";
 }
 
+std::vector<boost::json::object> ChatRequest::callable_tools() const {
+  std::vector<boost::json::object> all = tools;
+  all.insert(all.end(), loaded_tools.begin(), loaded_tools.end());
+  return all;
+}
+
 }  // namespace ds4::protocol

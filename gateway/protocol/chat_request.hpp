@@ -69,6 +69,11 @@ struct ChatRequest {
   std::string model;
   std::vector<Message> messages;
   std::vector<boost::json::object> tools;  // inner function objects
+  // Tools the conversation loaded part-way (Anthropic's deferred tools, named by a tool_result's
+  // tool_reference block). Their schemas are rendered inside that tool result, not in the tools
+  // block, so everything before it renders byte for byte as in the request that loaded them.
+  // Callable like `tools`; each name once.
+  std::vector<boost::json::object> loaded_tools;
   std::string tool_choice = "auto";
   Thinking thinking = Thinking::High;
   SamplingParams sampling;
@@ -82,7 +87,9 @@ struct ChatRequest {
   std::string session_hint;
 
   // Tools are rendered (and DSML expected) only when some are given and choice is not "none".
-  bool tools_active() const { return !tools.empty() && tool_choice != "none"; }
+  bool tools_active() const { return (!tools.empty() || !loaded_tools.empty()) && tool_choice != "none"; }
+  // The tools a call may name: `tools`, then `loaded_tools`. Returns a copy.
+  std::vector<boost::json::object> callable_tools() const;
 };
 
 // Throws RequestError.

@@ -80,12 +80,13 @@ std::shared_ptr<DsmlTokenPolicy> chat_tool_policy(std::shared_ptr<const EngineBa
                                                   const protocol::ChatRequest& request, bool tools_active,
                                                   bool thinking_started) {
   if (!tools_active) return nullptr;
+  const std::vector<boost::json::object> tools = request.callable_tools();
   protocol::ForcedCall forced;
   if (request.tool_choice == "required") forced.required = true;
   if (request.tool_choice.starts_with("function:")) {
     forced.function = request.tool_choice.substr(9);
     bool known = false;
-    for (const auto& tool : request.tools)
+    for (const auto& tool : tools)
       if (const auto* name = tool.if_contains("name");
           name && name->is_string() && name->get_string() == forced.function)
         known = true;
@@ -94,7 +95,7 @@ std::shared_ptr<DsmlTokenPolicy> chat_tool_policy(std::shared_ptr<const EngineBa
                                                       "', which is not among the request's tools");
   }
   return std::make_shared<DsmlTokenPolicy>(std::move(backend), thinking_started, std::move(forced),
-                                           protocol::declared_tools(request.tools));
+                                           protocol::declared_tools(tools));
 }
 
 }  // namespace ds4::serving

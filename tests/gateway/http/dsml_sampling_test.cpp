@@ -483,6 +483,36 @@ TEST(DsmlSampling, UndeclaredNamesNeverReachTheClientOverHttp) {
   EXPECT_EQ(json::parse(fn.at("arguments").as_string()), json::parse(R"({"city":"Paris"})")) << r.body();
 }
 
+TEST(DsmlSampling, ADeferredToolLoadedByToolSearchIsCallable) {
+  // Claude Code's ToolSearch answered with a tool_reference to the deferred WebFetch; the model
+  // then calls it (misspelt, as before): the loaded tool is among the names a call may take.
+  Harness h({}, {}, true,
+            "\n\n<｜DSML｜tool_calls>\n<｜DSML｜invoke name=\"WebFetcx\">\n<｜DSML｜parameter name=\"urx\" "
+            "string=\"true\">example.com" +
+                kCallClose);
+  h.backend->keep_position = true;
+  auto c = h.client();
+  auto r = c.request(bhttp::verb::post, "/v1/messages",
+                     R"({"max_tokens":200,"thinking":{"type":"disabled"},
+                         "tools":[{"name":"ToolSearch","input_schema":{"type":"object",
+                                     "properties":{"query":{"type":"string"}}}},
+                                  {"name":"WebFetch","defer_loading":true,"input_schema":{"type":"object",
+                                     "properties":{"url":{"type":"string"}}}}],
+                         "messages":[{"role":"user","content":"Fetch example.com"},
+                           {"role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"ToolSearch",
+                              "input":{"query":"select:WebFetch"}}]},
+                           {"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1",
+                              "content":[{"type":"tool_reference","tool_name":"WebFetch"}]}]}]})");
+  ASSERT_EQ(r.result_int(), 200) << r.body();
+  const json::value body = json::parse(r.body());
+  const json::value* use = nullptr;
+  for (const auto& block : body.at("content").as_array())
+    if (block.at("type").as_string() == "tool_use") use = &block;
+  ASSERT_NE(use, nullptr) << r.body();
+  EXPECT_EQ(use->at("name").as_string(), "WebFetch") << r.body();
+  EXPECT_EQ(use->at("input"), json::parse(R"({"url":"example.com"})")) << r.body();
+}
+
 TEST(DsmlSampling, RequiredToolChoiceOverHttpOpensTheNamedCall) {
   Harness h({}, {}, true, "No tool is needed.");
   auto c = h.client();

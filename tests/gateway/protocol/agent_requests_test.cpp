@@ -107,6 +107,77 @@ TEST(AnthropicRequest, ChoicesThinkingAndErrorsNameTheField) {
   }
 }
 
+// Claude Code's ToolSearch: deferred tools stay out of the prompt until a tool_result's
+// tool_reference names one; the schema then appears inside that result, the tool becomes
+// callable, and the prompt up to that result renders exactly as it did without the reference.
+TEST(AnthropicRequest, ToolReferenceLoadsADeferredToolAndKeepsThePrefix) {
+  const std::string tools =
+      R"("tools":[{"name":"ToolSearch","description":"Find deferred tools.","input_schema":{"type":"object",)"
+      R"("properties":{"query":{"type":"string"}}}},)"
+      R"({"name":"WebFetch","description":"Fetch a URL.","input_schema":{"type":"object",)"
+      R"("properties":{"url":{"type":"string"}}},"defer_loading":true},)"
+      R"({"name":"NotebookEdit","description":"Edit a notebook.","input_schema":{"type":"object"},)"
+      R"("defer_loading":true}])";
+  const std::string turn1 = R"({"role":"user","content":"Fetch example.com"},)"
+                            R"({"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"ToolSearch",)"
+                            R"("input":{"query":"select:WebFetch"}}]})";
+  const std::string result = R"({"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":[)"
+                             R"({"type":"text","text":"Found:"},{"type":"tool_reference","tool_name":"WebFetch"}]}]})";
+  auto parse = [&](const std::string& messages) {
+    return parse_anthropic_request(json::parse("{" + tools + R"(,"messages":[)" + messages + "]}"));
+  };
+
+  // The same turn with a plain-text result: what the prompt was before any tool was loaded.
+  AnthropicRequest before = parse(turn1 + "," +
+                                  R"({"role":"user","content":[{"type":"tool_result","tool_use_id":"t1",)"
+                                  R"("content":"Found:"}]})");
+  ASSERT_EQ(before.chat.tools.size(), 1u);  // the deferred two are not in the tools block
+  EXPECT_EQ(before.chat.tools[0].at("name").as_string(), "ToolSearch");
+  EXPECT_TRUE(before.chat.loaded_tools.empty());
+  std::string before_text = render_chat(before.chat, nullptr, ContractMode::Off, {}).text;
+  EXPECT_EQ(before_text.find("Fetch a URL."), std::string::npos);
+  EXPECT_EQ(before_text.find("NotebookEdit"), std::string::npos);
+
+  AnthropicRequest after = parse(turn1 + "," + result);
+  ASSERT_EQ(after.chat.loaded_tools.size(), 1u);
+  EXPECT_EQ(after.chat.loaded_tools[0].at("name").as_string(), "WebFetch");
+  ASSERT_EQ(after.chat.callable_tools().size(), 2u);
+  EXPECT_EQ(after.chat.callable_tools()[1].at("name").as_string(), "WebFetch");
+  const Message& tool = after.chat.messages.back();
+  ASSERT_EQ(tool.role, Role::Tool);
+  EXPECT_EQ(tool.content,
+            "Found:\n\n<functions>\n<function>{\"name\":\"WebFetch\",\"description\":\"Fetch a URL.\","
+            "\"parameters\":{\"type\":\"object\",\"properties\":{\"url\":{\"type\":\"string\"}}}}</function>\n"
+            "</functions>");
+  std::string after_text = render_chat(after.chat, nullptr, ContractMode::Off, {}).text;
+  size_t result_at = after_text.find("<tool_result>");
+  ASSERT_NE(result_at, std::string::npos);
+  EXPECT_EQ(after_text.substr(0, result_at), before_text.substr(0, result_at));
+  EXPECT_EQ(after_text.find("NotebookEdit"), std::string::npos);
+
+  // Two references in a row share one <functions> block; a name loaded twice is listed once.
+  AnthropicRequest twice = parse(turn1 + "," +
+                                 R"({"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":[)"
+                                 R"({"type":"tool_reference","tool_name":"WebFetch"},)"
+                                 R"({"type":"tool_reference","tool_name":"NotebookEdit"},)"
+                                 R"({"type":"tool_reference","tool_name":"WebFetch"}]}]})");
+  EXPECT_EQ(twice.chat.loaded_tools.size(), 2u);
+  const std::string& c = twice.chat.messages.back().content;
+  EXPECT_TRUE(c.starts_with("<functions>\n<function>{\"name\":\"WebFetch\"")) << c;
+  EXPECT_EQ(c.find("<functions>", 1), std::string::npos) << c;
+  EXPECT_TRUE(c.ends_with("</function>\n</functions>")) << c;
+
+  try {
+    parse(turn1 + "," +
+          R"({"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":[)"
+          R"({"type":"text","text":"x"},{"type":"tool_reference","tool_name":"Nope"}]}]})");
+    FAIL() << "a reference to an unknown tool was accepted";
+  } catch (const RequestError& e) {
+    EXPECT_EQ(e.param, "messages[2].content[0].content[1].tool_name");
+    EXPECT_NE(std::string(e.what()).find("'Nope'"), std::string::npos) << e.what();
+  }
+}
+
 TEST(ResponsesRequest, CodexShapedRequestMapsOntoTheChatConversation) {
   ResponsesRequest r = parse_responses_request(fixture("codex_responses.json"));
   const auto& m = r.chat.messages;
