@@ -3,7 +3,8 @@
 // request that offers the tool with a call of it), a second turn continuing the session, and a
 // turn whose first three attempts get a 500 (how it retries). The sanitized requests land in
 // recordings/<agent>.jsonl and recordings/<agent>-retry.jsonl; recordings_replay.test.mjs sends
-// them to the gateway. Usage: node record.mjs [agent...]   (needs `npm ci` here first; takes about a minute)
+// them to the gateway; claude-code-toolsearch.jsonl is a turn whose tool is ToolSearch.
+// Usage: node record.mjs [agent | recording ...]   (needs `npm ci` here first; about a minute per agent)
 import { spawn } from 'node:child_process';
 import { mkdtempSync, mkdirSync, writeFileSync, rmSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -11,9 +12,12 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { AGENTS, CLIENTS_DIR, missingAgents, runAgent } from './agents.mjs';
 
-// The tool each agent is asked to call, and its arguments (a file in the agent's work dir).
+// The tool each recording's first answer calls, and its arguments (a file in the agent's work
+// dir). claude-code-toolsearch calls Claude Code's ToolSearch, whose result loads the deferred
+// WebFetch by a tool_reference block.
 const TOOLS = {
   'claude-code': ['Read', (work) => ({ file_path: join(work, 'hello.txt') })],
+  'claude-code-toolsearch': ['ToolSearch', () => ({ query: 'select:WebFetch' })],
   codex: ['exec_command', () => ({ cmd: 'cat hello.txt' })],
   opencode: ['read', (work) => ({ filePath: join(work, 'hello.txt') })],
 };
@@ -44,7 +48,7 @@ async function session(agent, name, recorderArgs, turns) {
   mkdirSync(work, { recursive: true });
   writeFileSync(join(work, 'hello.txt'), 'hello from the fixture\n');
   const out = join(CLIENTS_DIR, 'recordings', `${name}.jsonl`);
-  const [tool, args] = TOOLS[agent];
+  const [tool, args] = TOOLS[name] ?? TOOLS[agent];
   const extra = recorderArgs === 'tool' ? ['--tool', tool, JSON.stringify(args(work))] : recorderArgs;
   const rec = await startRecorder(out, extra, scratch);
   const opts = { base: rec.base, apiKey: 'sk-recording', model: 'deepseek-v4-flash', scratch, timeoutMs: 180000 };
@@ -59,14 +63,22 @@ async function session(agent, name, recorderArgs, turns) {
   for (const l of lines) console.log(`  ${l.seq} +${l.ms} ms ${l.method} ${l.url} ${l.body_bytes} B`);
 }
 
-const wanted = process.argv.slice(2).length ? process.argv.slice(2) : AGENTS;
+// Every recording: its name (recordings/<name>.jsonl), the agent, the recorder's arguments, the turns.
+const RECORDINGS = AGENTS.flatMap((agent) => [
+  { name: agent, agent, recorder: 'tool', turns: ['Read hello.txt', 'And again'] },
+  { name: `${agent}-retry`, agent, recorder: ['--fail', '3', '--no-bodies'], turns: ['Say hi'] },
+  ...(agent === 'claude-code'
+    ? [{ name: 'claude-code-toolsearch', agent, recorder: 'tool', turns: ['Fetch https://example.com'] }]
+    : []),
+]);
+
+// Arguments name agents (all their recordings) or single recordings; none: everything.
+const args = process.argv.slice(2);
+const chosen = RECORDINGS.filter((r) => !args.length || args.includes(r.agent) || args.includes(r.name));
 const missing = missingAgents();
 if (missing.length) {
   console.error(`record: ${missing.join(', ')} not installed; run: npm ci --prefix ${CLIENTS_DIR}`);
   process.exit(1);
 }
 mkdirSync(join(CLIENTS_DIR, 'recordings'), { recursive: true });
-for (const agent of wanted) {
-  await session(agent, agent, 'tool', ['Read hello.txt', 'And again']);
-  await session(agent, `${agent}-retry`, ['--fail', '3', '--no-bodies'], ['Say hi']);
-}
+for (const r of chosen) await session(r.agent, r.name, r.recorder, r.turns);
