@@ -778,3 +778,36 @@ def conversation_v8(rng, reason=None):
 def conversation_v8d(rng):
     """v8 whose call reasoning quotes the tool's description before its name (see above)."""
     return conversation_v8(rng, reason=reasoning_call_described)
+
+
+# Corpus v9 (a lookup stage, continuing the shipped model): the binding a call needs is "the tool
+# whose description fits the request -> its name", and in a conversation it is trained once per
+# call, beside ~500 tokens of everything else. A lookup drill asks it many times over one tools
+# block: 3-6 declared tools (80 % invented names, half invented parameter names), then 4-8 turns of
+# "Which tool fits this request: <a request>" answered by the tool's name alone, reasoning "The user
+# wants <intent>. The tool for that is <name>." An invented name cannot be remembered, so only
+# reading the tools block (the name before the description that fits) lowers these targets' loss.
+# v9 is v8 with 40 % lookup drills.
+LOOKUP_ASKS = ["Which tool fits this request: {u}", "Which of your tools would you use for this? {u}",
+               "Name the tool for: {u}", "Tool for this request? {u}"]
+LOOKUP_REASON = ["The user wants {i}. The tool for that is {n}.", "This is about {i}, so the tool is {n}.",
+                 "For {i}, the tool is {n}."]
+
+
+def lookup_drill(rng):
+    """One lookup drill (see above): a tools block and 4-8 request -> tool-name turns."""
+    n = rng.choice([3, 4, 4, 5, 5, 6])
+    tools = [draw_schema_v2(rng, d, p_name=0.8, p_params=0.5) for d in rng.sample(sorted(DOMAINS), n)]
+    msgs = []
+    for _ in range(rng.randint(4, 8)):
+        tool = rng.choice(tools)
+        t = task(rng, tool["domain"])
+        msgs.append({"role": "user", "content": rng.choice(LOOKUP_ASKS).format(u=t["user"])})
+        msgs.append({"role": "assistant", "content": tool["name"],
+                     "reasoning_content": rng.choice(LOOKUP_REASON).format(i=t["intent"], n=tool["name"])})
+    return dict(tools=[t["schema"] for t in tools], messages=msgs, thinking=rng.random() < 0.9)
+
+
+def conversation_v9(rng):
+    """v8 with 40 % lookup drills (see above)."""
+    return lookup_drill(rng) if rng.random() < 0.4 else conversation_v8(rng)

@@ -153,7 +153,8 @@ def save(model, opt, step, cfg, lrs, ck):
 CORPORA = {"v1": corpus.conversation, "v2": corpus.conversation_v2, "v3": corpus.conversation_v3,
            "v4": corpus.conversation_v4, "v5": corpus.conversation_v5, "v6": corpus.conversation_v6,
            "v7": corpus.conversation_v7, "v8": corpus.conversation_v8, "v8d": corpus.conversation_v8d,
-           "drills": corpus.conversation_drills}
+           "v9": corpus.conversation_v9,
+           "lookup": corpus.lookup_drill, "drills": corpus.conversation_drills}
 
 
 def main():
@@ -180,7 +181,9 @@ def main():
                          "40 %% short copy drills without a tools block); v6: corpus.conversation_v6 (v3 with mostly "
                          "invented tool and parameter names, 20 %% drills); v7: corpus.conversation_v7 (v5 with 2-5 declared "
                          "tools per tool conversation); v8 / v8d: corpus.conversation_v8 / _v8d (2-5 tools, mostly "
-                         "invented names; v8d's reasoning quotes the tool's description before its name); drills: "
+                         "invented names; v8d's reasoning quotes the tool's description before its name); v9: "
+                         "corpus.conversation_v9 (v8 with 40 %% tool-name lookup drills); lookup: corpus.lookup_drill (the lookup "
+                         "drills alone: a probe of whether the binding can be learned); drills: "
                          "corpus.conversation_drills (the drills alone: a first stage from scratch)")
     ap.add_argument("--copy-weight", type=float, default=1.0,
                     help="loss weight of copy targets (see copy_weights); 1 = plain cross entropy")
