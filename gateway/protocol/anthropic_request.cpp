@@ -37,7 +37,7 @@ class ClientTools {
  public:
   void add(json::object fn, bool deferred, ChatRequest& chat) {
     std::string name(fn.at("name").get_string());
-    if (deferred) deferred_.emplace(name, fn);
+    if (deferred) deferred_.insert(name);
     else chat.tools.push_back(fn);
     all_.emplace(std::move(name), std::move(fn));
   }
@@ -54,7 +54,7 @@ class ClientTools {
 
  private:
   std::map<std::string, json::object> all_;
-  std::map<std::string, json::object> deferred_;
+  std::set<std::string> deferred_;  // names; their schemas are in all_
   std::set<std::string> loaded_;
 };
 

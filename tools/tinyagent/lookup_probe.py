@@ -31,7 +31,7 @@ from train import encode_with_mask  # noqa: E402
 # Where the name is asked for: after the lookup drill's question and reasoning (corpus v9), or in a
 # call conversation's reasoning as corpus.reasoning_call's first template writes it.
 FORMS = {
-    "lookup": (lambda t: corpus.LOOKUP_ASKS[0].format(u=t["user"]), "The user wants {i}. The tool for that is {n}."),
+    "lookup": (lambda t: corpus.LOOKUP_ASKS[0].format(u=t["user"]), corpus.LOOKUP_REASON[0]),
     "call": (lambda t: t["user"], "The user wants {i}. The {n} tool fits."),
 }
 
