@@ -154,7 +154,8 @@ CORPORA = {"v1": corpus.conversation, "v2": corpus.conversation_v2, "v3": corpus
            "v4": corpus.conversation_v4, "v5": corpus.conversation_v5, "v6": corpus.conversation_v6,
            "v7": corpus.conversation_v7, "v8": corpus.conversation_v8, "v8d": corpus.conversation_v8d,
            "v9": corpus.conversation_v9,
-           "lookup": corpus.lookup_drill, "drills": corpus.conversation_drills}
+           "lookup": corpus.lookup_drill, "drills": corpus.conversation_drills,
+           "drills-lookup": corpus.conversation_drills_lookup}
 
 
 def main():
@@ -184,11 +185,16 @@ def main():
                          "invented names; v8d's reasoning quotes the tool's description before its name); v9: "
                          "corpus.conversation_v9 (v8 with 40 %% tool-name lookup drills); lookup: corpus.lookup_drill (the lookup "
                          "drills alone: a probe of whether the binding can be learned); drills: "
-                         "corpus.conversation_drills (the drills alone: a first stage from scratch)")
+                         "corpus.conversation_drills (the drills alone: a first stage from scratch); drills-lookup: "
+                         "corpus.conversation_drills_lookup (half drills, half lookup drills with invented names: "
+                         "a first stage from scratch that trains the name lookup before any name can be remembered)")
     ap.add_argument("--copy-weight", type=float, default=1.0,
                     help="loss weight of copy targets (see copy_weights); 1 = plain cross entropy")
     ap.add_argument("--copy-common", type=int, default=200,
                     help="the most frequent target tokens that never count as copy targets")
+    ap.add_argument("--layers", type=int, default=4,
+                    help="transformer blocks (compressor ratios 0, 0, then 4 and 128 alternating; the first 3 "
+                         "hash-routed); ignored with --init / --init-gguf, whose weights fix it")
     ap.add_argument("--tokenizer", default="", help="use this tokenizer.json instead of training one")
     ap.add_argument("--tie-output", type=float, default=0.0,
                     help="train the output head as output + SCALE * token_embd (output free, starting as the "
@@ -219,7 +225,7 @@ def main():
         json.dump({"corpus_sha256": corpus_hash, "tokenizer_sha256": tok.digest(), "conversations": len(data),
                    "tokens": n_tok, "target_tokens": n_tgt, "seed": a.seed, "args": vars(a)}, f, indent=1)
 
-    cfg = Config(n_vocab=len(tok.tokens))
+    cfg = Config(n_vocab=len(tok.tokens), n_layer=a.layers)
     model = DS4(cfg, seed=a.seed)
     n_params = sum(p.numel() for p in model.parameters())
     print("model: %d parameters, config %s" % (n_params, cfg), flush=True)
