@@ -194,7 +194,7 @@ def main():
                     help="the most frequent target tokens that never count as copy targets")
     ap.add_argument("--layers", type=int, default=4,
                     help="transformer blocks (compressor ratios 0, 0, then 4 and 128 alternating; the first 3 "
-                         "hash-routed); ignored with --init / --init-gguf, whose weights fix it")
+                         "hash-routed); with --init / --init-gguf it must match those weights")
     ap.add_argument("--tokenizer", default="", help="use this tokenizer.json instead of training one")
     ap.add_argument("--tie-output", type=float, default=0.0,
                     help="train the output head as output + SCALE * token_embd (output free, starting as the "
