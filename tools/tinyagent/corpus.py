@@ -794,8 +794,9 @@ LOOKUP_REASON = ["The user wants {i}. The tool for that is {n}.", "This is about
                  "For {i}, the tool is {n}."]
 
 
-def lookup_drill(rng, p_name=0.8):
-    """One lookup drill (see above): a tools block and 4-8 request -> tool-name turns."""
+def lookup_drill(rng, p_name=0.8, reasons=None):
+    """One lookup drill (see above): a tools block and 4-8 request -> tool-name turns; `reasons`
+    the reasoning templates (default LOOKUP_REASON)."""
     n = rng.choice([3, 4, 4, 5, 5, 6])
     tools = [draw_schema_v2(rng, d, p_name=p_name, p_params=0.5) for d in rng.sample(sorted(DOMAINS), n)]
     msgs = []
@@ -804,7 +805,7 @@ def lookup_drill(rng, p_name=0.8):
         t = task(rng, tool["domain"])
         msgs.append({"role": "user", "content": rng.choice(LOOKUP_ASKS).format(u=t["user"])})
         msgs.append({"role": "assistant", "content": tool["name"],
-                     "reasoning_content": rng.choice(LOOKUP_REASON).format(i=t["intent"], n=tool["name"])})
+                     "reasoning_content": rng.choice(reasons or LOOKUP_REASON).format(i=t["intent"], n=tool["name"])})
     return dict(tools=[t["schema"] for t in tools], messages=msgs, thinking=rng.random() < 0.9)
 
 
@@ -820,3 +821,57 @@ def conversation_v9(rng):
 def conversation_drills_lookup(rng):
     """Half tool-less copy drills, half lookup drills whose tool names are all invented."""
     return conversation_drills(rng) if rng.random() < 0.5 else lookup_drill(rng, p_name=1.0)
+
+
+# Quoted names and a wider model (a first stage from scratch, tried 2026-12-03). Two findings
+# behind it. The byte-level BPE splits a word after a space apart from the same word after a quote
+# (GPT-2 pre-tokenization: " kitemaple" is one letter run with its space, "\"kitemaple\"" is a quote
+# and a bare letter run): the tools block writes `"name":"kitemaple"` and DSML writes
+# `invoke name="kitemaple"` with the bare tokens, but reasoning that says "the kitemaple tool"
+# writes space-prefixed ones, so naming an unfamiliar tool in the reasoning was never a copy of
+# the tools block and the DSML name was never a copy of the reasoning. The `_q` forms quote every
+# tool name the reasoning writes, so both steps are exact token copies. And the shipped model has
+# two attention heads per block over one shared KV row: copying (find the current token earlier,
+# emit what followed) and the lookup (gather the name into its description, match the request to
+# the description) compete for four attention patterns in the two raw-window blocks; `train.py
+# --heads` widens the query side (the KV row stays one, as in DS4).
+LOOKUP_REASON_Q = ["The user wants {i}. The tool for that is \"{n}\".", "This is about {i}, so the tool is \"{n}\".",
+                   "For {i}, the tool is \"{n}\"."]
+
+
+def lookup_drill_q(rng, p_name=0.8):
+    """lookup_drill whose reasoning quotes the tool's name (see above); the answer is the bare name."""
+    return lookup_drill(rng, p_name, LOOKUP_REASON_Q)
+
+
+def reasoning_call_q(rng, tool, t):
+    """reasoning_call with the tool's name quoted (see above)."""
+    args = reasoning_args(tool, t)
+    return rng.choice(["The user wants {i}. The tool \"{n}\" fits. I will call \"{n}\" with {a}.",
+                       "The user asks for {i}. I should call \"{n}\" with {a}.",
+                       "To get {i} I use \"{n}\" with {a}."]).format(i=t["intent"], n=tool["name"], a=args)
+
+
+def conversation_drills_lookup_q(rng):
+    """Half tool-less copy drills, half quoted-name lookup drills with all names invented."""
+    return conversation_drills(rng) if rng.random() < 0.5 else lookup_drill_q(rng, p_name=1.0)
+
+
+def conversation_v10q(rng):
+    """The tool stage after drills-lookup-q: a quarter tool-less copy drills, a quarter quoted-name
+    lookup drills (80 % invented names), half v3 conversations with 1-5 declared tools, half of the
+    tool names and 40 % of the parameter names invented, and quoted names in the call reasoning."""
+    k = rng.random()
+    if k < 0.25:
+        return conversation_drills(rng)
+    if k < 0.5:
+        return lookup_drill_q(rng)
+    return conversation_v3(rng, p_name=0.5, p_params=0.4, tool_counts=(1, 2, 3, 3, 4, 5), reason=reasoning_call_q)
+
+
+def conversation_v5q(rng):
+    """v5 (the shipped stage B) with the tool's name quoted in the call reasoning: the control for
+    v10q's lookup drills."""
+    if rng.random() < 0.4:
+        return conversation_drills(rng)
+    return conversation_v3(rng, reason=reasoning_call_q)

@@ -33,12 +33,17 @@ from train import encode_with_mask  # noqa: E402
 FORMS = {
     "lookup": (lambda t: corpus.LOOKUP_ASKS[0].format(u=t["user"]), corpus.LOOKUP_REASON[0]),
     "call": (lambda t: t["user"], "The user wants {i}. The {n} tool fits."),
+    # the quoted-name forms (corpus.lookup_drill_q, corpus.reasoning_call_q): cut before the name,
+    # after its opening quote
+    "lookup-q": (lambda t: corpus.LOOKUP_ASKS[0].format(u=t["user"]), corpus.LOOKUP_REASON_Q[0]),
+    "call-q": (lambda t: t["user"], "The user wants {i}. The tool \"{n}\" fits."),
 }
 
 
 def probe_prompt(rng, variant, form):
     """(text up to the name, the assistant span's start, the name) for one single-turn prompt with
-    3-5 declared tools whose reasoning is cut right before " NAME"."""
+    3-5 declared tools whose reasoning is cut right before " NAME" (a `-q` form: right after its
+    opening quote)."""
     tools = [corpus._variant_schema(rng, d, variant)
              for d in rng.sample(sorted(corpus.DOMAINS), rng.choice([3, 4, 4, 5]))]
     tool = rng.choice(tools)
@@ -47,7 +52,8 @@ def probe_prompt(rng, variant, form):
     msgs = [{"role": "user", "content": ask(t)},
             {"role": "assistant", "content": tool["name"], "reasoning_content": reason.format(i=t["intent"], n=tool["name"])}]
     text, spans = ds4chat.render(msgs, [x["schema"] for x in tools], True)
-    cut = text.index(" " + tool["name"], text.rindex("<think>"))
+    lead = "\"" if form.endswith("-q") else " "
+    cut = text.index(lead + tool["name"], text.rindex("<think>")) + len(lead)
     return text[:cut], spans[-1][0], tool["name"]
 
 
@@ -66,6 +72,9 @@ def main():
     ap.add_argument("--n", type=int, default=30)
     ap.add_argument("--seed", type=int, default=555)
     ap.add_argument("--form", choices=sorted(FORMS), default="call")
+    ap.add_argument("--variants", default=",".join(corpus.SCHEMA_VARIANTS),
+                    help="comma-separated schema variants to probe (corpus.SCHEMA_VARIANTS)")
+    ap.add_argument("--show", action="store_true", help="print each prompt's name and continuation")
     a = ap.parse_args()
     torch.set_num_threads(1)
     st = torch.load(os.path.join(a.run, "checkpoint.pt"))
@@ -75,15 +84,17 @@ def main():
     t = json.load(open(os.path.join(a.run, "tokenizer.json")))
     tok = bpe.Tokenizer(t["tokens"], t["merges"])
     scores = {}
-    for variant in corpus.SCHEMA_VARIANTS:
+    for variant in a.variants.split(","):
         rng = random.Random(a.seed)
         right = 0
         for _ in range(a.n):
             prompt, start, name = probe_prompt(rng, variant, a.form)
             ids, _ = encode_with_mask(tok, prompt, [(start, len(prompt))])  # as training encodes it
-            want = " " + name
+            want = name if a.form.endswith("-q") else " " + name
             got = tok.decode(greedy(model, ids, len(tok.encode(want)) + 1))
             right += got.startswith(want)
+            if a.show:
+                print("  %-5s want %-22r got %r" % (got.startswith(want), want, got), flush=True)
         scores[variant] = right / a.n
         print("%-15s %3d / %d = %5.1f %%" % (variant, right, a.n, 100.0 * right / a.n), flush=True)
     print(json.dumps(scores))

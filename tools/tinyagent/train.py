@@ -155,7 +155,9 @@ CORPORA = {"v1": corpus.conversation, "v2": corpus.conversation_v2, "v3": corpus
            "v7": corpus.conversation_v7, "v8": corpus.conversation_v8, "v8d": corpus.conversation_v8d,
            "v9": corpus.conversation_v9,
            "lookup": corpus.lookup_drill, "drills": corpus.conversation_drills,
-           "drills-lookup": corpus.conversation_drills_lookup}
+           "drills-lookup": corpus.conversation_drills_lookup,
+           "drills-lookup-q": corpus.conversation_drills_lookup_q, "v10q": corpus.conversation_v10q,
+           "v5q": corpus.conversation_v5q}
 
 
 def main():
@@ -187,7 +189,10 @@ def main():
                          "drills alone: a probe of whether the binding can be learned); drills: "
                          "corpus.conversation_drills (the drills alone: a first stage from scratch); drills-lookup: "
                          "corpus.conversation_drills_lookup (half drills, half lookup drills with invented names: "
-                         "a first stage from scratch that trains the name lookup before any name can be remembered)")
+                         "a first stage from scratch that trains the name lookup before any name can be remembered); "
+                         "drills-lookup-q: the same with the tool's name quoted in the reasoning (an exact token copy "
+                         "of the tools block); v10q: the tool stage after it (drills, quoted lookups, v3 conversations "
+                         "with quoted names in the call reasoning); v5q: v5 with quoted names in the call reasoning")
     ap.add_argument("--copy-weight", type=float, default=1.0,
                     help="loss weight of copy targets (see copy_weights); 1 = plain cross entropy")
     ap.add_argument("--copy-common", type=int, default=200,
@@ -195,6 +200,9 @@ def main():
     ap.add_argument("--layers", type=int, default=4,
                     help="transformer blocks (compressor ratios 0, 0, then 4 and 128 alternating; the first 3 "
                          "hash-routed); with --init / --init-gguf it must match those weights")
+    ap.add_argument("--heads", type=int, default=2,
+                    help="attention query heads per block (one shared KV row, as in DS4); a multiple of the 2 "
+                         "output groups; with --init / --init-gguf it must match those weights")
     ap.add_argument("--tokenizer", default="", help="use this tokenizer.json instead of training one")
     ap.add_argument("--tie-output", type=float, default=0.0,
                     help="train the output head as output + SCALE * token_embd (output free, starting as the "
@@ -225,7 +233,7 @@ def main():
         json.dump({"corpus_sha256": corpus_hash, "tokenizer_sha256": tok.digest(), "conversations": len(data),
                    "tokens": n_tok, "target_tokens": n_tgt, "seed": a.seed, "args": vars(a)}, f, indent=1)
 
-    cfg = Config(n_vocab=len(tok.tokens), n_layer=a.layers)
+    cfg = Config(n_vocab=len(tok.tokens), n_layer=a.layers, n_head=a.heads)
     model = DS4(cfg, seed=a.seed)
     n_params = sum(p.numel() for p in model.parameters())
     print("model: %d parameters, config %s" % (n_params, cfg), flush=True)
