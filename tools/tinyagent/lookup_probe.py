@@ -41,9 +41,9 @@ FORMS = {
 
 
 def probe_prompt(rng, variant, form):
-    """(text up to the name, the assistant span's start, the name) for one single-turn prompt with
-    3-5 declared tools whose reasoning is cut right before " NAME" (a `-q` form: right after its
-    opening quote)."""
+    """(text up to the name, the assistant span's start, the continuation that names the tool:
+    " NAME", or NAME in a `-q` form) for one single-turn prompt with 3-5 declared tools whose
+    reasoning is cut right before it (a `-q` form: right after the name's opening quote)."""
     tools = [corpus._variant_schema(rng, d, variant)
              for d in rng.sample(sorted(corpus.DOMAINS), rng.choice([3, 4, 4, 5]))]
     tool = rng.choice(tools)
@@ -52,9 +52,10 @@ def probe_prompt(rng, variant, form):
     msgs = [{"role": "user", "content": ask(t)},
             {"role": "assistant", "content": tool["name"], "reasoning_content": reason.format(i=t["intent"], n=tool["name"])}]
     text, spans = ds4chat.render(msgs, [x["schema"] for x in tools], True)
-    lead = "\"" if form.endswith("-q") else " "
-    cut = text.index(lead + tool["name"], text.rindex("<think>")) + len(lead)
-    return text[:cut], spans[-1][0], tool["name"]
+    quoted = form.endswith("-q")
+    want = tool["name"] if quoted else " " + tool["name"]
+    cut = text.index(("\"" if quoted else "") + want, text.rindex("<think>")) + quoted
+    return text[:cut], spans[-1][0], want
 
 
 def greedy(model, ids, n):
@@ -88,9 +89,8 @@ def main():
         rng = random.Random(a.seed)
         right = 0
         for _ in range(a.n):
-            prompt, start, name = probe_prompt(rng, variant, a.form)
+            prompt, start, want = probe_prompt(rng, variant, a.form)
             ids, _ = encode_with_mask(tok, prompt, [(start, len(prompt))])  # as training encodes it
-            want = name if a.form.endswith("-q") else " " + name
             got = tok.decode(greedy(model, ids, len(tok.encode(want)) + 1))
             right += got.startswith(want)
             if a.show:
