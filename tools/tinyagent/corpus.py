@@ -326,11 +326,14 @@ def reasoning_args(tool, t):
                      for (p, _), v in zip(tool["params"], t["values"]))
 
 
-def reasoning_call(rng, tool, t):
-    args = reasoning_args(tool, t)
-    return rng.choice(["The user wants {i}. The {n} tool fits. I will call {n} with {a}.",
-                       "The user asks for {i}. I should call {n} with {a}.",
-                       "To get {i} I use {n} with {a}."]).format(i=t["intent"], n=tool["name"], a=args)
+CALL_REASON = ["The user wants {i}. The {n} tool fits. I will call {n} with {a}.",
+               "The user asks for {i}. I should call {n} with {a}.",
+               "To get {i} I use {n} with {a}."]
+
+
+def reasoning_call(rng, tool, t, templates=None):
+    """The call's reasoning from one of `templates` (default CALL_REASON)."""
+    return rng.choice(templates or CALL_REASON).format(i=t["intent"], n=tool["name"], a=reasoning_args(tool, t))
 
 
 def reasoning_answer(rng, tool, t):
@@ -844,12 +847,14 @@ def lookup_drill_q(rng, p_name=0.8):
     return lookup_drill(rng, p_name, LOOKUP_REASON_Q)
 
 
+CALL_REASON_Q = ["The user wants {i}. The tool \"{n}\" fits. I will call \"{n}\" with {a}.",
+                 "The user asks for {i}. I should call \"{n}\" with {a}.",
+                 "To get {i} I use \"{n}\" with {a}."]
+
+
 def reasoning_call_q(rng, tool, t):
     """reasoning_call with the tool's name quoted (see above)."""
-    args = reasoning_args(tool, t)
-    return rng.choice(["The user wants {i}. The tool \"{n}\" fits. I will call \"{n}\" with {a}.",
-                       "The user asks for {i}. I should call \"{n}\" with {a}.",
-                       "To get {i} I use \"{n}\" with {a}."]).format(i=t["intent"], n=tool["name"], a=args)
+    return reasoning_call(rng, tool, t, CALL_REASON_Q)
 
 
 def conversation_drills_lookup_q(rng):
