@@ -109,6 +109,7 @@ FP4 = torch.tensor([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0], dtype=torch.float64
 
 def _snap(a, table):
     """Nearest entry of an ascending table for |a| (float64), ties to the even index."""
+    table = table.to(a.device)
     i = torch.searchsorted(table, a).clamp(1, len(table) - 1)
     lo, hi = table[i - 1], table[i]
     dlo, dhi = a - lo, hi - a
@@ -167,7 +168,7 @@ def rms(x, eps):
 def rope_angles(cfg, pos, compressed):
     """theta [len(pos), n_rot/2] for positions `pos` (section 3.3 RoPE / YaRN)."""
     half = cfg.n_rot // 2
-    k = torch.arange(half, dtype=torch.float64)
+    k = torch.arange(half, dtype=torch.float64, device=pos.device)
     base = cfg.comp_rope_base if compressed else cfg.rope_base
     inv = base ** (-2.0 * k / cfg.n_rot)
     th_ext = pos.double()[:, None] * inv[None, :]
@@ -302,7 +303,7 @@ class Block(nn.Module):
         wts = torch.softmax(sc_c, dim=2)
         pooled = (wts * kv_c).sum(dim=2)
         pooled = rms(pooled, c.eps) * normw
-        pos = torch.arange(n) * r
+        pos = torch.arange(n, device=pooled.device) * r
         pooled = apply_rope(pooled, rope_angles(c, pos, True))
         if sim:
             if indexer:
@@ -324,7 +325,7 @@ class Block(nn.Module):
         T = P + S
         H, hd = c.n_head, c.head_dim
         compressed = self.ratio != 0
-        pos = torch.arange(T)
+        pos = torch.arange(T, device=x.device)
         theta = rope_angles(c, pos, compressed)
         parts = [] if xp is None else [(xp, 0)]
         parts.append((x, P))
@@ -355,15 +356,15 @@ class Block(nn.Module):
         for k, (xx, off) in enumerate(parts):
             nb, L = xx.shape[0], xx.shape[1]
             xn, qrn, q, _ = proj[k]
-            i = torch.arange(off, off + L)[:, None]
+            i = torch.arange(off, off + L, device=x.device)[:, None]
             kend = off + L  # keys beyond the last query are never visible
             keys = kv_all[:nb, :kend]
-            j = torch.arange(kend)[None, :]
+            j = torch.arange(kend, device=x.device)[None, :]
             allow = ((j <= i) & (j > i - c.window))[None].expand(nb, L, kend)
             if comp is not None:
                 cm = comp[:nb]
                 nc = cm.shape[1]
-                vis = (((torch.arange(nc)[None, :] + 1) * self.ratio - 1) <= i)[None].expand(nb, L, nc)
+                vis = (((torch.arange(nc, device=x.device)[None, :] + 1) * self.ratio - 1) <= i)[None].expand(nb, L, nc)
                 if self.ratio == 4 and nc > c.idx_top_k:
                     vis = vis & self.indexer_select(xn_all[:nb], xn, qrn, theta[off:off + L], vis, sim)
                 keys = torch.cat([keys, cm], dim=1)

@@ -1,4 +1,5 @@
-"""Trains the tiny DS4 agent model on the synthetic corpus (corpus.py), CPU only, fixed seed.
+"""Trains the tiny DS4 agent model on the synthetic corpus (corpus.py), fixed seed; on the CPU, or
+on a GPU with --device cuda (device_train.sh: the prepared run for a lent GPU machine).
 
   /usr/bin/python3 tools/tinyagent/train.py --out build/tinyagent [--steps N] [--minutes M]
 
@@ -41,7 +42,15 @@ def encode_with_mask(tok, text, spans):
     return ids, mask
 
 
-def build_data(seed, n_conv, vocab, max_len, out_dir, tokenizer=None, gen=corpus.conversation):
+_ENCODER = None  # the tokenizer a --workers pool encodes with (set before the pool forks)
+
+
+def _encode_one(item):
+    ids, m = encode_with_mask(_ENCODER, *item)
+    return ids, m
+
+
+def build_data(seed, n_conv, vocab, max_len, out_dir, tokenizer=None, gen=corpus.conversation, workers=1):
     rng = random.Random(seed)
     texts, spans = [], []
     while len(texts) < n_conv:
@@ -63,8 +72,17 @@ def build_data(seed, n_conv, vocab, max_len, out_dir, tokenizer=None, gen=corpus
     # it once per batch (DS4.forward's `prefix`), so it is stored apart.
     prefix = tok.encode(ds4chat.BOS + ds4chat.TOOLS_HEAD)
     data = []
-    for t, s in zip(texts, spans):
-        ids, m = encode_with_mask(tok, t, s)
+    global _ENCODER
+    _ENCODER = tok
+    items = list(zip(texts, spans))
+    if workers > 1:
+        # the same encodings in the same order as one process makes them (Pool.map keeps order)
+        import multiprocessing
+        with multiprocessing.get_context("fork").Pool(workers) as pool:
+            encoded = pool.map(_encode_one, items, chunksize=256)
+    else:
+        encoded = map(_encode_one, items)
+    for ids, m in encoded:
         if len(ids) > max_len:
             continue
         shared = ids[:len(prefix)] == prefix
@@ -140,12 +158,25 @@ def collate(data, idx, eos, weights=None):
     return x, m, w
 
 
+def to_cpu(obj):
+    """The same nesting of dicts and lists with every tensor on the CPU (checkpoints written on a
+    GPU load anywhere)."""
+    if torch.is_tensor(obj):
+        return obj.detach().cpu()
+    if isinstance(obj, dict):
+        return {k: to_cpu(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(to_cpu(v) for v in obj)
+    return obj
+
+
 def save(model, opt, step, cfg, lrs, ck):
     # `model` holds the whole head (export and parity read it); `head_free` the free part of a
     # head trained as output + tie_scale * token_embd, which --resume restores
-    torch.save({"model": model.tied_state(), "opt": opt.state_dict(), "step": step, "cfg": cfg.__dict__,
-                "lrs": lrs, "tie_scale": model.tie_scale,
-                "head_free": None if model.tie_scale is None else model.output.detach().clone()}, ck + ".tmp")
+    torch.save(to_cpu({"model": model.tied_state(), "opt": opt.state_dict(), "step": step, "cfg": cfg.__dict__,
+                       "lrs": lrs, "tie_scale": model.tie_scale,
+                       "head_free": None if model.tie_scale is None else model.output.detach().clone()}),
+               ck + ".tmp")
     os.replace(ck + ".tmp", ck)
 
 
@@ -172,6 +203,11 @@ def main():
     ap.add_argument("--lr", type=float, default=2e-3)
     ap.add_argument("--ckpt-every", type=int, default=100)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--device", default="cpu",
+                    help="cpu, or cuda (a GPU: the batch stream, schedule and checkpoints are the same; the sums "
+                         "are not bit-identical to a CPU run's)")
+    ap.add_argument("--workers", type=int, default=1,
+                    help="processes that tokenize the corpus (same data in the same order as one)")
     ap.add_argument("--resume", action="store_true")
     ap.add_argument("--minutes", type=float, default=0,
                     help="train for this wall time instead of --steps: the cosine schedule runs over the time "
@@ -220,7 +256,8 @@ def main():
     t0 = time.time()
     gen = CORPORA[a.corpus]
     tok, data, corpus_hash, prefix = build_data(a.seed, a.conversations, a.vocab, a.max_len, a.out,
-                                                a.tokenizer or None, gen)
+                                                a.tokenizer or None, gen, a.workers)
+    dev = torch.device(a.device)
     n_tok = sum(len(d[0]) for d in data)
     n_tgt = sum(int(d[1].sum()) for d in data)
     print("data: %d conversations, %d tokens (%d targets), corpus sha256 %s, tokenizer %s, %.0fs" %
@@ -234,7 +271,7 @@ def main():
                    "tokens": n_tok, "target_tokens": n_tgt, "seed": a.seed, "args": vars(a)}, f, indent=1)
 
     cfg = Config(n_vocab=len(tok.tokens), n_layer=a.layers, n_head=a.heads)
-    model = DS4(cfg, seed=a.seed)
+    model = DS4(cfg, seed=a.seed).to(dev)
     n_params = sum(p.numel() for p in model.parameters())
     print("model: %d parameters, config %s" % (n_params, cfg), flush=True)
     decay = [p for n, p in model.named_parameters() if p.requires_grad and p.dim() >= 2]
@@ -245,7 +282,7 @@ def main():
     st, st0 = {}, {}
     ck = os.path.join(a.out, "checkpoint.pt")
     if a.init:
-        st0 = torch.load(a.init)
+        st0 = torch.load(a.init, map_location=dev)
         model.load_state_dict(st0["model"])
         opt.load_state_dict(st0["opt"])
         print("initialised from %s (its step %d)" % (a.init, st0["step"]), flush=True)
@@ -257,7 +294,7 @@ def main():
                 model.output.sub_(model.token_embd * a.tie_output)
         print("initialised from the weights of %s" % a.init_gguf, flush=True)
     if a.resume and os.path.exists(ck):
-        st = torch.load(ck)
+        st = torch.load(ck, map_location=dev)
         model.load_state_dict(st["model"])
         opt.load_state_dict(st["opt"])
         step = st["step"]
@@ -309,13 +346,13 @@ def main():
         if not queue:
             queue = batches(rng, data, a.batch_tokens)
         idx = queue.pop()
-        x, m, wt = collate(data, idx, tok.eos, weights)
+        x, m, wt = (v.to(dev, non_blocking=True) for v in collate(data, idx, tok.eos, weights))
         lr = lr_at(step)
         lrs.append(lr)
         for g in opt.param_groups:
             g["lr"] = lr
         tgt = m[:, 1:]
-        logits = model(x[:, :-1], targets=tgt, prefix=prefix if data[idx[0]][2] else None)
+        logits = model(x[:, :-1], targets=tgt, prefix=prefix.to(dev) if data[idx[0]][2] else None)
         ce = F.cross_entropy(logits, x[:, 1:][tgt], reduction="none")
         if weights is None:
             loss = ce.mean()
