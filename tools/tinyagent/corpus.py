@@ -880,3 +880,26 @@ def conversation_v5q(rng):
     if rng.random() < 0.4:
         return conversation_drills(rng)
     return conversation_v3(rng, reason=reasoning_call_q)
+
+
+# Dense lookup drills (a first stage from scratch, tried 2026-12-04). The earlier lookup drills
+# spent ~900 tokens (the tools head, 3-6 tools, reasoning) on 4-8 lookups, and a request could
+# repeat an earlier one of the same drill, whose answer it could then copy without reading the
+# tools block. Here: no reasoning, each asked tool asked once, and one tool never asked (so the
+# last answer cannot be had by elimination either): every answer is a lookup of an invented name.
+def lookup_dense(rng):
+    """A tools block of 3-6 tools with invented names (half with invented parameter names), then
+    one "which tool" turn for each tool but one, in random order, answered by the bare name."""
+    n = rng.choice([3, 4, 5, 6])
+    tools = [draw_schema_v2(rng, d, p_name=1.0, p_params=0.5) for d in rng.sample(sorted(DOMAINS), n)]
+    msgs = []
+    for tool in rng.sample(tools, n - 1):
+        t = task(rng, tool["domain"])
+        msgs.append({"role": "user", "content": rng.choice(LOOKUP_ASKS).format(u=t["user"])})
+        msgs.append({"role": "assistant", "content": tool["name"]})
+    return dict(tools=[t["schema"] for t in tools], messages=msgs, thinking=False)
+
+
+def conversation_lookup_dense(rng):
+    """A quarter tool-less copy drills (stage A's), three quarters dense lookup drills."""
+    return conversation_drills(rng) if rng.random() < 0.25 else lookup_dense(rng)

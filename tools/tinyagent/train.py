@@ -188,7 +188,7 @@ CORPORA = {"v1": corpus.conversation, "v2": corpus.conversation_v2, "v3": corpus
            "lookup": corpus.lookup_drill, "drills": corpus.conversation_drills,
            "drills-lookup": corpus.conversation_drills_lookup,
            "drills-lookup-q": corpus.conversation_drills_lookup_q, "v10q": corpus.conversation_v10q,
-           "v5q": corpus.conversation_v5q}
+           "v5q": corpus.conversation_v5q, "lookup-dense": corpus.conversation_lookup_dense}
 
 
 def main():
@@ -228,7 +228,9 @@ def main():
                          "a first stage from scratch that trains the name lookup before any name can be remembered); "
                          "drills-lookup-q: the same with the tool's name quoted in the reasoning (an exact token copy "
                          "of the tools block); v10q: the tool stage after it (drills, quoted lookups, v3 conversations "
-                         "with quoted names in the call reasoning); v5q: v5 with quoted names in the call reasoning")
+                         "with quoted names in the call reasoning); v5q: v5 with quoted names in the call reasoning; "
+                         "lookup-dense: corpus.conversation_lookup_dense (a quarter drills, three quarters lookup "
+                         "drills without reasoning, each answer a lookup of an invented name: a first stage from scratch)")
     ap.add_argument("--copy-weight", type=float, default=1.0,
                     help="loss weight of copy targets (see copy_weights); 1 = plain cross entropy")
     ap.add_argument("--copy-common", type=int, default=200,
