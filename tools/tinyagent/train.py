@@ -46,8 +46,7 @@ _ENCODER = None  # the tokenizer a --workers pool encodes with (set before the p
 
 
 def _encode_one(item):
-    ids, m = encode_with_mask(_ENCODER, *item)
-    return ids, m
+    return encode_with_mask(_ENCODER, *item)
 
 
 def build_data(seed, n_conv, vocab, max_len, out_dir, tokenizer=None, gen=corpus.conversation, workers=1):
@@ -260,6 +259,7 @@ def main():
     tok, data, corpus_hash, prefix = build_data(a.seed, a.conversations, a.vocab, a.max_len, a.out,
                                                 a.tokenizer or None, gen, a.workers)
     dev = torch.device(a.device)
+    prefix_dev = prefix.to(dev)  # the shared prompt head, moved once rather than every step
     n_tok = sum(len(d[0]) for d in data)
     n_tgt = sum(int(d[1].sum()) for d in data)
     print("data: %d conversations, %d tokens (%d targets), corpus sha256 %s, tokenizer %s, %.0fs" %
@@ -354,7 +354,7 @@ def main():
         for g in opt.param_groups:
             g["lr"] = lr
         tgt = m[:, 1:]
-        logits = model(x[:, :-1], targets=tgt, prefix=prefix.to(dev) if data[idx[0]][2] else None)
+        logits = model(x[:, :-1], targets=tgt, prefix=prefix_dev if data[idx[0]][2] else None)
         ce = F.cross_entropy(logits, x[:, 1:][tgt], reduction="none")
         if weights is None:
             loss = ce.mean()
