@@ -6,7 +6,7 @@
 // turn in the same scratch directory continues the first session (`claude -c`, `codex exec resume
 // --last`, `opencode run -c`). The environment is built from nothing but PATH and these settings,
 // so variables of the calling shell (a real ANTHROPIC_API_KEY, proxies) never leak in.
-// The README's "Coding agents" section shows the same settings for users.
+// docs/agents.md shows the same settings for users.
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
