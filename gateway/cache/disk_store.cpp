@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -41,6 +42,14 @@ std::string write_failure_reason(const std::system_error& e) {
   }
 }
 
+std::optional<uint64_t> statvfs_free_bytes(const fs::path& dir) {
+  struct statvfs st {};
+  if (::statvfs(dir.c_str(), &st) != 0) return std::nullopt;
+  return uint64_t(st.f_bavail) * uint64_t(st.f_frsize);
+}
+
+double mib(uint64_t bytes) { return double(bytes) / (1 << 20); }
+
 }  // namespace
 
 DiskStore::DiskStore(DiskStoreConfig config, DiskEventFn on_event)
@@ -56,10 +65,13 @@ void DiskStore::emit(std::string_view event, std::string_view reason, uint64_t b
   if (on_event_) on_event_(event, reason, bytes);
 }
 
-void DiskStore::set_health_locked(std::string problem) {
-  if (problem == health_) return;
-  if (!problem.empty()) spdlog::error("kv checkpoints: {}; serving continues without writing checkpoints", problem);
-  else if (!health_.empty()) spdlog::info("kv checkpoints: {} is writable again", config_.dir.string());
+void DiskStore::set_health_locked(std::string_view state, std::string problem) {
+  // Failure texts name temp files and sizes, so each one differs: the log follows the state.
+  if (state != health_state_) {
+    if (!state.empty()) spdlog::error("kv checkpoints: {}; serving continues without writing checkpoints", problem);
+    else spdlog::info("kv checkpoints: {} is writable again", config_.dir.string());
+    health_state_ = std::string(state);
+  }
   health_ = std::move(problem);
 }
 
@@ -74,8 +86,8 @@ bool DiskStore::ensure_dir_locked() {
   std::error_code ec;
   fs::create_directories(config_.dir, ec);
   if (ec || !fs::is_directory(config_.dir)) {
-    set_health_locked(fmt::format("cannot create directory {}: {}", config_.dir.string(),
-                                  ec ? ec.message() : std::string("not a directory")));
+    set_health_locked("no_directory", fmt::format("cannot create directory {}: {}", config_.dir.string(),
+                                                  ec ? ec.message() : std::string("not a directory")));
     return false;
   }
   // Checkpoints hold conversation state: owner only.
@@ -123,7 +135,7 @@ void DiskStore::rebuild_index_locked() {
       remove_locked(name, "reject", e.kind);
     }
   }
-  if (ec) set_health_locked(fmt::format("cannot list {}: {}", config_.dir.string(), ec.message()));
+  if (ec) set_health_locked("unreadable", fmt::format("cannot list {}: {}", config_.dir.string(), ec.message()));
   if (bytes_ > config_.budget_bytes) evict_locked({}, {});
 }
 
@@ -201,6 +213,17 @@ std::optional<std::string> DiskStore::store(const Checkpoint& checkpoint, std::s
     emit("reject", "no_directory", bytes.size());
     return std::nullopt;
   }
+  const uint64_t need = bytes.size() + config_.free_margin_bytes;
+  if (auto free = config_.free_bytes ? config_.free_bytes(config_.dir) : statvfs_free_bytes(config_.dir);
+      free && *free < need) {
+    set_health_locked(
+        "no_space",
+        fmt::format("{} has {:.1f} MiB free, a checkpoint of {:.1f} MiB needs {:.1f} MiB with "
+                    "the {:.1f} MiB margin (no_space); not written",
+                    config_.dir.string(), mib(*free), mib(bytes.size()), mib(need), mib(config_.free_margin_bytes)));
+    emit("reject", "no_space", bytes.size());
+    return std::nullopt;
+  }
   // Make room first, so a full budget does not turn into a full disk.
   std::vector<std::string> spare(keep.begin(), keep.end());
   spare.push_back(name);
@@ -215,11 +238,11 @@ std::optional<std::string> DiskStore::store(const Checkpoint& checkpoint, std::s
     write_file_atomically(config_.dir, name, bytes, after_partial_write);
   } catch (const std::system_error& e) {
     const std::string reason = write_failure_reason(e);
-    set_health_locked(fmt::format("{} ({})", e.what(), reason));
+    set_health_locked(reason, fmt::format("{} ({})", e.what(), reason));
     emit("reject", reason, bytes.size());
     return std::nullopt;
   }
-  set_health_locked({});
+  set_health_locked({}, {});
   Entry& e = index_[name];
   bytes_ = bytes_ - e.bytes + bytes.size();
   const double hits = e.hits;

@@ -11,10 +11,17 @@
 // a half-life decay, tokens saved per byte, recency); the checkpoint just written and any the
 // caller names (the one prefixing the request being served) are never evicted for it.
 //
+// Before a write the filesystem's free space (statvfs) is compared with the file's size plus a
+// margin (free_margin_bytes, so the checkpoints never take a disk's last bytes from the rest of
+// the system); a file that would not fit is not started (reason "no_space"): no bytes are written
+// and none are evicted for it.
+//
 // Failure is not fatal: when the directory is missing and cannot be created, is read-only or the
-// disk is full, the store logs one error per change of state, counts the rejection, reports the
-// reason in health() and the daemon keeps serving without (or with fewer) checkpoints. A missing
-// directory is retried at the next write. Thread-safe (one mutex; the engine worker writes, HTTP
+// disk is full, the store logs one error per change of state (ok -> failing, failing -> ok, or
+// one failure kind -> another; never once per failed file), counts every rejection (metrics:
+// ds4d_kv_checkpoint_events_total{event="reject"}), reports the latest reason in health() and
+// the daemon keeps serving without (or with fewer) checkpoints. A missing directory is retried
+// at the next write. Thread-safe (one mutex; the engine worker writes, HTTP
 // threads read health and statistics).
 #include <cstdint>
 #include <filesystem>
@@ -35,11 +42,15 @@ struct DiskStoreConfig {
   uint64_t budget_bytes = 0;  // 0: no disk checkpoints
   uint64_t model_fingerprint = 0;
   double hit_half_life_seconds = 6 * 3600.0;
+  // Free bytes on the filesystem holding `dir`, nullopt when unknown (then the write is tried).
+  // Empty: statvfs (f_bavail × f_frsize). Tests inject their own reading.
+  std::function<std::optional<uint64_t>(const std::filesystem::path&)> free_bytes;
+  uint64_t free_margin_bytes = 64ull << 20;  // left free after every checkpoint write
 };
 
 // What happened, for metrics: event is "write", "read", "evict", "reject" or "remove"; reason
 // says why for the last three ("budget", "corrupt", "foreign_model", "old_version",
-// "write_failed", "too_large", "load_failed", ...).
+// "write_failed", "disk_full", "read_only", "no_space", "too_large", "load_failed", ...).
 using DiskEventFn = std::function<void(std::string_view event, std::string_view reason, uint64_t bytes)>;
 
 struct DiskMatch {
@@ -93,7 +104,9 @@ class DiskStore {
   };
   bool ensure_dir_locked();
   void rebuild_index_locked();
-  void set_health_locked(std::string problem);
+  // `state` is the failure kind ("" when fine): a change of it is logged, `problem` (the latest
+  // failure's text, with paths) is what health() says.
+  void set_health_locked(std::string_view state, std::string problem);
   void evict_locked(const std::string& written, std::span<const std::string> keep);
   void remove_locked(const std::string& name, std::string_view event, std::string_view reason);
   void emit(std::string_view event, std::string_view reason, uint64_t bytes) const;
@@ -105,6 +118,7 @@ class DiskStore {
   uint64_t bytes_ = 0;
   bool dir_ready_ = false;
   std::string health_;
+  std::string health_state_;  // "" or the failure kind last logged
 };
 
 }  // namespace ds4::cache

@@ -299,7 +299,20 @@ TEST(DiskStore, DiskFullAndReadOnlyDirectoryKeepServing) {
     if (!private_tmpfs(t.path, "64k")) ::_exit(77);
     int failures = 0;
     auto check = [&](bool ok) { failures += !ok; };
-    DiskStore s(config(t.path, 1 << 20));  // the budget believes there is room; the disk has not
+    {
+      // statvfs sees the 64 KiB: a larger checkpoint is not started.
+      DiskStoreConfig real = config(t.path, 1 << 20);
+      real.free_margin_bytes = 0;
+      DiskStore s(real);
+      check(!s.store(make(seq(20), 200000)).has_value());
+      check(s.health().find("no_space") != std::string::npos);
+      check(fs::is_empty(t.path));
+    }
+    // A free-space reading that lies (as on a filesystem that reserves blocks late): the write
+    // itself meets ENOSPC.
+    DiskStoreConfig lying = config(t.path, 1 << 20);
+    lying.free_bytes = [](const fs::path&) { return std::optional<uint64_t>(1ull << 40); };
+    DiskStore s(lying);  // the budget believes there is room; the disk has not
     check(s.store(make(seq(10), 1000)).has_value());
     auto big = s.store(make(seq(20), 200000));  // ENOSPC
     check(!big.has_value());
