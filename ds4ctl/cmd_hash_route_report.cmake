@@ -1,0 +1,1 @@
+target_link_libraries(ds4ctl PRIVATE ds4_surgery ds4_tokenizer)
