@@ -24,6 +24,7 @@
 #include "gateway/http/endpoint_support.hpp"
 #include "gateway/http/endpoints.hpp"
 #include "gateway/http/generation_support.hpp"
+#include "gateway/http/output_support.hpp"
 #include "gateway/http/turn_submit.hpp"
 
 namespace ds4::http {
@@ -34,7 +35,8 @@ namespace {
 
 class ChatFormat final : public TurnFormat {
  public:
-  ChatFormat(openai::ResponseMeta meta, bool include_usage) : meta_(std::move(meta)), include_usage_(include_usage) {}
+  ChatFormat(openai::ResponseMeta meta, bool include_usage, bool logprobs)
+      : meta_(std::move(meta)), include_usage_(include_usage), logprobs_(logprobs) {}
 
   std::string open(const serving::GenerationUsage&) override {
     return openai::sse_data(openai::chat_chunk_role(meta_));
@@ -71,7 +73,9 @@ class ChatFormat final : public TurnFormat {
     output.reasoning = o.message->reasoning;
     for (const auto& call : o.message->calls)
       if (call.closed) output.tool_calls.push_back({call.id, call.name, call.arguments_json});
-    return json_head(200, json::serialize(openai::chat_completion(meta_, output, o.finish, o.usage, &o.ds4d)));
+    json::object body = openai::chat_completion(meta_, output, o.finish, o.usage, &o.ds4d);
+    if (logprobs_) body["choices"].as_array()[0].as_object()["logprobs"] = chat_logprobs(o.result.logprobs);
+    return json_head(200, json::serialize(body));
   }
 
   ResponseHead error(unsigned status, const std::string& message) override {
@@ -81,6 +85,7 @@ class ChatFormat final : public TurnFormat {
  private:
   openai::ResponseMeta meta_;
   bool include_usage_;
+  bool logprobs_;  // every generated token's (output_support.hpp)
 };
 
 }  // namespace
@@ -100,7 +105,8 @@ void add_chat_endpoint(Router& router, EndpointEnv env) {
 
     openai::ResponseMeta meta{new_response_id("chatcmpl-"), unix_now(), turn.model};
     TurnOptions options = chat_turn_options(env, turn, request.stream, meta.id);
-    auto stream = std::make_shared<TurnStream>(std::make_unique<ChatFormat>(meta, request.include_usage), options);
+    auto stream = std::make_shared<TurnStream>(
+        std::make_unique<ChatFormat>(meta, request.include_usage, request.output.logprobs), options);
     return submit_turn(env.service, ctx, std::move(turn.job), std::move(stream), ApiStyle::OpenAI);
   });
 }

@@ -18,6 +18,7 @@
 #include "gateway/http/endpoints.hpp"
 #include "gateway/http/generation_support.hpp"
 #include "gateway/http/model_names.hpp"
+#include "gateway/http/output_support.hpp"
 #include "gateway/http/turn_submit.hpp"
 #include "gateway/protocol/chat_render.hpp"
 
@@ -29,8 +30,8 @@ namespace {
 
 class CompletionFormat final : public TurnFormat {
  public:
-  CompletionFormat(openai::ResponseMeta meta, bool include_usage)
-      : meta_(std::move(meta)), include_usage_(include_usage) {}
+  CompletionFormat(openai::ResponseMeta meta, bool include_usage, bool logprobs)
+      : meta_(std::move(meta)), include_usage_(include_usage), logprobs_(logprobs) {}
 
   std::string open(const serving::GenerationUsage&) override { return {}; }
   std::string events(const std::vector<protocol::Event>&) override { return {}; }
@@ -48,7 +49,9 @@ class CompletionFormat final : public TurnFormat {
   }
 
   ResponseHead whole(const TurnOutcome& o) override {
-    return json_head(200, json::serialize(openai::text_completion(meta_, o.text, o.finish, o.usage, &o.ds4d)));
+    json::object body = openai::text_completion(meta_, o.text, o.finish, o.usage, &o.ds4d);
+    if (logprobs_) body["choices"].as_array()[0].as_object()["logprobs"] = completion_logprobs(o.result.logprobs);
+    return json_head(200, json::serialize(body));
   }
 
   ResponseHead error(unsigned status, const std::string& message) override {
@@ -58,6 +61,7 @@ class CompletionFormat final : public TurnFormat {
  private:
   openai::ResponseMeta meta_;
   bool include_usage_;
+  bool logprobs_;
 };
 
 }  // namespace
@@ -104,6 +108,7 @@ void add_completion_endpoint(Router& router, EndpointEnv env) {
         client_tokens = ids.size();
       }
       if (job.prompt.empty()) throw protocol::RequestError("prompt", "the prompt is empty");
+      apply_output_controls(job, b.backend, request.output, request.stream, false, false);
     } catch (const protocol::RequestError& e) {
       return request_error_reply(e);
     }
@@ -118,7 +123,8 @@ void add_completion_endpoint(Router& router, EndpointEnv env) {
     turn.parse_chat = false;
     turn.protocol_tokens = client_tokens >= job.prompt.size() ? 0 : job.prompt.size() - client_tokens;
     turn.label = meta.id;
-    auto stream = std::make_shared<TurnStream>(std::make_unique<CompletionFormat>(meta, request.include_usage), turn);
+    auto stream = std::make_shared<TurnStream>(
+        std::make_unique<CompletionFormat>(meta, request.include_usage, request.output.logprobs), turn);
     return submit_turn(service, ctx, std::move(job), std::move(stream), ApiStyle::OpenAI);
   });
 }

@@ -26,6 +26,7 @@
 #include "gateway/http/endpoint_support.hpp"
 #include "gateway/http/endpoints.hpp"
 #include "gateway/http/generation_support.hpp"
+#include "gateway/http/output_support.hpp"
 #include "gateway/http/response_history.hpp"
 #include "gateway/http/turn_submit.hpp"
 #include "gateway/protocol/responses_request.hpp"
@@ -53,8 +54,11 @@ std::string failure_text(const TurnOutcome& o) {
 class ResponsesFormat final : public TurnFormat {
  public:
   ResponsesFormat(responses::ResponseMeta meta, std::shared_ptr<ResponseHistory> history,
-                  std::vector<protocol::Message> conversation)
-      : meta_(std::move(meta)), history_(std::move(history)), conversation_(std::move(conversation)) {}
+                  std::vector<protocol::Message> conversation, bool logprobs)
+      : meta_(std::move(meta)),
+        history_(std::move(history)),
+        conversation_(std::move(conversation)),
+        logprobs_(logprobs) {}
 
   std::string open(const serving::GenerationUsage&) override {
     json::object snapshot = responses::response_json(meta_, responses::Status::InProgress, {}, nullptr);
@@ -121,8 +125,12 @@ class ResponsesFormat final : public TurnFormat {
     if (m.reasoning) output.push_back(responses::reasoning_item(new_response_id("rs_"), *m.reasoning, true));
     bool any_call = false;
     for (const auto& c : m.calls) any_call = any_call || c.closed;
-    if (!m.content.empty() || !any_call)
-      output.push_back(responses::message_item(new_response_id("msg_"), m.content, true));
+    if (!m.content.empty() || !any_call) {
+      json::object item = responses::message_item(new_response_id("msg_"), m.content, true);
+      if (logprobs_)  // top_logprobs: every generated token's (output_support.hpp)
+        item["content"].as_array()[0].as_object()["logprobs"] = responses_logprobs(o.result.logprobs);
+      output.push_back(std::move(item));
+    }
     for (const auto& c : m.calls)
       if (c.closed)
         output.push_back(responses::function_call_item(new_response_id("fc_"), c.id, c.name, c.arguments_json, true));
@@ -227,6 +235,7 @@ class ResponsesFormat final : public TurnFormat {
   std::shared_ptr<ResponseHistory> history_;
   std::vector<protocol::Message> conversation_;
   uint64_t sequence_ = 0;
+  bool logprobs_;
   Item current_ = Item::None;
   size_t index_ = 0;
   std::string item_id_, call_id_, call_name_, arguments_, reasoning_, text_;
@@ -278,7 +287,8 @@ void add_responses_endpoint(Router& router, EndpointEnv env) {
     responses::ResponseMeta meta{new_response_id("resp_"), unix_now(), turn.model, request.previous_response_id};
     TurnOptions options = chat_turn_options(env, turn, chat.stream, meta.id);
     auto stream = std::make_shared<TurnStream>(
-        std::make_unique<ResponsesFormat>(std::move(meta), history, std::move(conversation)), options);
+        std::make_unique<ResponsesFormat>(std::move(meta), history, std::move(conversation), chat.output.logprobs),
+        options);
     return submit_turn(env.service, ctx, std::move(turn.job), std::move(stream), ApiStyle::OpenAI);
   });
 }

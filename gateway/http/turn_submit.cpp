@@ -8,6 +8,7 @@
 
 #include "gateway/http/generation_support.hpp"
 #include "gateway/http/model_names.hpp"
+#include "gateway/http/output_support.hpp"
 #include "gateway/serving/dsml_token_policy.hpp"
 #include "gateway/serving/metrics.hpp"
 
@@ -90,6 +91,9 @@ std::variant<ChatTurn, Reply> prepare_chat_turn(const EndpointEnv& env, protocol
   // names, enforced on the tokens (serving/dsml_token_policy.hpp).
   try {
     turn.job.policy = serving::chat_tool_policy(turn.backend, request, rendered.tools_active, turn.thinking_started);
+    // response_format / text.format, logit_bias, logprobs (output_support.hpp).
+    apply_output_controls(turn.job, turn.backend, request.output, request.stream, rendered.tools_active,
+                          turn.thinking_started);
   } catch (const protocol::RequestError& e) {
     return request_error_reply(e, spec.style);
   }

@@ -126,6 +126,7 @@ json::object parse_tool(const json::value& v, const std::string& path) {
   const auto* name = fn.if_contains("name");
   if (!name) fail(fpath + ".name", "tool needs a function 'name'");
   if (string_field(*name, fpath + ".name").empty()) fail(fpath + ".name", "tool name must not be empty");
+  if (const auto* params = present(fn, "parameters")) object_at(*params, fpath + ".parameters", "a JSON schema object");
   return fn;
 }
 
@@ -286,6 +287,7 @@ ChatRequest parse_chat_request(const json::value& body) {
   }
 
   read_generation_controls(obj, true, req);
+  read_chat_output_controls(obj, req.output);
   if (const auto* k = obj.if_contains("prompt_cache_key"); k && !k->is_null())
     req.session_hint = json_fields::string_field(*k, "prompt_cache_key");
   return req;
@@ -322,6 +324,7 @@ CompletionRequest parse_completion_request(const json::value& body) {
   }
   if (auto* v = obj.if_contains("raw"); v && !v->is_null()) req.raw = bool_field(*v, "raw");
   read_generation_controls(obj, false, req);
+  read_completion_output_controls(obj, req.output);
   if (auto* v = obj.if_contains("echo"); v && !v->is_null() && bool_field(*v, "echo"))
     fail("echo", "'echo' is not supported");
   return req;

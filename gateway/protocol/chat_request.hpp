@@ -25,6 +25,9 @@
 //      "deepseek-reasoner" means on. Default High. Max needs a context of at least 393216
 //      tokens; the renderer downgrades it (see chat_render.hpp effective_thinking()).
 //  * n other than 1 is rejected (one choice per request).
+//  * response_format, logit_bias, logprobs, top_logprobs: output_controls.hpp.
+//  * tools[i].function.parameters, when present, must be a JSON schema object (as on the
+//    Messages and Responses APIs).
 #pragma once
 
 #include <boost/json/object.hpp>
@@ -35,6 +38,7 @@
 #include <variant>
 #include <vector>
 
+#include "gateway/protocol/output_controls.hpp"
 #include "gateway/protocol/request_error.hpp"
 
 namespace ds4::protocol {
@@ -85,6 +89,7 @@ struct ChatRequest {
   // X-Claude-Code-Session-Id header): routes restore points to its session, never decides
   // which prefix is reused. Empty: none.
   std::string session_hint;
+  OutputControls output;  // response_format / text.format, logit_bias, logprobs
 
   // Tools are rendered (and DSML expected) only when some are given and choice is not "none".
   bool tools_active() const { return (!tools.empty() || !loaded_tools.empty()) && tool_choice != "none"; }
@@ -109,6 +114,7 @@ struct CompletionRequest {
   std::vector<std::string> stop;
   bool stream = false;
   bool include_usage = false;
+  OutputControls output;  // logit_bias, logprobs (never a JSON format)
 };
 
 // Throws RequestError.

@@ -2,8 +2,10 @@
 #include "gateway/protocol/dsml_sampling.hpp"
 
 #include <algorithm>
+#include <optional>
 
 #include "gateway/protocol/dsml_format.hpp"
+#include "gateway/protocol/json_constraint.hpp"
 
 namespace ds4::protocol {
 
@@ -16,6 +18,7 @@ constexpr std::string_view kParamOpen = "<｜DSML｜parameter ";
 constexpr std::string_view kParamClose = "</｜DSML｜parameter>";
 constexpr std::string_view kInvokeName = "<｜DSML｜invoke name=\"";
 constexpr std::string_view kParamName = "<｜DSML｜parameter name=\"";
+constexpr std::string_view kInvokeClose = "</｜DSML｜invoke>";
 
 enum class Phase {
   Reasoning,  // before </think>
@@ -63,6 +66,14 @@ struct DsmlSamplingState::State {
   std::vector<std::string> given;           // its parameters so far
   std::vector<std::string_view> spellings;  // for the parameter just named
   std::string preferred;                    // the one name left by prefer(); empty: all
+  // Declared schemas (json_constraint.hpp): the JSON of a string="false" value, the structure
+  // that must follow a name or a value (`expect`: the texts one of which must come next, so an
+  // invoke cannot close before its required parameters), and whether a byte broke either.
+  std::optional<JsonConstraint> json;
+  bool json_closing = false;  // the value is complete and its closing tag has begun
+  std::vector<std::string> expect;
+  std::string expect_typed;
+  bool broken = false;
 
   bool ends_with(std::string_view s) const { return tail.size() >= s.size() && tail.ends_with(s); }
 
@@ -73,6 +84,7 @@ struct DsmlSamplingState::State {
   }
 
   void step(char c) {
+    if (!expect.empty()) advance_expect(c);
     if (forcing) {
       if (forced_done < forced_text.size() && forced_text[forced_done] == c) ++forced_done;
       else forcing = false;  // something else got through (no token fitted): stop forcing
@@ -110,15 +122,23 @@ struct DsmlSamplingState::State {
             bool is_string = tag.find("string=\"false\"") == std::string::npos;
             phase = is_string ? Phase::StringValue : Phase::JsonValue;
             json_in_string = json_escape = false;
+            enter_value(is_string);
           } else {
             tag.push_back(c);
           }
         }
         return;
       case Phase::StringValue:
-        if (ends_with(kParamClose)) phase = Phase::Block;
+        if (ends_with(kParamClose)) {
+          phase = Phase::Block;
+          after_parameter();
+        }
         return;
       case Phase::JsonValue:
+        if (json) {
+          step_json(c);
+          return;
+        }
         if (json_in_string) {
           if (json_escape) json_escape = false;
           else if (c == '\\') json_escape = true;
@@ -130,6 +150,89 @@ struct DsmlSamplingState::State {
         return;
       case Phase::Done: return;
     }
+  }
+
+  const DeclaredParameter* find_parameter(std::string_view param) const {
+    if (const DeclaredTool* t = find_tool(tool))
+      for (const DeclaredParameter& p : t->parameters)
+        if (p.name == param) return &p;
+    return nullptr;
+  }
+
+  void advance_expect(char c) {
+    expect_typed.push_back(c);
+    std::erase_if(expect, [&](const std::string& e) { return !e.starts_with(expect_typed); });
+    if (expect.empty()) broken = true;
+    else if (std::find(expect.begin(), expect.end(), expect_typed) != expect.end()) expect.clear();
+  }
+
+  void set_expect(std::vector<std::string> texts) {
+    expect = std::move(texts);
+    expect_typed.clear();
+  }
+
+  // What may follow `prefix` inside the current invoke: another parameter while one is left,
+  // the invoke's close once its required parameters are given. Only for a declared tool with
+  // declared parameters (names are free otherwise).
+  void expect_after(std::string_view prefix) {
+    const DeclaredTool* t = find_tool(tool);
+    if (!t || t->parameters.empty()) return;
+    bool left = false, missing = false;
+    for (const DeclaredParameter& p : t->parameters)
+      left = left || std::find(given.begin(), given.end(), p.name) == given.end();
+    for (const std::string& r : t->required)
+      missing = missing || std::find(given.begin(), given.end(), r) == given.end();
+    std::vector<std::string> texts;
+    if (left) texts.push_back(std::string(prefix) + std::string(kParamName));
+    if (!missing) texts.push_back(std::string(prefix) + std::string(kInvokeClose));
+    if (!texts.empty()) set_expect(std::move(texts));
+  }
+
+  void after_parameter() { expect_after("\n"); }
+
+  // A value begins: a string="false" value is JSON for the parameter's schema (any JSON without
+  // one); a string="true" value of a string enum is one of its values.
+  void enter_value(bool is_string) {
+    json_closing = false;
+    json.reset();
+    const DeclaredParameter* p = given.empty() ? nullptr : find_parameter(given.back());
+    if (!is_string) {
+      json.emplace(p ? p->schema : nullptr);
+      return;
+    }
+    const boost::json::object* schema = p && p->schema ? p->schema->if_object() : nullptr;
+    const boost::json::value* values = schema ? schema->if_contains("enum") : nullptr;
+    if (!values || !values->is_array() || values->get_array().empty()) return;
+    std::vector<std::string> texts;
+    for (const boost::json::value& v : values->get_array()) {
+      if (!v.is_string()) return;  // a mixed enum: left to the model
+      texts.push_back(dsml::escape_string_value(v.get_string()) + std::string(kParamClose));
+    }
+    set_expect(std::move(texts));
+  }
+
+  void step_json(char c) {
+    if (json_closing) {
+      if (ends_with(kParamClose)) {
+        phase = Phase::Block;
+        json.reset();
+        json_closing = false;
+        after_parameter();
+      }
+      return;
+    }
+    if (json->step(c)) {
+      json_in_string = json->in_string();
+      return;
+    }
+    if (c == '<' && json->complete()) {
+      json_closing = true;
+      json_in_string = false;
+      set_expect({std::string(kParamClose.substr(1))});
+      return;
+    }
+    broken = true;
+    json.reset();  // out of step with the text now: the value is left to the parser
   }
 
   void start_reading(Reading what) {
@@ -161,6 +264,7 @@ struct DsmlSamplingState::State {
     reading = Reading::None;
     if (was_tool) {
       tool = typed;
+      expect_after(">\n");
       return;
     }
     given.push_back(typed);
@@ -216,6 +320,11 @@ struct DsmlSamplingState::State {
       for (const DeclaredTool& t : *tools) out.push_back(rest + t.name + "\"");
       return out;
     }
+    if (!expect.empty()) {
+      std::vector<std::string> out;
+      for (const std::string& e : expect) out.push_back(e.substr(expect_typed.size()));
+      return out;
+    }
     if (phase != Phase::Block || reading == Reading::None) return {};
     return name_continuations();
   }
@@ -245,11 +354,18 @@ std::vector<DeclaredTool> declared_tools(const std::vector<boost::json::object>&
   for (const boost::json::object& fn : tools) {
     const boost::json::value* name = fn.if_contains("name");
     if (!name || !name->is_string()) continue;
-    DeclaredTool t{dsml::escape_attribute(name->get_string()), {}};
+    DeclaredTool t{dsml::escape_attribute(name->get_string()), {}, {}};
     if (const boost::json::value* params = fn.if_contains("parameters"); params && params->is_object())
       if (const boost::json::value* props = params->get_object().if_contains("properties"); props && props->is_object())
         for (const auto& kv : props->get_object())
-          t.parameters.push_back({dsml::escape_attribute(kv.key()), spelling_of(kv.value())});
+          t.parameters.push_back({dsml::escape_attribute(kv.key()), spelling_of(kv.value()),
+                                  std::make_shared<const boost::json::value>(kv.value())});
+    if (const boost::json::value* params = fn.if_contains("parameters"); params && params->is_object())
+      if (const boost::json::value* req = params->get_object().if_contains("required"); req && req->is_array())
+        for (const boost::json::value& r : req->get_array())
+          if (r.is_string())
+            for (const DeclaredParameter& p : t.parameters)
+              if (p.name == dsml::escape_attribute(r.get_string())) t.required.push_back(p.name);
     out.push_back(std::move(t));
   }
   return out;
@@ -296,11 +412,13 @@ std::vector<std::string> DsmlSamplingState::allowed() const { return s_->allowed
 
 bool DsmlSamplingState::admits(std::string_view bytes) const {
   State probe = *s_;
+  probe.broken = false;
   for (char c : bytes) {
     const std::vector<std::string> alts = probe.allowed();
     if (!alts.empty() && std::none_of(alts.begin(), alts.end(), [c](const std::string& a) { return a[0] == c; }))
       return false;
     probe.step(c);
+    if (probe.broken) return false;
   }
   return true;
 }
@@ -331,6 +449,10 @@ void DsmlSamplingState::prefer(size_t candidate) {
   if (candidate >= names.size()) return;
   names[candidate].pop_back();  // the closing quote
   s_->preferred = names[candidate];
+}
+
+bool DsmlSamplingState::value_constrained() const {
+  return s_->phase == Phase::JsonValue && s_->json && !s_->json_closing;
 }
 
 bool DsmlSamplingState::inside_block() const {

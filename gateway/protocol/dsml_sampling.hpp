@@ -64,14 +64,19 @@ enum class ValueSpelling { Either, String, Json };  // string="true" / string="f
 struct DeclaredParameter {
   std::string name;
   ValueSpelling spelling = ValueSpelling::Either;
+  // The property's schema (null: none); a string="false" value must match it, a string="true"
+  // value one of its string enum values (json_constraint.hpp).
+  std::shared_ptr<const boost::json::value> schema;
 };
 struct DeclaredTool {
   std::string name;
   std::vector<DeclaredParameter> parameters;
+  std::vector<std::string> required;  // escaped names the invoke must give before it closes
 };
 // The request's tools (inner function objects, as ChatRequest::tools holds them); a tool without
 // a string name is left out; parameters are the keys of its parameters.properties, spelled by
-// their "type" (a single string: "string" or another; else Either).
+// their "type" (a single string: "string" or another; else Either), with their schemas; required
+// is parameters.required (names that are properties).
 std::vector<DeclaredTool> declared_tools(const std::vector<boost::json::object>& tools);
 
 class DsmlSamplingState {
@@ -102,6 +107,9 @@ class DsmlSamplingState {
   std::vector<std::string> name_choice_texts() const;
   void prefer(size_t candidate);
   bool inside_block() const;
+  // Inside a string="false" value, where every byte must keep the JSON a prefix of a value its
+  // schema accepts (json_constraint.hpp): the sampler may only choose among tokens admits().
+  bool value_constrained() const;
 
  private:
   struct State;

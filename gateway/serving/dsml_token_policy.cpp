@@ -24,28 +24,30 @@ std::optional<Token> DsmlTokenPolicy::choose(std::span<const float> logits) {
 }
 
 std::optional<Token> DsmlTokenPolicy::structural(std::span<const float> logits) const {
-  // The best token, unless it runs into a constrained name the wrong way (a token such as
-  // ` name="wea` for an undeclared tool); then the next best, and so on.
-  std::vector<Token> refused;
-  for (;;) {
-    std::optional<Token> best;
-    float best_logit = 0;
-    for (size_t i = 0; i < logits.size(); ++i) {
-      if (!std::isfinite(logits[i]) || (best && logits[i] <= best_logit)) continue;
-      if (backend_->is_end_of_generation(static_cast<Token>(i))) continue;  // inside the block
-      if (std::find(refused.begin(), refused.end(), static_cast<Token>(i)) != refused.end()) continue;
-      best = static_cast<Token>(i);
-      best_logit = logits[i];
-    }
-    if (!best || state_.admits(backend_->token_bytes(*best))) return best;
-    refused.push_back(*best);
+  // The best token, unless it runs into a constrained name or value the wrong way (a token such
+  // as ` name="wea` for an undeclared tool, a quote where the schema wants a number); then the
+  // next best, and so on (one sort when the best is refused).
+  std::optional<Token> best;
+  for (size_t i = 0; i < logits.size(); ++i) {
+    if (!std::isfinite(logits[i]) || (best && logits[i] <= logits[*best])) continue;
+    if (backend_->is_end_of_generation(static_cast<Token>(i))) continue;  // inside the block
+    best = static_cast<Token>(i);
   }
+  if (!best || state_.admits(backend_->token_bytes(*best))) return best;
+  std::vector<Token> order;
+  for (size_t i = 0; i < logits.size(); ++i)
+    if (std::isfinite(logits[i]) && !backend_->is_end_of_generation(static_cast<Token>(i)))
+      order.push_back(static_cast<Token>(i));
+  std::stable_sort(order.begin(), order.end(), [&](Token a, Token b) { return logits[a] > logits[b]; });
+  const std::vector<std::string>& table = token_table();
+  for (Token t : order)
+    if (static_cast<size_t>(t) < table.size() && !table[t].empty() && state_.admits(table[t])) return t;
+  return std::nullopt;
 }
 
 void DsmlTokenPolicy::accepted(Token, std::string_view bytes) { state_.feed(bytes); }
 
-std::optional<Token> DsmlTokenPolicy::constrained(std::span<const float> logits,
-                                                  const std::vector<std::string>& allowed) {
+const std::vector<std::string>& DsmlTokenPolicy::token_table() const {
   if (token_bytes_.empty()) {
     token_bytes_.resize(backend_->vocab_size());
     for (size_t t = 0; t < token_bytes_.size(); ++t) {
@@ -57,6 +59,22 @@ std::optional<Token> DsmlTokenPolicy::constrained(std::span<const float> logits,
       }
     }
   }
+  return token_bytes_;
+}
+
+bool DsmlTokenPolicy::restricts() const {
+  return state_.value_constrained() && state_.zone() == protocol::SamplingZone::Payload;
+}
+
+bool DsmlTokenPolicy::admits(Token token) const {
+  const std::vector<std::string>& table = token_table();
+  const size_t i = static_cast<size_t>(token);
+  return i < table.size() && !table[i].empty() && state_.admits(table[i]);
+}
+
+std::optional<Token> DsmlTokenPolicy::constrained(std::span<const float> logits,
+                                                  const std::vector<std::string>& allowed) {
+  token_table();
   std::optional<Token> best;
   float best_logit = 0;
   for (size_t t = 0; t < token_bytes_.size() && t < logits.size(); ++t) {

@@ -42,6 +42,10 @@ class DsmlTokenPolicy final : public TokenPolicy {
   // whole (DsmlSamplingState::name_choice_texts), in prefer()'s order.
   std::vector<std::string> alternatives() const override { return state_.name_choice_texts(); }
   void prefer(size_t alternative) override { state_.prefer(alternative); }
+  // In a JSON value's strings (payload), the sampler chooses among the tokens the value's schema
+  // admits; its structure is taken greedily among them (structural()).
+  bool restricts() const override;
+  bool admits(Token token) const override;
 
   const protocol::DsmlSamplingState& state() const { return state_; }
 
@@ -51,7 +55,8 @@ class DsmlTokenPolicy final : public TokenPolicy {
 
   std::shared_ptr<const EngineBackend> backend_;
   protocol::DsmlSamplingState state_;
-  std::vector<std::string> token_bytes_;  // lazily filled
+  const std::vector<std::string>& token_table() const;
+  mutable std::vector<std::string> token_bytes_;  // lazily filled
 };
 
 // The policy the server applies to a chat turn, built the same way for every caller (the HTTP

@@ -11,6 +11,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "engine/sampler/sampler.hpp"
@@ -52,11 +53,21 @@ struct GenerationUsage {
   double decode_seconds = 0;
 };
 
+// One sampled token's log-probability and the likeliest alternatives (logprobs), from the
+// logits it was chosen from (logit_bias applied, before the sampler's temperature and cut-offs
+// and before the token policy's constraints).
+struct TokenLogprob {
+  std::string bytes;
+  float logprob = 0;
+  std::vector<std::pair<std::string, float>> top;  // likeliest first
+};
+
 struct GenerationResult {
   FinishReason finish = FinishReason::eos;
   std::string error;
   GenerationUsage usage;
-  std::vector<Token> completion;  // sampled tokens, EOS excluded
+  std::vector<Token> completion;       // sampled tokens, EOS excluded
+  std::vector<TokenLogprob> logprobs;  // one per completion token when the job asked for them
 };
 
 // Called on the engine worker thread; keep each call short (queue the bytes, return).
@@ -96,6 +107,10 @@ class TokenPolicy {
   // token_choice.hpp); empty: none. prefer(i) then names the likeliest.
   virtual std::vector<std::string> alternatives() const { return {}; }
   virtual void prefer(size_t /*alternative*/) {}
+  // Where true, the sampler may only choose among the tokens admits() takes (a JSON value under
+  // a schema: json_constraint.hpp); next_token() masks the others out before choose().
+  virtual bool restricts() const { return false; }
+  virtual bool admits(Token /*token*/) const { return true; }
 };
 
 using CancelFlag = std::shared_ptr<std::atomic<bool>>;
@@ -110,6 +125,10 @@ struct GenerationJob {
   CancelFlag cancelled = make_cancel_flag();  // checked before every token and prefill chunk
   std::shared_ptr<GenerationSink> sink;
   std::shared_ptr<TokenPolicy> policy;  // optional
+  // Added to the logits before the policy and the sampler see them (logit_bias, -100..100).
+  std::vector<std::pair<Token, float>> logit_bias;
+  bool logprobs = false;    // fill GenerationResult::logprobs
+  size_t top_logprobs = 0;  // alternatives per token
   // The client's session hint (X-Claude-Code-Session-Id, prompt_cache_key), or empty. Restore
   // points kept for this job carry it, so the warm store keeps each session's latest turn
   // (cache/hot_store.hpp); which restore point a prompt uses is still its longest prefix.

@@ -157,6 +157,7 @@ void Service::decode_turn(Turn& turn) {
   const size_t limit = job.max_tokens ? std::min(job.max_tokens, room) : room;
   const auto start = Clock::now();
   std::vector<float> held;  // this step's logits while alternatives were weighed
+  std::vector<float> seen;  // the logits each token was chosen from, for logprobs
   bool done = false;
   while (!done) {
     if (turn.interrupted()) break;
@@ -167,7 +168,8 @@ void Service::decode_turn(Turn& turn) {
     // The token policy (DSML-safe sampling, tool_choice, declared names) may decide the token;
     // else the sampler.
     Token t = choose_token(
-        job.policy.get(), seq, backend, [&](std::span<const float> l) { return sampler.sample(l); }, held);
+        job.policy.get(), seq, backend, [&](std::span<const float> l) { return sampler.sample(l); }, held, nullptr,
+        job.logit_bias, job.logprobs ? &seen : nullptr);
     if (usage.completion_tokens == 0) metrics_.observe_time_to_first_token(seconds_since(turn.q.enqueued));
     if (backend.is_end_of_generation(t)) {
       turn.ended(FinishReason::eos);
@@ -175,6 +177,7 @@ void Service::decode_turn(Turn& turn) {
     }
     ++usage.completion_tokens;
     result.completion.push_back(t);
+    if (job.logprobs) result.logprobs.push_back(token_logprob(seen, t, job.top_logprobs, backend));
     std::string bytes = backend.token_bytes(t);
     if (job.policy) job.policy->accepted(t, bytes);
     auto out = stops.push(bytes);

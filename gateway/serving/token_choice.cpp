@@ -22,6 +22,22 @@ Token choose(TokenPolicy* policy, std::span<const float> logits, const SampleFn&
 
 Token next_token(TokenPolicy* policy, std::span<const float> logits, const EngineBackend& backend,
                  const SampleFn& sample) {
+  if (policy && policy->restricts()) {
+    // Only the tokens the policy admits (an end of generation where it may end); when none is
+    // left the choice is made as without the restriction.
+    std::vector<float> masked(logits.begin(), logits.end());
+    bool any = false;
+    for (size_t i = 0; i < masked.size(); ++i) {
+      const Token tok = static_cast<Token>(i);
+      const bool ok = backend.is_end_of_generation(tok) ? policy->may_end() : policy->admits(tok);
+      if (!ok) masked[i] = -std::numeric_limits<float>::infinity();
+      else any = any || std::isfinite(masked[i]);
+    }
+    if (any) {
+      const Token t = choose(policy, masked, sample);
+      if (policy->may_end() || !backend.is_end_of_generation(t)) return t;
+    }
+  }
   Token t = choose(policy, logits, sample);
   if (!policy || policy->may_end() || !backend.is_end_of_generation(t)) return t;
   std::vector<float> masked(logits.begin(), logits.end());
@@ -76,14 +92,46 @@ std::optional<size_t> weigh_alternatives(TokenPolicy& policy, EngineSequence& se
 }
 
 Token choose_token(TokenPolicy* policy, EngineSequence& seq, const EngineBackend& backend, const SampleFn& sample,
-                   std::vector<float>& held, size_t* weighing_decodes) {
+                   std::vector<float>& held, size_t* weighing_decodes, std::span<const std::pair<Token, float>> bias,
+                   std::vector<float>* seen) {
   std::span<const float> logits = seq.logits();
+  std::vector<float> biased;
+  if (!bias.empty()) {
+    biased.assign(logits.begin(), logits.end());
+    for (const auto& [token, b] : bias)
+      if (token >= 0 && static_cast<size_t>(token) < biased.size()) biased[token] += b;
+    logits = biased;
+  }
   if (policy)
     if (const std::optional<size_t> d = weigh_alternatives(*policy, seq, backend, logits, held)) {
       logits = held;
       if (weighing_decodes) *weighing_decodes += *d;
     }
+  if (seen) seen->assign(logits.begin(), logits.end());
   return next_token(policy, logits, backend, sample);
+}
+
+TokenLogprob token_logprob(std::span<const float> logits, Token token, size_t top, const EngineBackend& backend) {
+  TokenLogprob out;
+  out.bytes = backend.token_bytes(token);
+  out.logprob = static_cast<float>(sampler::log_softmax_at(logits, token));
+  if (top == 0) return out;
+  std::vector<Token> order;
+  for (size_t i = 0; i < logits.size(); ++i)
+    if (std::isfinite(logits[i])) order.push_back(static_cast<Token>(i));
+  const size_t n = std::min(top, order.size());
+  std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(n), order.end(),
+                    [&](Token a, Token b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); });
+  for (size_t i = 0; i < n; ++i) {
+    std::string bytes;
+    try {
+      bytes = backend.token_bytes(order[i]);
+    } catch (const std::exception&) {
+      continue;  // an id without bytes (a control token's slot): not shown
+    }
+    out.top.emplace_back(std::move(bytes), static_cast<float>(sampler::log_softmax_at(logits, order[i])));
+  }
+  return out;
 }
 
 }  // namespace ds4::serving

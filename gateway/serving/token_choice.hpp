@@ -10,6 +10,7 @@
 #include <functional>
 #include <optional>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "gateway/serving/engine_backend.hpp"
@@ -40,7 +41,14 @@ std::optional<size_t> weigh_alternatives(TokenPolicy& policy, EngineSequence& se
 // One decode step on `seq` as the server takes it: weigh_alternatives (when there is a policy),
 // then next_token over this step's logits. `held` is scratch the caller keeps across steps;
 // `weighing_decodes`, when given, is increased by the decodes the weighing spent.
+// `bias` (logit_bias) is added to the logits first; `seen`, when given, receives the logits the
+// choice was made from (for logprobs).
 Token choose_token(TokenPolicy* policy, EngineSequence& seq, const EngineBackend& backend, const SampleFn& sample,
-                   std::vector<float>& held, size_t* weighing_decodes = nullptr);
+                   std::vector<float>& held, size_t* weighing_decodes = nullptr,
+                   std::span<const std::pair<Token, float>> bias = {}, std::vector<float>* seen = nullptr);
+
+// log-softmax of `logits` at `token`, and the `top` likeliest tokens with theirs (likeliest
+// first, ties by id), as the bytes backend.token_bytes gives.
+TokenLogprob token_logprob(std::span<const float> logits, Token token, size_t top, const EngineBackend& backend);
 
 }  // namespace ds4::serving

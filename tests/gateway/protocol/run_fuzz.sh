@@ -8,7 +8,7 @@ CXX=$1 ROOT=$2 OUT=$3 SECONDS_TOTAL=$4
 mkdir -p "$OUT"
 SRC="$ROOT/gateway/protocol"
 LIB="$SRC/chat_request.cpp $SRC/chat_render.cpp $SRC/contract_store.cpp $SRC/dsml_format.cpp \
-     $SRC/json_fields.cpp $SRC/json_scan.cpp $SRC/dsml_parser.cpp $SRC/tool_call_id.cpp $SRC/utf8_assembler.cpp \
+     $SRC/json_fields.cpp $SRC/output_controls.cpp $SRC/json_scan.cpp $SRC/dsml_parser.cpp $SRC/tool_call_id.cpp $SRC/utf8_assembler.cpp \
      $SRC/fuzz/boost_json_src.cpp"
 FLAGS="-std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -I$ROOT"
 EACH=$(( SECONDS_TOTAL / 2 ))

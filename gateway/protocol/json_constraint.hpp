@@ -1,0 +1,65 @@
+// JsonConstraint: which bytes may come next in a JSON value that must match a JSON schema.
+//
+// Why: a tool call whose arguments the client's own parser rejects is a lost turn (Codex exits
+// with "failed to parse"), and `response_format` promises JSON. Both are enforced on the sampled
+// tokens: the token policy asks, before each token, whether its bytes keep the text a prefix
+// of some value the schema accepts (docs/json-constraint.md §features).
+//
+// Fed one byte at a time (step()); a byte that could not start or continue any accepted value is
+// refused and changes nothing. complete(): the bytes so far are a whole accepted value (a number
+// or a literal may still go on). finished(): complete and nothing more can follow.
+//
+// Schema features enforced: type (one or a list), properties, required, additionalProperties
+// (false, a schema, or anything), items, minItems/maxItems, enum/const, minLength/maxLength,
+// nested objects and arrays; anyOf/oneOf choose the first alternative that fits the value's
+// first byte. Not enforced (any value of the right type passes): pattern, format, numeric
+// bounds, $ref. No schema (null) is any JSON value. Whitespace between tokens is allowed, at
+// most kMaxWhitespace bytes in a row, so the constraint cannot be satisfied by spaces forever.
+#pragma once
+
+#include <boost/json/value.hpp>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ds4::protocol {
+
+class JsonConstraint {
+ public:
+  static constexpr size_t kMaxWhitespace = 64;
+
+  // `schema` may be null (any JSON value); it is kept alive by the constraint.
+  explicit JsonConstraint(std::shared_ptr<const boost::json::value> schema = nullptr);
+  // Any JSON object (response_format json_object).
+  static JsonConstraint any_object();
+
+  bool step(char c);  // false: refused, state unchanged
+  bool admits(std::string_view bytes) const;  // every byte in turn would be taken
+  bool complete() const;
+  bool finished() const;
+  bool in_string() const;  // inside a string value or a key
+
+  // One open value. Schemas point into root_ (null: any value).
+  enum class Kind { Value, Object, Array, String, Number, Literal };
+  struct Frame {
+    Kind kind = Kind::Value;
+    const boost::json::value* schema = nullptr;
+    int state = 0;            // per kind, see json_constraint.cpp
+    size_t count = 0;         // items (Array), code points (String)
+    size_t ws = 0;            // whitespace bytes in a row
+    std::string text;         // key being read (Object), number so far, literal so far
+    std::vector<std::string> seen;       // keys given (Object)
+    std::vector<std::string> literals;   // the accepted spellings (Literal)
+    bool integer = false;                // Number: no fraction or exponent
+    bool key = false;                    // String: an object key (Object reads its own)
+  };
+
+ private:
+  bool step_frame(char c);
+  std::shared_ptr<const boost::json::value> root_;
+  std::vector<Frame> stack_;
+  bool done_ = false;
+};
+
+}  // namespace ds4::protocol
