@@ -57,8 +57,7 @@ std::vector<std::vector<int32_t>> read_prompts(const std::string& path, const Mo
       for (const auto& x : t->as_array()) ids.push_back(int32_t(x.to_number<int64_t>()));
     } else if (const auto* s = o ? o->if_contains("text") : nullptr; s && s->is_string()) {
       if (!tok) tok.emplace(tokenizer::Tokenizer::from_gguf(m.gguf()));
-      ids.push_back(tok->bos());
-      tok->append_encoded(std::string_view(s->as_string()), ids);
+      tok->append_encoded(std::string_view(s->as_string()), ids);  // as is: specials (BOS too) are in the text
     } else {
       throw std::runtime_error(path + ":" + std::to_string(n) +
                                ": needs \"tokens\" / \"prompt_ids\" (array) or \"text\" (string)");

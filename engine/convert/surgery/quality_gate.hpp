@@ -9,8 +9,9 @@
 // and a verdict from the perplexity delta: <= pass_max "pass", <= debt_max "debt" (passes with a
 // distillation debt), above "fail". Models are DS4 GGUFs or official-format folders (converted
 // first with `recipe` into `work_dir`). Prompts: JSON lines, each {"tokens": [ids]} (or
-// "prompt_ids", as in models/ds4-tiny-agent.eval20.jsonl) or {"text": "..."} (encoded with the
-// baseline's tokenizer, after BOS; both models must share the vocabulary).
+// "prompt_ids", as in models/ds4-tiny-agent.eval20.jsonl) or {"text": "..."} (encoded as is
+// with the baseline's tokenizer, special strings such as BOS included; both models must share the
+// vocabulary).
 // Everything is deterministic: the same inputs give the same numbers (the engine's exact mode).
 #include <cstddef>
 #include <string>

@@ -119,7 +119,9 @@ TEST(Surgery, HashLayerRemap) {
   for (uint64_t i = 0; i < a->n_elements(); ++i) {
     const int64_t e = s[i];
     const int64_t want = e % 2 ? (e - 1) / 2 : e == 0 ? 0 : e == 2 ? 1 : -1;
-    if (want >= 0) EXPECT_EQ(d[i], want) << i;
+    if (want >= 0) {
+      EXPECT_EQ(d[i], want) << i;
+    }
     EXPECT_LT(d[i], 8);
   }
 }
