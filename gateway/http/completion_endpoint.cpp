@@ -123,6 +123,7 @@ void add_completion_endpoint(Router& router, EndpointEnv env) {
     turn.parse_chat = false;
     turn.protocol_tokens = client_tokens >= job.prompt.size() ? 0 : job.prompt.size() - client_tokens;
     turn.label = meta.id;
+    turn.client_limited = job.max_tokens != 0;
     auto stream = std::make_shared<TurnStream>(
         std::make_unique<CompletionFormat>(meta, request.include_usage, request.output.logprobs), turn);
     return submit_turn(service, ctx, std::move(job), std::move(stream), ApiStyle::OpenAI);

@@ -23,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include "gateway/http/endpoint_support.hpp"
 #include "gateway/serving/metrics.hpp"
 
 namespace ds4::http {
@@ -99,6 +100,22 @@ std::pair<unsigned, std::string> transfer_encoding_problem(const HttpRequest& re
   }
   if (codings.size() != 1) return {400, "chunked must be the last transfer coding, applied once"};
   return {0, {}};
+}
+
+// The path of the request being refused, for its error shape: the parser's target once the
+// request line is parsed (also when a later check failed), else the request line still in the
+// read buffer (a 431 is refused before any of the header is parsed).
+std::string refused_path(const bhttp::request_parser<bhttp::string_body>& parser, const beast::flat_buffer& buffer) {
+  std::string_view target(parser.get().target().data(), parser.get().target().size());
+  if (target.empty()) {
+    std::string_view raw(static_cast<const char*>(buffer.data().data()), buffer.data().size());
+    raw = raw.substr(0, raw.find("\r\n"));
+    size_t start = raw.find(' ');
+    if (start == std::string_view::npos) return {};
+    raw.remove_prefix(start + 1);
+    target = raw.substr(0, raw.find(' '));
+  }
+  return std::string(Router::path_of(target));
 }
 
 bool is_quiet_close(const beast::error_code& ec) {
@@ -201,7 +218,7 @@ net::awaitable<void> Connection::serve() {
         auto [te_status, te_problem] = transfer_encoding_problem(parser.get());
         if (te_status) {
           host_.metrics.count_request("other", static_cast<int>(te_status));
-          co_await reject_and_close(parser.get().version(), te_status, te_problem);
+          co_await reject_and_close(parser.get().version(), refused_path(parser, buffer_), te_status, te_problem);
           break;
         }
       }
@@ -229,9 +246,10 @@ net::awaitable<void> Connection::serve() {
       }
       stream_.expires_never();
       unsigned version = parser.is_header_done() ? parser.get().version() : 11;
+      const std::string path = hec || over_budget ? refused_path(parser, buffer_) : std::string();
       if (over_budget) {
         host_.metrics.count_request("other", 503);
-        co_await reject_and_close(version, 503,
+        co_await reject_and_close(version, path, 503,
                                   "the server is holding " + std::to_string(cfg.max_inflight_body_bytes) +
                                       " bytes of request bodies; retry shortly",
                                   true);
@@ -239,13 +257,13 @@ net::awaitable<void> Connection::serve() {
       }
       if (hec == bhttp::error::header_limit) {
         host_.metrics.count_request("other", 431);
-        co_await reject_and_close(version, 431,
+        co_await reject_and_close(version, path, 431,
                                   "request headers exceed " + std::to_string(cfg.max_header_bytes) + " bytes");
         break;
       }
       if (hec == bhttp::error::body_limit) {
         host_.metrics.count_request("other", 413);
-        co_await reject_and_close(version, 413,
+        co_await reject_and_close(version, path, 413,
                                   "request body exceeds " + std::to_string(cfg.max_body_bytes) + " bytes");
         break;
       }
@@ -253,7 +271,7 @@ net::awaitable<void> Connection::serve() {
         // Timeouts, hang-ups and a stopping server end the connection without an answer.
         if (!is_quiet_close(hec)) {
           host_.metrics.count_request("other", 400);
-          co_await reject_and_close(version, 400, "malformed HTTP request: " + hec.message());
+          co_await reject_and_close(version, path, 400, "malformed HTTP request: " + hec.message());
         }
         break;
       }
@@ -333,7 +351,9 @@ net::awaitable<bool> Connection::write_deferred(const HttpRequest& req, Response
       // Stopping, and this client (queued, or its reply not begun) has had nothing yet.
       channel.consumer_closed();
       status = 503;
-      Reply r = api_error(503, "the server is shutting down; retry against the restarted service", {}, "shutting_down");
+      Reply r =
+          error_reply(api_style_of_path(Router::path_of(std::string_view(req.target().data(), req.target().size()))),
+                      503, "the server is shutting down; retry against the restarted service", {}, "shutting_down");
       r.head.headers.emplace_back("Retry-After", "5");
       host_.router.decorate(r.head, Router::origin_of(req));
       count_request(status);
@@ -375,7 +395,9 @@ net::awaitable<bool> Connection::write_deferred(const HttpRequest& req, Response
       if (!streaming) {
         // The producer ended without a response head: a bug upstream, not the client's fault.
         status = 500;
-        Reply r = api_error(500, "the request ended without a response");
+        Reply r =
+            error_reply(api_style_of_path(Router::path_of(std::string_view(req.target().data(), req.target().size()))),
+                        500, "the request ended without a response");
         host_.router.decorate(r.head, Router::origin_of(req));
         count_request(status);
         co_return co_await write_head(req, std::move(r.head), keep_alive && !peer_half_closed_);
@@ -460,9 +482,9 @@ net::awaitable<bool> Connection::write_deferred(const HttpRequest& req, Response
   }
 }
 
-net::awaitable<void> Connection::reject_and_close(unsigned version, unsigned status, std::string message,
-                                                  bool retry_later) {
-  Reply r = api_error(status, message);
+net::awaitable<void> Connection::reject_and_close(unsigned version, std::string_view path, unsigned status,
+                                                  std::string message, bool retry_later) {
+  Reply r = error_reply(api_style_of_path(path), status, message);
   if (retry_later) r.head.headers.emplace_back("Retry-After", "1");
   bhttp::response<bhttp::string_body> res{static_cast<bhttp::status>(status), version};
   apply_head(res, r.head, false);

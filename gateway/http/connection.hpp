@@ -79,8 +79,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   boost::asio::awaitable<bool> write_head(const HttpRequest& req, ResponseHead head, bool keep_alive);
   boost::asio::awaitable<bool> write_deferred(const HttpRequest& req, ResponseChannel& channel, bool keep_alive,
                                               unsigned& status);
-  boost::asio::awaitable<void> reject_and_close(unsigned version, unsigned status, std::string message,
-                                                bool retry_later = false);
+  // Answers `status` in the error shape of `path`'s API, then closes.
+  boost::asio::awaitable<void> reject_and_close(unsigned version, std::string_view path, unsigned status,
+                                                std::string message, bool retry_later = false);
   void close();
   // Counts the request being answered in the metrics, once. Called before the answer's last
   // bytes are written, so a client that reads /metrics right after its answer sees it counted.

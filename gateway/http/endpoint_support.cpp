@@ -4,6 +4,8 @@
 #include <boost/json/object.hpp>
 #include <boost/json/parse.hpp>
 
+#include "gateway/http/request_limits.hpp"
+
 namespace ds4::http {
 namespace json = boost::json;
 
@@ -15,7 +17,15 @@ json::value parse_json_body(const HttpRequest& request) {
   json::value v = json::parse(request.body(), ec, {}, options);
   if (ec) throw protocol::RequestError("", "the request body is not valid JSON: " + ec.message());
   if (!v.is_object()) throw protocol::RequestError("", "the request body must be a JSON object");
+  check_request_limits(v.get_object());
   return v;
+}
+
+ApiStyle api_style_of_path(std::string_view path) {
+  constexpr std::string_view kMessages = "/v1/messages";
+  if (path.starts_with(kMessages) && (path.size() == kMessages.size() || path[kMessages.size()] == '/'))
+    return ApiStyle::Anthropic;
+  return ApiStyle::OpenAI;
 }
 
 namespace {

@@ -18,12 +18,18 @@ namespace ds4::http {
 
 enum class ApiStyle { OpenAI, Anthropic };
 
+// The error shape a request path answers in: Anthropic for /v1/messages and below it, OpenAI
+// elsewhere. The router and the connection use it for the errors they raise before any handler
+// runs (401, 403, 404, 405, 413, 415, 431, malformed requests, 503 busy).
+ApiStyle api_style_of_path(std::string_view path);
+
 boost::json::value error_body(ApiStyle style, unsigned status, std::string_view message, std::string_view param = {},
                               std::string_view code = {});
 Reply error_reply(ApiStyle style, unsigned status, std::string_view message, std::string_view param = {},
                   std::string_view code = {});
 
-// Parses the body as JSON (nesting limit 256). Throws protocol::RequestError on bad JSON.
+// Parses the body as JSON (nesting limit 256) and checks its identifier bounds
+// (request_limits.hpp). Throws protocol::RequestError on bad JSON or an identifier too long.
 boost::json::value parse_json_body(const HttpRequest& request);
 
 // 400 with `param` set to the JSON path of the bad field.

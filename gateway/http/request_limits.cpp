@@ -79,7 +79,8 @@ void check_request_limits(const json::object& body) {
   for (std::string_view key : {"user", "previous_response_id", "prompt_cache_key", "safety_identifier"})
     bound(body, key, "", kMaxIdBytes);
   if (const json::object* m = object_in(body, "metadata")) bound(*m, "user_id", "metadata", kMaxIdBytes);
-  if (const json::object* m = object_in(body, "client_metadata")) bound(*m, "session_id", "client_metadata", kMaxIdBytes);
+  if (const json::object* m = object_in(body, "client_metadata"))
+    bound(*m, "session_id", "client_metadata", kMaxIdBytes);
   check_stops(body, "stop");
   check_stops(body, "stop_sequences");
   each_object(body, "tools", "", check_tool);

@@ -13,9 +13,9 @@
 
 namespace ds4::http {
 
-inline constexpr size_t kMaxNameBytes = 256;        // model, tool and function names
-inline constexpr size_t kMaxIdBytes = 1024;         // call ids, response ids, user and session ids
-inline constexpr size_t kMaxStopStrings = 16;       // stop / stop_sequences entries
+inline constexpr size_t kMaxNameBytes = 256;         // model, tool and function names
+inline constexpr size_t kMaxIdBytes = 1024;          // call ids, response ids, user and session ids
+inline constexpr size_t kMaxStopStrings = 16;        // stop / stop_sequences entries
 inline constexpr size_t kMaxStopStringBytes = 1024;  // each of them
 
 // Throws protocol::RequestError for the first field over its bound.

@@ -5,6 +5,8 @@
 
 #include <cctype>
 
+#include "gateway/http/endpoint_support.hpp"
+
 namespace ds4::http {
 namespace http = boost::beast::http;
 
@@ -126,23 +128,33 @@ void Router::decorate(ResponseHead& head, std::string_view origin) const {
 Router::Dispatched Router::dispatch(RequestContext& ctx) const {
   const HttpRequest& req = ctx.request;
   std::string_view method(req.method_string().data(), req.method_string().size());
+  // Each refusal below in the shape of the API the path belongs to (Anthropic for /v1/messages).
+  const ApiStyle style = api_style_of_path(ctx.path);
+  auto refuse = [style](unsigned status, std::string_view message, std::string_view code) {
+    return error_reply(style, status, message, {}, code);
+  };
+  // RFC 9112 3.2: a request with more than one Host field is answered 400 (which one a proxy
+  // in front used is unknown).
+  auto [host_first, host_last] = req.equal_range(http::field::host);
+  if (host_first != host_last && std::next(host_first) != host_last)
+    return {refuse(400, "the request has more than one Host header", "duplicate_host"), "other"};
   if (options_.api_key.empty() || !options_.allowed_hosts.empty()) {
     auto host = req.find(http::field::host);
     if (host == req.end()) {
-      if (req.version() >= 11) return {api_error(400, "the request has no Host header", {}, "missing_host"), "other"};
+      if (req.version() >= 11) return {refuse(400, "the request has no Host header", "missing_host"), "other"};
     } else if (std::string_view value(host->value().data(), host->value().size()); !host_allowed(value)) {
-      return {api_error(403,
-                        "Host '" + std::string(value) +
-                            "' is not allowed (loopback names and server.allowed_hosts are); this guards "
-                            "against DNS rebinding",
-                        {}, "host_not_allowed", "permission_error"),
+      return {refuse(403,
+                     "Host '" + std::string(value) +
+                         "' is not allowed (loopback names and server.allowed_hosts are); this guards "
+                         "against DNS rebinding",
+                     "host_not_allowed"),
               "other"};
     }
   }
   std::string_view origin = origin_of(req);
   if (!origin.empty() && !origin_allowed(origin))
-    return {api_error(403, "Origin '" + std::string(origin) + "' is not allowed; list it in server.cors_origins", {},
-                      "origin_not_allowed", "permission_error"),
+    return {refuse(403, "Origin '" + std::string(origin) + "' is not allowed; list it in server.cors_origins",
+                   "origin_not_allowed"),
             "other"};
   if (method == "OPTIONS" && !origin.empty()) {
     Reply r;
@@ -162,10 +174,10 @@ Router::Dispatched Router::dispatch(RequestContext& ctx) const {
     allow += (allow.empty() ? "" : ", ") + route.method + (route.method == "GET" ? ", HEAD" : "");
   }
   if (!match) {
-    if (allow.empty()) return {api_error(404, "unknown endpoint " + std::string(ctx.path), {}, "not_found"), "other"};
-    Reply r = api_error(
-        405, std::string(method) + " is not allowed on " + std::string(ctx.path) + " (allowed: " + allow + ")", {},
-        "method_not_allowed");
+    if (allow.empty()) return {refuse(404, "unknown endpoint " + std::string(ctx.path), "not_found"), "other"};
+    Reply r =
+        refuse(405, std::string(method) + " is not allowed on " + std::string(ctx.path) + " (allowed: " + allow + ")",
+               "method_not_allowed");
     r.head.headers.emplace_back("Allow", allow);
     return {std::move(r), std::string(ctx.path)};
   }
@@ -176,15 +188,15 @@ Router::Dispatched Router::dispatch(RequestContext& ctx) const {
     std::string media = lower(value.substr(0, value.find(';')));
     while (!media.empty() && media.back() == ' ') media.pop_back();
     if (media != "application/json")
-      return {api_error(415,
-                        "POST bodies must be Content-Type: application/json" +
-                            (value.empty() ? std::string(" (none was sent)") : ", not '" + std::string(value) + "'"),
-                        {}, "unsupported_media_type"),
+      return {refuse(415,
+                     "POST bodies must be Content-Type: application/json" +
+                         (value.empty() ? std::string(" (none was sent)") : ", not '" + std::string(value) + "'"),
+                     "unsupported_media_type"),
               match->path};
   }
   if (!match->is_public && !authorized(ctx.request)) {
-    Reply r = api_error(401, "missing or invalid API key: send Authorization: Bearer <key> (or x-api-key: <key>)", {},
-                        "invalid_api_key");
+    Reply r = refuse(401, "missing or invalid API key: send Authorization: Bearer <key> (or x-api-key: <key>)",
+                     "invalid_api_key");
     r.head.headers.emplace_back("WWW-Authenticate", "Bearer");
     return {std::move(r), match->path};
   }
@@ -192,7 +204,7 @@ Router::Dispatched Router::dispatch(RequestContext& ctx) const {
     return {match->handler(ctx), match->path};
   } catch (const std::exception& e) {
     spdlog::error("http: {} {} failed: {}", method, ctx.path, e.what());
-    return {api_error(500, std::string("internal error: ") + e.what()), match->path};
+    return {refuse(500, std::string("internal error: ") + e.what(), {}), match->path};
   }
 }
 

@@ -1,7 +1,9 @@
 #pragma once
 // Router: method + path -> handler, with the checks every endpoint shares.
 //
-// Order of decisions for one request, each refusal in the OpenAI error shape:
+// Order of decisions for one request, each refusal in the error shape of the path's API
+// (Anthropic's for /v1/messages, OpenAI's elsewhere; api_style_of_path):
+//   0. More than one Host header is 400 (RFC 9112 3.2).
 //   1. Host (DNS rebinding: a web page whose name resolves to 127.0.0.1 sends its own Host):
 //      checked when no API key is set or when allowed_hosts is given; loopback names
 //      (localhost, *.localhost, 127.x.x.x, [::1]) and the bind address are always allowed,

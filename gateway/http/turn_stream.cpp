@@ -109,7 +109,8 @@ bool TurnStream::on_text(std::string_view bytes) {
   return !(parser_ && parser_->tool_calls_done());
 }
 
-openai::FinishReason turn_finish_reason(const serving::GenerationResult& result, const protocol::ParsedMessage* msg) {
+openai::FinishReason turn_finish_reason(const serving::GenerationResult& result, const protocol::ParsedMessage* msg,
+                                        bool client_limited) {
   openai::FinishReason finish = client_finish_reason(result.finish);
   if (msg && msg->status == protocol::ToolCallsStatus::Complete) finish = openai::FinishReason::ToolCalls;
   // Cut inside a block by max_tokens (or the context, or the deadline): a length stop, as the
@@ -117,6 +118,10 @@ openai::FinishReason turn_finish_reason(const serving::GenerationResult& result,
   // out of the answer. The model itself stopping inside a block is a broken turn: error.
   if (msg && msg->status == protocol::ToolCallsStatus::Unterminated && finish != openai::FinishReason::Length)
     finish = openai::FinishReason::Error;
+  // The client asked for no limit: the context's end is none it could raise (Codex fails a turn
+  // on an `incomplete` it did not ask for). Cut text stays as sampled; an unclosed call is left out.
+  if (!client_limited && result.finish == serving::FinishReason::context_full && finish == openai::FinishReason::Length)
+    finish = openai::FinishReason::Stop;
   return finish;
 }
 
@@ -153,8 +158,12 @@ void TurnStream::on_finished(const serving::GenerationResult& result) {
       result.finish != serving::FinishReason::cancelled)
     options_.contracts_of->contracts().remember(protocol::make_turn_contract(options_.turn_anchor, *msg));
 
-  TurnOutcome outcome{
-      result, msg, text_, turn_finish_reason(result, msg), usage_of(result.usage, options_.protocol_tokens), {}};
+  TurnOutcome outcome{result,
+                      msg,
+                      text_,
+                      turn_finish_reason(result, msg, options_.client_limited),
+                      usage_of(result.usage, options_.protocol_tokens),
+                      {}};
   outcome.ds4d.contract = options_.contract;
   outcome.ds4d.cache = openai::CacheReport{serving::cache_source_name(result.usage.cache), result.usage.cached_tokens,
                                            result.usage.prompt_tokens};

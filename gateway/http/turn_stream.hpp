@@ -85,6 +85,9 @@ struct TurnOptions {
   std::optional<protocol::openai::ContractReport> contract;
   size_t protocol_tokens = 0;
   std::string label;  // for logs: the response id
+  // The request set an output limit (max_tokens & co.). Without one, reaching the end of the
+  // context is a normal end, not a length stop (docs/api.md §output-limits).
+  bool client_limited = true;
 };
 
 class TurnStream final : public serving::GenerationSink {
@@ -126,8 +129,9 @@ class TurnStream final : public serving::GenerationSink {
 
 // The finish reason a client sees for a chat-shaped turn: tool_calls for a complete block;
 // for output that ended inside one, length when a limit cut it (max_tokens, context, deadline)
-// and error when the model stopped there; else from the serving outcome.
+// and error when the model stopped there; else from the serving outcome. Without a client limit
+// (`client_limited` false) the end of the context is a normal end (stop), not length.
 protocol::openai::FinishReason turn_finish_reason(const serving::GenerationResult& result,
-                                                  const protocol::ParsedMessage* message);
+                                                  const protocol::ParsedMessage* message, bool client_limited = true);
 
 }  // namespace ds4::http

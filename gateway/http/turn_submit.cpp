@@ -109,6 +109,7 @@ TurnOptions chat_turn_options(EndpointEnv env, const ChatTurn& turn, bool stream
   o.turn_anchor = turn.rendered.turn_anchor;
   o.contract = turn.contract;
   o.protocol_tokens = turn.protocol_tokens;
+  o.client_limited = turn.job.max_tokens != 0;
   o.label = std::move(label);
   return o;
 }

@@ -27,7 +27,7 @@ def metadata(cfg, tok, name):
         ("general.name", "str", name),
         ("general.alignment", "u32", 32),
         (k + "block_count", "u32", n),
-        (k + "context_length", "u64", 65536),
+        (k + "context_length", "u64", 262144),  # docs/agents.md §context-and-output-limits
         (k + "embedding_length", "u32", cfg.n_embd),
         (k + "vocab_size", "u32", cfg.n_vocab),
         (k + "attention.head_count", "u32", cfg.n_head),

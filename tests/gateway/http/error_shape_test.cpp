@@ -14,8 +14,7 @@ namespace {
 
 namespace json = boost::json;
 
-const std::string kMessagesBody =
-    R"({"model":"m","max_tokens":4,"messages":[{"role":"user","content":"hi"}]})";
+const std::string kMessagesBody = R"({"model":"m","max_tokens":4,"messages":[{"role":"user","content":"hi"}]})";
 
 // Anthropic's error envelope: {"type":"error","error":{"type":...,"message":...}}.
 void expect_anthropic(const HttpTestClient::Response& r, unsigned status, std::string_view type) {
@@ -54,8 +53,7 @@ TEST(GatewayErrorShape, RouterRefusalsOnMessagesAreAnthropicShaped) {
   Harness h(cfg);
   auto c = h.client();
   // 401: no key.
-  expect_anthropic(c.request(bhttp::verb::post, "/v1/messages?beta=true", kMessagesBody), 401,
-                   "authentication_error");
+  expect_anthropic(c.request(bhttp::verb::post, "/v1/messages?beta=true", kMessagesBody), 401, "authentication_error");
   const std::vector<std::pair<std::string, std::string>> key{{"x-api-key", "sekret"}};
   // 403: a foreign Origin.
   auto with_origin = key;
@@ -164,16 +162,14 @@ TEST(GatewayRequestLimits, LongIdentifiersAre400NamingTheFieldWithoutEchoingIt) 
        R"({"messages":[{"role":"user","content":"hi"},{"role":"assistant","tool_calls":[{"id":")" + long_id +
            R"(","type":"function","function":{"name":"f","arguments":"{}"}}]}]})",
        "messages[1].tool_calls[0].id"},
-      {"/v1/chat/completions",
-       R"({"messages":[{"role":"tool","tool_call_id":")" + long_id + R"(","content":"x"}]})",
+      {"/v1/chat/completions", R"({"messages":[{"role":"tool","tool_call_id":")" + long_id + R"(","content":"x"}]})",
        "messages[0].tool_call_id"},
       {"/v1/messages",
        R"({"max_tokens":4,"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":")" + long_id +
            R"(","content":"x"}]}]})",
        "messages[0].content[0].tool_use_id"},
       {"/v1/responses", R"({"input":"hi","previous_response_id":")" + long_id + "\"}", "previous_response_id"},
-      {"/v1/responses",
-       R"({"input":[{"type":"function_call_output","call_id":")" + long_id + R"(","output":"x"}]})",
+      {"/v1/responses", R"({"input":[{"type":"function_call_output","call_id":")" + long_id + R"(","output":"x"}]})",
        "input[0].call_id"},
       {"/v1/messages", R"({"max_tokens":4,)" + msgs + R"(,"metadata":{"user_id":")" + long_id + "\"}}",
        "metadata.user_id"},
@@ -189,14 +185,16 @@ TEST(GatewayRequestLimits, LongIdentifiersAre400NamingTheFieldWithoutEchoingIt) 
     EXPECT_LT(r.body().size(), 1000u) << k.param;  // the value is not echoed
     json::value v = json::parse(r.body());
     EXPECT_EQ(v.at("error").at("param").as_string(), k.param) << r.body();
-    if (k.path == "/v1/messages") EXPECT_EQ(v.at("type").as_string(), "error");
+    if (k.path == "/v1/messages") {
+      EXPECT_EQ(v.at("type").as_string(), "error");
+    }
   }
   // At the bounds the requests are served.
   const std::string name(256, 'n');
-  EXPECT_EQ(c.request(bhttp::verb::post, "/v1/chat/completions",
-                      R"({"model":")" + name + "\",\"max_tokens\":2," + msgs + "}")
-                .result_int(),
-            200);
+  EXPECT_EQ(
+      c.request(bhttp::verb::post, "/v1/chat/completions", R"({"model":")" + name + "\",\"max_tokens\":2," + msgs + "}")
+          .result_int(),
+      200);
   std::string sixteen = "[";
   for (int i = 0; i < 16; ++i) sixteen += std::string(i ? "," : "") + "\"" + std::string(1024, 'a' + i) + "\"";
   sixteen += "]";

@@ -15,8 +15,8 @@
 #include <fstream>
 #include <map>
 #include <optional>
-#include <utility>
 #include <string>
+#include <utility>
 
 #include "engine/gguf/gguf_reader.hpp"
 #include "engine/tokenizer/tokenizer.hpp"
