@@ -65,9 +65,9 @@ void apply_output_controls(serving::GenerationJob& job, std::shared_ptr<serving:
     job.logit_bias.emplace_back(id, bias);
   }
   if (output.logprobs && stream)
-    throw protocol::RequestError(output.logprobs_param,
-                                 "'" + output.logprobs_param + "' is not supported with stream: true; ask without "
-                                 "streaming to get log-probabilities");
+    throw protocol::RequestError(output.logprobs_param, "'" + output.logprobs_param +
+                                                            "' is not supported with stream: true; ask without "
+                                                            "streaming to get log-probabilities");
   job.logprobs = output.logprobs;
   job.top_logprobs = output.top_logprobs;
   if (!output.json()) return;
@@ -94,9 +94,10 @@ json::object completion_logprobs(const std::vector<serving::TokenLogprob>& token
     offsets.push_back(offset);
     offset += t.bytes.size();
   }
-  return json::object{
-      {"tokens", std::move(text)}, {"token_logprobs", std::move(lps)}, {"top_logprobs", std::move(top)},
-      {"text_offset", std::move(offsets)}};
+  return json::object{{"tokens", std::move(text)},
+                      {"token_logprobs", std::move(lps)},
+                      {"top_logprobs", std::move(top)},
+                      {"text_offset", std::move(offsets)}};
 }
 
 json::array responses_logprobs(const std::vector<serving::TokenLogprob>& tokens) { return openai_entries(tokens); }

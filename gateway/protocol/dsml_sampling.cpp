@@ -132,6 +132,10 @@ struct DsmlSamplingState::State {
         if (ends_with(kParamClose)) {
           phase = Phase::Block;
           after_parameter();
+        } else if (expect.empty() && ends_with(kParamClose.substr(0, kParamClose.size() - 10))) {
+          // "</｜DSML｜" in a value can only close it: a model that goes on to close the invoke
+          // or the block from inside a value has forgotten the value's own closing tag.
+          set_expect({std::string(kParamClose.substr(kParamClose.size() - 10))});
         }
         return;
       case Phase::JsonValue:
@@ -223,6 +227,12 @@ struct DsmlSamplingState::State {
     }
     if (json->step(c)) {
       json_in_string = json->in_string();
+      // The parser ends the value at a raw closing tag even inside a JSON string (the renderer
+      // writes its "<" as \u003c there), so the tag may not be completed inside one.
+      if (json_in_string && ends_with(kParamClose)) {
+        broken = true;
+        json.reset();
+      }
       return;
     }
     if (c == '<' && json->complete()) {

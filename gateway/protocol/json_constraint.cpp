@@ -1,9 +1,8 @@
 // Schema-constrained JSON, byte by byte. See json_constraint.hpp and docs/json-constraint.md.
 #include "gateway/protocol/json_constraint.hpp"
 
-#include <boost/json/serialize.hpp>
-
 #include <algorithm>
+#include <boost/json/serialize.hpp>
 #include <cctype>
 #include <optional>
 
@@ -44,8 +43,7 @@ unsigned kinds_of(const json::value* schema) {
       return k ? k : kAll;
     }
   }
-  if (member(schema, "properties") || member(schema, "required") || member(schema, "additionalProperties"))
-    return kObj;
+  if (member(schema, "properties") || member(schema, "required") || member(schema, "additionalProperties")) return kObj;
   if (member(schema, "items")) return kArr;
   return kAll;
 }
@@ -189,6 +187,30 @@ bool number_endable(const JsonConstraint::Frame& f) {
   return f.state == 2 || f.state == 3 || f.state == 5 || f.state == 8;
 }
 
+// A byte of a string's text as valid UTF-8 (what a client's JSON parser requires): a
+// continuation byte where one is due, else an ASCII byte or a lead byte; false: refused (the
+// frame is unchanged then).
+bool utf8_step(JsonConstraint::Frame& f, unsigned char c) {
+  if (f.utf8_need > 0) {
+    if (c < f.utf8_lo || c > f.utf8_hi) return false;
+    --f.utf8_need;
+    f.utf8_lo = 0x80;
+    f.utf8_hi = 0xBF;
+    return true;
+  }
+  if (c < 0x80) return true;
+  if (c >= 0xC2 && c <= 0xDF) f.utf8_need = 1;
+  else if (c >= 0xE0 && c <= 0xEF) f.utf8_need = 2;
+  else if (c >= 0xF0 && c <= 0xF4) f.utf8_need = 3;
+  else return false;
+  // No overlong forms, no surrogates, nothing past U+10FFFF.
+  if (c == 0xE0) f.utf8_lo = 0xA0;
+  if (c == 0xED) f.utf8_hi = 0x9F;
+  if (c == 0xF0) f.utf8_lo = 0x90;
+  if (c == 0xF4) f.utf8_hi = 0x8F;
+  return true;
+}
+
 bool endable(const JsonConstraint::Frame& f) {
   if (f.kind == JsonConstraint::Kind::Number) return number_endable(f);
   if (f.kind == JsonConstraint::Kind::Literal) return literal_endable(f);
@@ -302,7 +324,7 @@ bool JsonConstraint::step_frame(char c) {
     case Kind::String: {
       const auto max_len = size_member(f.schema, "maxLength");
       const auto min_len = size_member(f.schema, "minLength");
-      if (f.state == 1) {  // after a backslash
+      if (f.state == 1) {            // after a backslash
         if (c == 'u') f.state = 14;  // four hex digits follow: states 14, 13, 12, 11
         else if (std::string_view("\"\\/bfnrt").find(c) != std::string_view::npos) f.state = 0;
         else return false;
@@ -313,14 +335,15 @@ bool JsonConstraint::step_frame(char c) {
         f.state = f.state == 11 ? 0 : f.state - 1;
         return true;
       }
+      if (f.utf8_need > 0) return utf8_step(f, static_cast<unsigned char>(c));
       if (c == '"') {
         if (min_len && f.count < *min_len) return false;
         return close_value();
       }
       if (static_cast<unsigned char>(c) < 0x20) return false;
-      const bool starts_char = (static_cast<unsigned char>(c) & 0xC0) != 0x80;
-      if (starts_char && max_len && f.count >= *max_len) return false;
-      if (starts_char) ++f.count;
+      if (max_len && f.count >= *max_len) return false;
+      if (!utf8_step(f, static_cast<unsigned char>(c))) return false;
+      ++f.count;
       if (c == '\\') f.state = 1;
       return true;
     }
@@ -338,6 +361,11 @@ bool JsonConstraint::step_frame(char c) {
           return true;
         case 2: {
           const bool closed = additional_closed(f.schema);
+          if (f.utf8_need > 0) {
+            if (closed || !utf8_step(f, static_cast<unsigned char>(c))) return false;
+            f.text.push_back(c);
+            return true;
+          }
           if (c == '"') {
             if (seen(f, f.text)) return false;
             if (closed) {
@@ -352,10 +380,13 @@ bool JsonConstraint::step_frame(char c) {
           if (closed) {
             const std::string next = f.text + c;
             bool any = false;
-            for (const std::string& name : property_names(f.schema)) any = any || (!seen(f, name) && name.starts_with(next));
+            for (const std::string& name : property_names(f.schema))
+              any = any || (!seen(f, name) && name.starts_with(next));
             if (!any) return false;
           } else if (c == '\\') {
             f.state = 6;
+          } else if (!utf8_step(f, static_cast<unsigned char>(c))) {
+            return false;
           }
           f.text.push_back(c);
           return true;

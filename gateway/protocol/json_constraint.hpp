@@ -34,7 +34,7 @@ class JsonConstraint {
   // Any JSON object (response_format json_object).
   static JsonConstraint any_object();
 
-  bool step(char c);  // false: refused, state unchanged
+  bool step(char c);                          // false: refused, state unchanged
   bool admits(std::string_view bytes) const;  // every byte in turn would be taken
   bool complete() const;
   bool finished() const;
@@ -45,14 +45,17 @@ class JsonConstraint {
   struct Frame {
     Kind kind = Kind::Value;
     const boost::json::value* schema = nullptr;
-    int state = 0;            // per kind, see json_constraint.cpp
-    size_t count = 0;         // items (Array), code points (String)
-    size_t ws = 0;            // whitespace bytes in a row
-    std::string text;         // key being read (Object), number so far, literal so far
-    std::vector<std::string> seen;       // keys given (Object)
-    std::vector<std::string> literals;   // the accepted spellings (Literal)
-    bool integer = false;                // Number: no fraction or exponent
-    bool key = false;                    // String: an object key (Object reads its own)
+    int state = 0;                      // per kind, see json_constraint.cpp
+    size_t count = 0;                   // items (Array), code points (String)
+    size_t ws = 0;                      // whitespace bytes in a row
+    std::string text;                   // key being read (Object), number so far, literal so far
+    std::vector<std::string> seen;      // keys given (Object)
+    std::vector<std::string> literals;  // the accepted spellings (Literal)
+    bool integer = false;               // Number: no fraction or exponent
+    bool key = false;                   // String: an object key (Object reads its own)
+    // UTF-8 inside a string or key: continuation bytes still due, and the range of the next.
+    int utf8_need = 0;
+    unsigned char utf8_lo = 0x80, utf8_hi = 0xBF;
   };
 
  private:

@@ -54,8 +54,8 @@ void read_logit_bias(const json::object& body, OutputControls& out) {
     const auto key = kv.key();
     auto [end, ec] = std::from_chars(key.data(), key.data() + key.size(), id);
     if (ec != std::errc() || end != key.data() + key.size() || id < 0)
-      fail(path, "logit_bias keys must be token ids (non-negative integers as strings), got '" + std::string(key) +
-                     "'");
+      fail(path,
+           "logit_bias keys must be token ids (non-negative integers as strings), got '" + std::string(key) + "'");
     out.logit_bias.emplace_back(id, static_cast<float>(ranged(kv.value(), path, -100, 100)));
   }
 }

@@ -17,10 +17,10 @@ namespace ds4::protocol {
 struct OutputControls {
   enum class Format { Text, JsonObject, JsonSchema };
   Format format = Format::Text;
-  std::shared_ptr<const boost::json::value> schema;  // JsonSchema: the schema the output must match
+  std::shared_ptr<const boost::json::value> schema;   // JsonSchema: the schema the output must match
   std::vector<std::pair<int32_t, float>> logit_bias;  // token id -> bias in [-100, 100]
-  bool logprobs = false;                               // per-token log-probabilities in the answer
-  uint32_t top_logprobs = 0;                           // the most likely alternatives per token
+  bool logprobs = false;                              // per-token log-probabilities in the answer
+  uint32_t top_logprobs = 0;                          // the most likely alternatives per token
   // How this API spells them, for errors found after parsing.
   std::string format_param = "response_format";
   std::string logprobs_param = "logprobs";

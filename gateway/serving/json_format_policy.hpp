@@ -33,9 +33,9 @@ class JsonFormatPolicy final : public TokenPolicy {
  private:
   std::shared_ptr<const EngineBackend> backend_;
   protocol::JsonConstraint constraint_;
-  bool answering_;        // reasoning is over
-  bool broken_ = false;   // a byte the constraint refused got through (no admitted token was left)
-  std::string tail_;      // recent reasoning bytes, to find "</think>"
+  bool answering_;       // reasoning is over
+  bool broken_ = false;  // a byte the constraint refused got through (no admitted token was left)
+  std::string tail_;     // recent reasoning bytes, to find "</think>"
   mutable std::vector<std::string> token_bytes_;  // lazily filled
 };
 

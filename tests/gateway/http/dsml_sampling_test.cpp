@@ -275,7 +275,8 @@ TEST(DsmlSampling, CallsOnlyDeclaredToolsAndTheirParameters) {
   s.feed("\n\n<｜DSML｜tool_calls>\n<｜DSML｜invoke name=\"get_");
   EXPECT_EQ(s.allowed(), (std::vector<std::string>{"weather\""}));
   s.feed("weather\">\n");
-  EXPECT_TRUE(s.allowed().empty());  // structure: greedy, not constrained
+  // After the name: a parameter, or (none is required) the invoke's close (json-constraint.md).
+  EXPECT_EQ(s.allowed(), (std::vector<std::string>{"<｜DSML｜parameter name=\"", "</｜DSML｜invoke>"}));
   s.feed("<｜DSML｜parameter name=\"");
   EXPECT_EQ(s.allowed(), (std::vector<std::string>{"city\"", "units\""}));
   s.feed("city\"");  // no type in its schema: either spelling

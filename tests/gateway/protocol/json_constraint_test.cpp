@@ -49,10 +49,10 @@ TEST(JsonConstraint, ObjectsRequiredAndClosed) {
                       "required":["path"],"additionalProperties":false})";
   EXPECT_TRUE(accepts(s, R"({"path":"/a","limit":3})"));
   EXPECT_TRUE(accepts(s, R"({ "limit" : 3 , "path" : "/a" })"));
-  EXPECT_FALSE(accepts(s, R"({"limit":3})"));                  // '}' refused: path missing
-  EXPECT_FALSE(accepts(s, R"({"path":"/a","other":1})"));      // not a declared property
-  EXPECT_FALSE(accepts(s, R"({"path":"/a","path":"/b"})"));    // duplicate
-  EXPECT_FALSE(accepts(s, R"({"path":"/a","limit":"3"})"));    // wrong type
+  EXPECT_FALSE(accepts(s, R"({"limit":3})"));                // '}' refused: path missing
+  EXPECT_FALSE(accepts(s, R"({"path":"/a","other":1})"));    // not a declared property
+  EXPECT_FALSE(accepts(s, R"({"path":"/a","path":"/b"})"));  // duplicate
+  EXPECT_FALSE(accepts(s, R"({"path":"/a","limit":"3"})"));  // wrong type
   JsonConstraint c = make(s);
   EXPECT_TRUE(c.admits(R"({"path":"/a")"));
   EXPECT_TRUE(c.admits(R"({"path":"/a"})"));
@@ -61,7 +61,8 @@ TEST(JsonConstraint, ObjectsRequiredAndClosed) {
 }
 
 TEST(JsonConstraint, OpenObjectsTakeOtherKeysWithTheirSchema) {
-  const char* s = R"({"type":"object","properties":{"a":{"type":"integer"}},"additionalProperties":{"type":"boolean"}})";
+  const char* s =
+      R"({"type":"object","properties":{"a":{"type":"integer"}},"additionalProperties":{"type":"boolean"}})";
   EXPECT_TRUE(accepts(s, R"({"a":1,"b":true})"));
   EXPECT_FALSE(accepts(s, R"({"a":1,"b":2})"));
 }
@@ -111,6 +112,16 @@ TEST(JsonConstraint, WhitespaceIsBounded) {
   JsonConstraint c;
   EXPECT_TRUE(c.admits(std::string(JsonConstraint::kMaxWhitespace, ' ') + "1"));
   EXPECT_FALSE(c.admits(std::string(JsonConstraint::kMaxWhitespace + 1, ' ')));
+}
+
+TEST(JsonConstraint, StringsAreValidUtf8) {
+  JsonConstraint any;
+  EXPECT_TRUE(any.admits("\"caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80\""));
+  EXPECT_FALSE(any.admits("\"\xFD"));          // never a UTF-8 byte
+  EXPECT_FALSE(any.admits("\"\xC3\""));        // a character cut short
+  EXPECT_FALSE(any.admits("\"\xE0\x80\x80"));  // overlong
+  EXPECT_FALSE(any.admits("\"\xED\xA0\x80"));  // a surrogate
+  EXPECT_FALSE(any.admits("{\"\x80"));         // in a key too
 }
 
 TEST(JsonConstraint, RefusedByteChangesNothing) {
