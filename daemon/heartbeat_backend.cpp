@@ -61,6 +61,10 @@ class HeartbeatBackend final : public serving::EngineBackend {
   size_t vocab_size() const override { return inner_->vocab_size(); }
   std::vector<serving::Token> encode(std::string_view text) const override { return inner_->encode(text); }
   std::vector<serving::Token> encode_plain(std::string_view text) const override { return inner_->encode_plain(text); }
+  std::vector<serving::Token> encode_prompt(std::string_view text,
+                                            std::span<const std::pair<size_t, size_t>> plain) const override {
+    return inner_->encode_prompt(text, plain);
+  }
   std::string decode(std::span<const serving::Token> tokens) const override { return inner_->decode(tokens); }
   std::string token_bytes(serving::Token token) const override { return inner_->token_bytes(token); }
   bool is_end_of_generation(serving::Token token) const override { return inner_->is_end_of_generation(token); }

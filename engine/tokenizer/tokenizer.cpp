@@ -91,6 +91,41 @@ void Tokenizer::append_encoded(std::string_view text, std::vector<int32_t>& out)
   append_encoded_raw(text.substr(span_start), out);
 }
 
+std::vector<int32_t> Tokenizer::encode_with_plain(std::string_view text,
+                                                  std::span<const std::pair<size_t, size_t>> plain) const {
+  size_t last = 0;
+  for (auto [begin, end] : plain) {
+    if (begin < last || begin > end || end > text.size())
+      throw std::invalid_argument(
+          fmt::format("tokenizer: plain span [{}, {}) is unsorted, overlapping or outside "
+                      "the {}-byte text",
+                      begin, end, text.size()));
+    last = end;
+  }
+  std::vector<int32_t> out;
+  out.reserve(text.size() / 3 + 4);
+  size_t span_start = 0;
+  size_t k = 0;  // the first plain span that does not end at or before pos
+  for (size_t pos = 0; pos < text.size();) {
+    while (k < plain.size() && plain[k].second <= pos) ++k;
+    if (k < plain.size() && plain[k].first <= pos) {
+      pos = plain[k].second;  // client bytes: never a special
+      continue;
+    }
+    const size_t limit = k < plain.size() ? plain[k].first : text.size();
+    if (const Special* s = special_at(text, pos); s && pos + s->text.size() <= limit) {
+      append_encoded_raw(text.substr(span_start, pos - span_start), out);
+      out.push_back(s->id);
+      pos += s->text.size();
+      span_start = pos;
+    } else {
+      ++pos;
+    }
+  }
+  append_encoded_raw(text.substr(span_start), out);
+  return out;
+}
+
 std::vector<int32_t> Tokenizer::encode(std::string_view text) const {
   std::vector<int32_t> out;
   out.reserve(text.size() / 3 + 4);

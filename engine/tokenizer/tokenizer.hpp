@@ -24,6 +24,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace ds4::gguf {
@@ -69,6 +70,12 @@ class Tokenizer {
   std::vector<int32_t> encode(std::string_view text) const;
   // BPE only: special strings are tokenized as the text they are.
   std::vector<int32_t> encode_raw(std::string_view text) const;
+  // A rendered prompt whose byte ranges `plain` (sorted, disjoint [begin, end) of `text`) are
+  // client text: a special string becomes its id only where it lies wholly outside them, so no
+  // control token ever comes from those bytes. Ordinary text is split and merged across the
+  // range edges exactly as encode() does, so when the ranges hold no special string the result
+  // is encode(text). Throws std::invalid_argument for unsorted, overlapping or out-of-range spans.
+  std::vector<int32_t> encode_with_plain(std::string_view text, std::span<const std::pair<size_t, size_t>> plain) const;
   // Appending forms, for building a prompt piece by piece without copies.
   void append_encoded(std::string_view text, std::vector<int32_t>& out) const;
   void append_encoded_raw(std::string_view text, std::vector<int32_t>& out) const;

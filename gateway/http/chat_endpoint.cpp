@@ -15,8 +15,9 @@
 // Finish reasons: stop (EOS, stop string), length (max_tokens, context full, request timeout,
 // also when the cut falls inside a tool-call block: the unclosed call is left out of a
 // non-streamed answer; a stream has sent its deltas, and length tells the client not to run
-// it), tool_calls (a complete block), error (engine failure, or the model ending its output
-// inside a tool-call block, which cannot be retracted once streamed). Every response carries the `ds4d` extension
+// it), tool_calls (a complete block), error (engine failure only: output that a stop string
+// ends inside a tool-call block is a stop without the unclosed call; a model output is never an
+// error, since a retry would sample it again). Every response carries the `ds4d` extension
 // object: {"contract": {mode, ok, violations, replayed_blocks, ...}, "cache": {source,
 // cached_tokens}}.
 #include <boost/json.hpp>

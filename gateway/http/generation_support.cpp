@@ -67,14 +67,18 @@ protocol::openai::FinishReason client_finish_reason(serving::FinishReason reason
   return F::Error;
 }
 
-size_t protocol_token_count(const serving::EngineBackend& backend, std::string_view prompt_text,
-                            const std::vector<std::pair<size_t, size_t>>& client_spans, size_t prompt_tokens) {
-  size_t client = 0;
-  for (auto [begin, end] : client_spans) {
-    if (begin >= end || end > prompt_text.size()) continue;
-    client += backend.encode(prompt_text.substr(begin, end - begin)).size();
+size_t protocol_token_count(const serving::EngineBackend& backend, std::span<const serving::Token> prompt,
+                            const std::vector<std::pair<size_t, size_t>>& client_spans) {
+  size_t protocol = 0, offset = 0, k = 0;
+  for (serving::Token t : prompt) {
+    const size_t begin = offset;
+    offset += backend.token_bytes(t).size();
+    while (k < client_spans.size() && client_spans[k].second <= begin) ++k;
+    // Spans are sorted and disjoint: the first one not ending before the token decides.
+    const bool has_client_byte = k < client_spans.size() && client_spans[k].first < offset && offset > begin;
+    if (!has_client_byte) ++protocol;
   }
-  return client >= prompt_tokens ? 0 : prompt_tokens - client;
+  return protocol;
 }
 
 protocol::openai::Usage usage_of(const serving::GenerationUsage& usage, size_t protocol_tokens) {

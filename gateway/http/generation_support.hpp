@@ -4,12 +4,12 @@
 // the SSE response head.
 //
 // protocol_tokens (our usage extension) = prompt tokens the server added around the client's
-// text: total prompt tokens minus the tokens of the client's own text, each client span
-// (message content, reasoning, tool arguments and schemas, or the /v1/completions prompt)
-// tokenized on its own the same way the prompt is. Tokenizing spans separately can merge
-// differently at span edges, so the count is clamped at 0; for the chat template it is exact up
-// to those edge merges.
+// text: the tokens of the prompt itself that hold no byte of a client span (message content,
+// reasoning, tool arguments and schemas, or the /v1/completions prompt). Exact: every prompt
+// token is either protocol or client, and a token merged across a span edge holds client bytes,
+// so it is the client's.
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -39,8 +39,10 @@ size_t max_tokens_for(std::optional<uint32_t> requested);
 // Finish reason clients see for a serving outcome (tool calls are decided by the caller).
 protocol::openai::FinishReason client_finish_reason(serving::FinishReason reason);
 
-size_t protocol_token_count(const serving::EngineBackend& backend, std::string_view prompt_text,
-                            const std::vector<std::pair<size_t, size_t>>& client_spans, size_t prompt_tokens);
+// `prompt` tokenizes the rendered text (its token bytes concatenate to it); `client_spans` are
+// sorted, disjoint byte ranges of that text.
+size_t protocol_token_count(const serving::EngineBackend& backend, std::span<const serving::Token> prompt,
+                            const std::vector<std::pair<size_t, size_t>>& client_spans);
 
 protocol::openai::Usage usage_of(const serving::GenerationUsage& usage, size_t protocol_tokens);
 

@@ -13,9 +13,10 @@
 // counts), ping, then one content block at a time — thinking (thinking_delta*, signature_delta,
 // stop), text (text_delta*), tool_use per call (input_json_delta* as the DSML arguments arrive,
 // stop) — then message_delta (stop_reason, usage with output_tokens, ds4d) and message_stop.
-// A turn that fails (engine error, the model ending its output inside a tool call) ends with an
-// `error` event instead of message_delta, or a 500 when not streamed, so the client retries
-// rather than runs a broken call. max_tokens cutting a tool call is stop_reason max_tokens, as
+// A turn whose engine fails ends with an `error` event instead of message_delta, or a 500 when
+// not streamed. A model output never does: output that ends inside a tool call other than by
+// max_tokens is stop_reason end_turn (or stop_sequence) without the unclosed call, since a
+// retry would sample it again. max_tokens cutting a tool call is stop_reason max_tokens, as
 // Anthropic answers it: the started tool_use block is closed as it stands, and a non-streamed
 // message leaves the unclosed call out. Errors before the turn have Anthropic's {"type":"error","error":{...}} shape.
 #include <spdlog/spdlog.h>
@@ -44,8 +45,6 @@ anthropic::StopReason stop_reason_of(const TurnOutcome& o) {
 }
 
 std::string failure_text(const TurnOutcome& o) {
-  if (o.message && o.message->status == protocol::ToolCallsStatus::Unterminated)
-    return "the model's output ended inside a tool call, which cannot be run; retry the request";
   return "generation failed: " + (o.result.error.empty() ? std::string("cancelled") : o.result.error);
 }
 

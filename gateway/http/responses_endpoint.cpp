@@ -13,8 +13,9 @@
 // output item: output_item.added, its deltas (reasoning_summary_part.added +
 // reasoning_summary_text.delta/done + part.done; content_part.added + output_text.delta/done +
 // content_part.done; function_call_arguments.delta/done), output_item.done; and finally
-// response.completed (or .incomplete for length, .failed for an engine error or the model ending
-// its output inside a tool call) with the whole response and usage. Every event has
+// response.completed (or .incomplete for length, .failed only for an engine error: output that
+// ends inside a function call other than by the limit is completed without it) with the whole
+// response and usage. Every event has
 // sequence_number. A function call cut by max_output_tokens was announced (output_item.added,
 // argument deltas) but gets no output_item.done and is not in the response's output: clients
 // run calls when they are done, and this one never was (status incomplete,
@@ -45,8 +46,6 @@ responses::Status status_of(const TurnOutcome& o) {
 }
 
 std::string failure_text(const TurnOutcome& o) {
-  if (o.message && o.message->status == protocol::ToolCallsStatus::Unterminated)
-    return "the model's output ended inside a function call, which cannot be run; retry the request";
   return "generation failed: " + (o.result.error.empty() ? std::string("cancelled") : o.result.error);
 }
 

@@ -15,7 +15,7 @@ constexpr std::chrono::seconds kKeepAliveEvery{5};
 
 TurnStream::TurnStream(std::unique_ptr<TurnFormat> format, TurnOptions options)
     : format_(std::move(format)), options_(std::move(options)), created_(std::chrono::steady_clock::now()) {
-  if (options_.parse_chat) parser_.emplace(options_.thinking_started);
+  if (options_.parse_chat) parser_.emplace(options_.thinking_started, nullptr, options_.tool_calls);
 }
 
 void TurnStream::send(std::string bytes) {
@@ -112,11 +112,10 @@ bool TurnStream::on_text(std::string_view bytes) {
 openai::FinishReason turn_finish_reason(const serving::GenerationResult& result, const protocol::ParsedMessage* msg) {
   openai::FinishReason finish = client_finish_reason(result.finish);
   if (msg && msg->status == protocol::ToolCallsStatus::Complete) finish = openai::FinishReason::ToolCalls;
-  // Cut inside a block by max_tokens (or the context, or the deadline): a length stop, as the
-  // APIs report any cut, so the client knows to retry with more room; the unclosed call is left
-  // out of the answer. The model itself stopping inside a block is a broken turn: error.
-  if (msg && msg->status == protocol::ToolCallsStatus::Unterminated && finish != openai::FinishReason::Length)
-    finish = openai::FinishReason::Error;
+  // Ended inside a block: a cut by max_tokens (or the context, or the deadline) is a length stop,
+  // as the APIs report any cut, so the client knows to retry with more room; anything else (a
+  // stop sequence) a stop. The unclosed call is left out of the answer either way. Retrying
+  // would sample the same output again, so a model output is never an error.
   return finish;
 }
 

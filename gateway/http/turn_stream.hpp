@@ -79,6 +79,7 @@ struct TurnOptions {
   bool stream = false;
   bool parse_chat = true;         // false: text mode (/v1/completions)
   bool thinking_started = false;  // the prompt ended with <think>
+  bool tool_calls = true;         // chat mode: false when the turn has no active tools (all content)
   // Chat mode: record the finished turn in the service's contract store under this anchor.
   serving::Service* contracts_of = nullptr;
   uint64_t turn_anchor = 0;
@@ -125,8 +126,10 @@ class TurnStream final : public serving::GenerationSink {
 };
 
 // The finish reason a client sees for a chat-shaped turn: tool_calls for a complete block;
-// for output that ended inside one, length when a limit cut it (max_tokens, context, deadline)
-// and error when the model stopped there; else from the serving outcome.
+// else from the serving outcome: for output that ended inside a block, length when a limit cut
+// it (max_tokens, context, deadline) and stop when anything else ended it (the unclosed call is
+// left out: a model output is a completed turn, never a server error); error only for an engine
+// failure or a cancellation.
 protocol::openai::FinishReason turn_finish_reason(const serving::GenerationResult& result,
                                                   const protocol::ParsedMessage* message);
 

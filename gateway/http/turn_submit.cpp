@@ -10,6 +10,7 @@
 #include "gateway/http/model_names.hpp"
 #include "gateway/serving/dsml_token_policy.hpp"
 #include "gateway/serving/metrics.hpp"
+#include "gateway/serving/no_tool_calls_policy.hpp"
 
 namespace ds4::http {
 namespace openai = protocol::openai;
@@ -67,7 +68,7 @@ std::variant<ChatTurn, Reply> prepare_chat_turn(const EndpointEnv& env, protocol
   } catch (const protocol::RequestError& e) {
     return request_error_reply(e, spec.style);
   }
-  turn.job.prompt = backend.encode(rendered.text);
+  turn.job.prompt = backend.encode_prompt(rendered.text, rendered.plain_spans);
   if (turn.job.prompt.size() >= backend.context_length()) {
     boost::json::object body =
         openai::context_length_body(turn.job.prompt.size(), backend.context_length(), spec.conversation_param);
@@ -81,7 +82,7 @@ std::variant<ChatTurn, Reply> prepare_chat_turn(const EndpointEnv& env, protocol
   turn.job.deadline = ctx.received + env.config.request_timeout;
   turn.contract = openai::ContractReport{mode, rendered.violations, rendered.replayed_blocks, rendered.canonical_blocks,
                                          rendered.repaired_reasoning};
-  turn.protocol_tokens = protocol_token_count(backend, rendered.text, rendered.client_spans, turn.job.prompt.size());
+  turn.protocol_tokens = protocol_token_count(backend, turn.job.prompt, rendered.client_spans);
   turn.model = response_model(env.config, backend, request.model);
   turn.thinking_started = rendered.text.ends_with("<think>");
   turn.job.session = session_key(request.session_hint);
@@ -90,6 +91,8 @@ std::variant<ChatTurn, Reply> prepare_chat_turn(const EndpointEnv& env, protocol
   // names, enforced on the tokens (serving/dsml_token_policy.hpp).
   try {
     turn.job.policy = serving::chat_tool_policy(turn.backend, request, rendered.tools_active, turn.thinking_started);
+    // No tools (or tool_choice none): the output cannot open a block (no_tool_calls_policy.hpp).
+    if (!rendered.tools_active) turn.job.policy = std::make_shared<serving::NoToolCallsPolicy>(turn.thinking_started);
   } catch (const protocol::RequestError& e) {
     return request_error_reply(e, spec.style);
   }
@@ -101,6 +104,7 @@ TurnOptions chat_turn_options(EndpointEnv env, const ChatTurn& turn, bool stream
   o.stream = stream;
   o.parse_chat = true;
   o.thinking_started = turn.thinking_started;
+  o.tool_calls = turn.rendered.tools_active;
   o.contracts_of = &env.service;
   o.turn_anchor = turn.rendered.turn_anchor;
   o.contract = turn.contract;

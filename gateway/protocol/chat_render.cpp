@@ -153,7 +153,17 @@ class Renderer {
  private:
   std::string& out() { return r_.text; }
 
+  // Text the client sent: counted as client text and encoded as plain text.
   void client(std::string_view text) {
+    size_t begin = out().size();
+    out().append(text);
+    if (out().size() == begin) return;
+    r_.client_spans.emplace_back(begin, out().size());
+    r_.plain_spans.emplace_back(begin, out().size());
+  }
+  // The model's own earlier output from the contract store: counted as client text (it stands
+  // for what the client would have sent back) but tokenized as it was generated.
+  void stored(std::string_view text) {
     size_t begin = out().size();
     out().append(text);
     if (out().size() > begin) r_.client_spans.emplace_back(begin, out().size());
@@ -232,11 +242,12 @@ class Renderer {
                                    turn->reasoning && !turn->reasoning->empty();
       if (restore_dropped) {
         out().append(kThinkOpen);
-        client(*turn->reasoning);
+        stored(*turn->reasoning);
         out().append(kThinkClose);
         ++r_.repaired_reasoning;
       } else if (template_keeps) {
         std::string_view reasoning = m.reasoning ? std::string_view(*m.reasoning) : std::string_view{};
+        bool repaired = false;
         if (mode_ != ContractMode::Off && turn && turn->reasoning && !turn->reasoning->empty()) {
           if (!m.reasoning || m.reasoning->empty()) {
             violation(index, ViolationKind::ReasoningMissing,
@@ -246,6 +257,7 @@ class Renderer {
                       "(as returned in message.reasoning_content or the streamed "
                       "delta.reasoning_content)");
             reasoning = *turn->reasoning;
+            repaired = true;
             ++r_.repaired_reasoning;
           } else if (*m.reasoning != *turn->reasoning) {
             violation(index, ViolationKind::ReasoningChanged,
@@ -256,7 +268,8 @@ class Renderer {
           }
         }
         out().append(kThinkOpen);
-        client(reasoning);
+        if (repaired) stored(reasoning);
+        else client(reasoning);
         out().append(kThinkClose);
       } else {
         out().append(kThinkClose);
@@ -273,7 +286,10 @@ class Renderer {
           r_.client_spans.emplace_back(base + b, base + e);
         ++r_.replayed_blocks;
       } else {
-        dsml::render_tool_calls(m.tool_calls, out(), &r_.client_spans);
+        const size_t values = r_.client_spans.size();
+        dsml::render_tool_calls(m.tool_calls, out(), &r_.client_spans, &r_.plain_spans);
+        r_.plain_spans.insert(r_.plain_spans.end(), r_.client_spans.begin() + static_cast<long>(values),
+                              r_.client_spans.end());
         ++r_.canonical_blocks;
       }
     }
@@ -281,16 +297,18 @@ class Renderer {
   }
 
   void merge_spans() {
-    auto& s = r_.client_spans;
-    std::sort(s.begin(), s.end());
-    std::vector<std::pair<size_t, size_t>> merged;
-    for (auto span : s) {
-      if (span.first >= span.second) continue;
-      if (!merged.empty() && span.first <= merged.back().second)
-        merged.back().second = std::max(merged.back().second, span.second);
-      else merged.push_back(span);
+    for (auto* spans : {&r_.client_spans, &r_.plain_spans}) {
+      auto& s = *spans;
+      std::sort(s.begin(), s.end());
+      std::vector<std::pair<size_t, size_t>> merged;
+      for (auto span : s) {
+        if (span.first >= span.second) continue;
+        if (!merged.empty() && span.first <= merged.back().second)
+          merged.back().second = std::max(merged.back().second, span.second);
+        else merged.push_back(span);
+      }
+      s = std::move(merged);
     }
-    s = std::move(merged);
   }
 
   const ChatRequest& req_;

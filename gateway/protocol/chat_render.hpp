@@ -33,6 +33,11 @@
 // the last user message) for turns we recognise: not a violation (clients are told to drop it),
 // but the cache holds it, so restoring it is what makes those turns prefix-cache hits.
 // In Off mode no checks run and client text is rendered as sent (DSML replay by id still on).
+//
+// Client text is plain text (docs/chat-format.md §client-text-is-plain): every byte the client
+// sent is in plain_spans, and the server tokenizes special strings as control tokens only outside
+// them; the template's own strings and the bytes replayed from the contract store (the model's
+// sampled DSML and reasoning) keep theirs.
 #pragma once
 
 #include <cstddef>
@@ -59,6 +64,11 @@ struct RenderResult {
   // (system/user/tool content, assistant content and reasoning, tool-call argument values,
   // tool schemas), so the server can count protocol tokens as the rest.
   std::vector<std::pair<size_t, size_t>> client_spans;
+  // Sorted, non-overlapping byte ranges of `text` that came from the client (its client spans,
+  // plus tool names and parameter keys of canonically rendered calls; not the bytes replayed
+  // from the contract store): the prompt is tokenized with special strings as control tokens
+  // only outside them (EngineBackend::encode_prompt, docs/chat-format.md §client-text-is-plain).
+  std::vector<std::pair<size_t, size_t>> plain_spans;
   std::vector<ContractViolation> violations;
   Thinking thinking = Thinking::High;  // effective mode (Max may have been downgraded)
   bool tools_active = false;
@@ -78,7 +88,9 @@ RenderResult render_chat(const ChatRequest& request, const ContractStore* store,
 // The /v1/completions frame: prompt text = head + prompt + tail. Not raw:
 //   head = BOS [MAX PREFIX] "You are a helpful assistant<｜User｜>",
 //   tail = "<｜Assistant｜>" + ("<think>" | "</think>");
-// raw: both empty. For token-id prompts the server tokenizes head and tail around the ids.
+// the prompt is then client text (plain: its special strings stay text). raw: both empty and the
+// prompt is tokenized with its special strings as control tokens (the caller writes the whole
+// template). For token-id prompts the server tokenizes head and tail around the ids.
 struct CompletionFrame {
   std::string head;
   std::string tail;

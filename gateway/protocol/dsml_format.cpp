@@ -108,22 +108,25 @@ std::string minify_json(std::string_view json) {
 }
 
 void render_tool_calls(const std::vector<ToolCall>& calls, std::string& out,
-                       std::vector<std::pair<size_t, size_t>>* value_spans) {
+                       std::vector<std::pair<size_t, size_t>>* value_spans,
+                       std::vector<std::pair<size_t, size_t>>* name_spans) {
   if (calls.empty()) return;
-  auto value = [&](const std::string& text) {
+  auto spanned = [&](const std::string& text, std::vector<std::pair<size_t, size_t>>* spans) {
     size_t begin = out.size();
     out += text;
-    if (value_spans && out.size() > begin) value_spans->emplace_back(begin, out.size());
+    if (spans && out.size() > begin) spans->emplace_back(begin, out.size());
   };
+  auto value = [&](const std::string& text) { spanned(text, value_spans); };
+  auto name = [&](const std::string& text) { spanned(text, name_spans); };
   out += "\n\n<｜DSML｜tool_calls>\n";
   for (const ToolCall& call : calls) {
     out += "<｜DSML｜invoke name=\"";
-    out += escape_attribute(call.name);
+    name(escape_attribute(call.name));
     out += "\">\n";
     if (auto members = json_scan::object_members(call.arguments)) {
       for (const auto& m : *members) {
         out += "<｜DSML｜parameter name=\"";
-        out += escape_attribute(m.key);
+        name(escape_attribute(m.key));
         out += m.is_string ? "\" string=\"true\">" : "\" string=\"false\">";
         value(m.is_string ? escape_string_value(m.string_value) : escape_json_value(minify_json(m.raw_value)));
         out += kParameterClose;

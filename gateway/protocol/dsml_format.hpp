@@ -46,9 +46,11 @@ std::string escape_tool_result(std::string_view text);   // </tool_result> -> &l
 std::string minify_json(std::string_view json);
 
 // Canonical block for the calls, appended to `out`. When `value_spans` is given, the byte
-// ranges (offsets into `out`) of every parameter value and of raw-arguments text are appended.
+// ranges (offsets into `out`) of every parameter value and of raw-arguments text are appended;
+// when `name_spans` is given, those of every tool name and parameter key (client text too).
 void render_tool_calls(const std::vector<ToolCall>& calls, std::string& out,
-                       std::vector<std::pair<size_t, size_t>>* value_spans = nullptr);
+                       std::vector<std::pair<size_t, size_t>>* value_spans = nullptr,
+                       std::vector<std::pair<size_t, size_t>>* name_spans = nullptr);
 
 // Byte ranges of parameter values inside an already rendered (e.g. replayed) block, relative
 // to the block start. Best effort over any of the three styles.

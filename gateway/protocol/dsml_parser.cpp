@@ -65,6 +65,7 @@ enum class Step { Progress, NeedMore, Malformed };
 
 struct OutputParser::State {
   ToolCallIdGenerator make_id;
+  bool tool_calls = true;  // false: no block is ever detected, content is all text
   Phase phase = Phase::Start;
   std::string buf;
   ParsedMessage msg;
@@ -136,6 +137,10 @@ struct OutputParser::State {
           return;
         }
         case Phase::Content:
+          if (!tool_calls) {
+            phase = Phase::Passthrough;
+            break;
+          }
           if (!scan_content()) return;
           break;
         case Phase::Block: {
@@ -385,8 +390,10 @@ struct OutputParser::State {
   }
 };
 
-OutputParser::OutputParser(bool thinking_started, ToolCallIdGenerator make_id) : state_(std::make_unique<State>()) {
+OutputParser::OutputParser(bool thinking_started, ToolCallIdGenerator make_id, bool tool_calls)
+    : state_(std::make_unique<State>()) {
   state_->make_id = make_id ? std::move(make_id) : ToolCallIdGenerator(new_tool_call_id);
+  state_->tool_calls = tool_calls;
   if (thinking_started) {
     state_->phase = Phase::Reasoning;
     state_->msg.reasoning.emplace();

@@ -75,8 +75,10 @@ using Event = std::variant<ReasoningDelta, ContentDelta, ToolCallBegin, ToolCall
 
 class OutputParser {
  public:
+  // `tool_calls` false (the request has no active tools): no block is ever detected; text that
+  // looks like DSML is content like any other.
   explicit OutputParser(bool thinking_started /*prompt ended with <think>*/,
-                        ToolCallIdGenerator make_id = new_tool_call_id);
+                        ToolCallIdGenerator make_id = new_tool_call_id, bool tool_calls = true);
   ~OutputParser();
   OutputParser(OutputParser&&) noexcept;
   OutputParser& operator=(OutputParser&&) noexcept;

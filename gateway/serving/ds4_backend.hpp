@@ -31,6 +31,10 @@ class Ds4Backend final : public EngineBackend {
   size_t vocab_size() const override { return tokenizer_.vocab_size(); }
   std::vector<Token> encode(std::string_view text) const override { return tokenizer_.encode(text); }
   std::vector<Token> encode_plain(std::string_view text) const override { return tokenizer_.encode_raw(text); }
+  std::vector<Token> encode_prompt(std::string_view text,
+                                   std::span<const std::pair<size_t, size_t>> plain) const override {
+    return tokenizer_.encode_with_plain(text, plain);
+  }
   std::string decode(std::span<const Token> tokens) const override { return tokenizer_.decode(tokens); }
   std::string token_bytes(Token token) const override { return tokenizer_.token_bytes(token); }
   bool is_end_of_generation(Token token) const override { return token == tokenizer_.eos(); }

@@ -15,6 +15,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace ds4::serving {
@@ -62,6 +63,11 @@ class EngineBackend {
   virtual std::vector<Token> encode(std::string_view text) const = 0;
   // Plain BPE: special-token strings stay text (for client text counted on its own).
   virtual std::vector<Token> encode_plain(std::string_view text) const = 0;
+  // A rendered prompt: special strings become control tokens only outside `plain` (sorted,
+  // disjoint byte ranges of `text` holding client text), so client bytes never yield a control
+  // token; otherwise exactly encode(text) (docs/chat-format.md §client-text-is-plain).
+  virtual std::vector<Token> encode_prompt(std::string_view text,
+                                           std::span<const std::pair<size_t, size_t>> plain) const = 0;
   // Throws std::out_of_range for an id outside the vocabulary.
   virtual std::string decode(std::span<const Token> tokens) const = 0;
   virtual std::string token_bytes(Token token) const = 0;

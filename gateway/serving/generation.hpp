@@ -92,6 +92,9 @@ class TokenPolicy {
   // false where ending would break the output (inside a tool-call block): next_token() then
   // takes the best other token instead of an end of generation.
   virtual bool may_end() const { return true; }
+  // true for a token (by its bytes) that may not come next (no_tool_calls_policy.hpp):
+  // next_token() then chooses again without it.
+  virtual bool refuses(std::string_view /*bytes*/) const { return false; }
   // Whole texts to weigh by the model before this token (see weigh_alternatives() in
   // token_choice.hpp); empty: none. prefer(i) then names the likeliest.
   virtual std::vector<std::string> alternatives() const { return {}; }

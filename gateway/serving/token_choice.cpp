@@ -22,15 +22,24 @@ Token choose(TokenPolicy* policy, std::span<const float> logits, const SampleFn&
 
 Token next_token(TokenPolicy* policy, std::span<const float> logits, const EngineBackend& backend,
                  const SampleFn& sample) {
-  Token t = choose(policy, logits, sample);
-  if (!policy || policy->may_end() || !backend.is_end_of_generation(t)) return t;
+  const Token first = choose(policy, logits, sample);
+  if (!policy) return first;
+  auto excluded = [&](Token t) {
+    if (backend.is_end_of_generation(t)) return !policy->may_end();
+    return policy->refuses(backend.token_bytes(t));
+  };
+  if (!excluded(first)) return first;
   std::vector<float> masked(logits.begin(), logits.end());
-  bool other = false;
-  for (size_t i = 0; i < masked.size(); ++i) {
-    if (backend.is_end_of_generation(static_cast<Token>(i))) masked[i] = -std::numeric_limits<float>::infinity();
-    else other = other || std::isfinite(masked[i]);
+  if (!policy->may_end())
+    for (size_t i = 0; i < masked.size(); ++i)
+      if (backend.is_end_of_generation(static_cast<Token>(i))) masked[i] = -std::numeric_limits<float>::infinity();
+  // Each round takes one more token out, so this ends; where nothing is left, the first choice.
+  for (Token t = first;;) {
+    masked[static_cast<size_t>(t)] = -std::numeric_limits<float>::infinity();
+    if (std::none_of(masked.begin(), masked.end(), [](float x) { return std::isfinite(x); })) return first;
+    t = choose(policy, masked, sample);
+    if (!excluded(t)) return t;
   }
-  return other ? choose(policy, masked, sample) : t;
 }
 
 std::optional<size_t> weigh_alternatives(TokenPolicy& policy, EngineSequence& seq, const EngineBackend& backend,

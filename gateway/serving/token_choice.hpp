@@ -5,8 +5,10 @@
 // The job's TokenPolicy decides first (DSML structure, forced and declared names); where it
 // leaves the choice open, `sample` (the request's sampler, or greedy) decides. Where the policy
 // says the output may not end yet and the choice is an end-of-generation token, the same choice
-// is made again over the logits with every end-of-generation token excluded. Rare (the model
-// ending inside a tool call), so the copy of the logits it takes costs nothing in practice.
+// is made again over the logits with every end-of-generation token excluded; a token the policy
+// refuses (refuses()) is taken out the same way, one at a time. Rare (the model ending inside a
+// tool call, or opening one where it may not), so the copy of the logits it takes costs nothing
+// in practice.
 #include <functional>
 #include <optional>
 #include <span>
@@ -19,8 +21,8 @@ namespace ds4::serving {
 
 using SampleFn = std::function<Token(std::span<const float>)>;
 
-// `policy` may be null. Returns an end-of-generation token only where ending is allowed, or
-// where every other token's logit is non-finite.
+// `policy` may be null. Returns an end-of-generation token only where ending is allowed, and a
+// refused token never, unless every other token's logit is non-finite.
 Token next_token(TokenPolicy* policy, std::span<const float> logits, const EngineBackend& backend,
                  const SampleFn& sample);
 

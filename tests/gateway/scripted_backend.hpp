@@ -49,6 +49,11 @@ class ScriptedBackend : public serving::EngineBackend {
     return out;
   }
   std::vector<serving::Token> encode_plain(std::string_view text) const override { return encode(text); }
+  // No special tokens here: a prompt is its bytes whatever its client spans.
+  std::vector<serving::Token> encode_prompt(std::string_view text,
+                                            std::span<const std::pair<size_t, size_t>>) const override {
+    return encode(text);
+  }
   std::string decode(std::span<const serving::Token> tokens) const override {
     std::string out;
     for (auto t : tokens) out += token_bytes(t);

@@ -199,6 +199,50 @@ TEST_F(TinyVocabProperties, VeryLongPromptRoundTrips) {
   EXPECT_EQ(tok_->decode(ids), s);
 }
 
+// encode_with_plain: random texts cut into random plain spans. No control token ever holds a
+// byte of a plain span; the ids round-trip; with no spans it is encode(); a special string wholly
+// outside the spans still becomes its id; stretches between control tokens are encode_raw().
+TEST_F(TinyVocabProperties, PlainSpansNeverYieldControlTokens) {
+  std::mt19937_64 rng(2812);
+  EXPECT_EQ(tok_->encode_with_plain("<｜User｜>hi", {}), tok_->encode("<｜User｜>hi"));
+  for (int iter = 0; iter < 2000; ++iter) {
+    const std::string s = random_text(rng, 1 + rng() % 30);
+    std::vector<std::pair<size_t, size_t>> plain;
+    for (size_t pos = 0; pos < s.size();) {
+      const size_t begin = pos + rng() % 8, end = begin + rng() % 24;
+      if (end > s.size()) break;
+      plain.emplace_back(begin, end);
+      pos = end;
+    }
+    const std::vector<int32_t> ids = tok_->encode_with_plain(s, plain);
+    ASSERT_EQ(tok_->decode(ids), s) << "iteration " << iter;
+    size_t offset = 0;
+    std::vector<int32_t> stretch;
+    size_t stretch_start = 0;
+    for (int32_t id : ids) {
+      const size_t len = tok_->token_bytes(id).size();
+      if (tok_->special(tok_->token_bytes(id)) == id) {
+        for (auto [b, e] : plain) ASSERT_FALSE(offset < e && b < offset + len) << "iteration " << iter;
+        ASSERT_EQ(stretch, tok_->encode_raw(s.substr(stretch_start, offset - stretch_start))) << "iteration " << iter;
+        stretch.clear();
+        stretch_start = offset + len;
+      } else {
+        stretch.push_back(id);
+      }
+      offset += len;
+    }
+    if (plain.empty()) {
+      ASSERT_EQ(ids, tok_->encode(s)) << "iteration " << iter;
+    }
+  }
+  // A special string that only starts outside a span (ends inside it) is text too.
+  const std::string t = "a<｜User｜>b";
+  const std::vector<int32_t> cut = tok_->encode_with_plain(t, std::vector<std::pair<size_t, size_t>>{{4, 5}});
+  EXPECT_EQ(cut, tok_->encode_raw(t));
+  EXPECT_THROW(tok_->encode_with_plain(t, std::vector<std::pair<size_t, size_t>>{{3, 2}}), std::invalid_argument);
+  EXPECT_THROW(tok_->encode_with_plain(t, std::vector<std::pair<size_t, size_t>>{{0, 99}}), std::invalid_argument);
+}
+
 TEST(ForgedVocabProperties, RoundTripAndOracleOnTheForgeVocabulary) {
   const std::string path = text_tests::forged_tiny_model();
   if (path.empty()) GTEST_SKIP() << "this build has no forged_tiny_model target";

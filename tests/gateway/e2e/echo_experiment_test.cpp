@@ -57,6 +57,10 @@ class ForcedBackend final : public serving::EngineBackend {
   size_t vocab_size() const override { return inner_->vocab_size(); }
   std::vector<serving::Token> encode(std::string_view t) const override { return inner_->encode(t); }
   std::vector<serving::Token> encode_plain(std::string_view t) const override { return inner_->encode_plain(t); }
+  std::vector<serving::Token> encode_prompt(std::string_view t,
+                                            std::span<const std::pair<size_t, size_t>> plain) const override {
+    return inner_->encode_prompt(t, plain);
+  }
   std::string decode(std::span<const serving::Token> t) const override { return inner_->decode(t); }
   std::string token_bytes(serving::Token t) const override { return inner_->token_bytes(t); }
   bool is_end_of_generation(serving::Token t) const override { return inner_->is_end_of_generation(t); }

@@ -73,8 +73,8 @@ TEST(ToolCallCut, ChatIsALengthStopWithOnlyTheClosedCall) {
 }
 
 TEST(ToolCallCut, ModelEndingInsideACallGoesOnToTheLimit) {
-  // The script ends (EOS) inside the second call. That EOS is not taken (it left a call that
-  // cannot run: finish_reason "error", Anthropic 500); the output goes on to max_tokens.
+  // The script ends (EOS) inside the second call. That EOS is not taken (it would leave a call
+  // that cannot run); the output goes on to max_tokens.
   Harness h({}, {}, true, kHead);
   auto c = h.client();
   const std::string max = std::to_string(kHead.size() + 8);
