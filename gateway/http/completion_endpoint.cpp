@@ -86,6 +86,7 @@ void add_completion_endpoint(Router& router, EndpointEnv env) {
     try {
       job.sampling = sampling_for(request.sampling, request.raw ? protocol::Thinking::Off : frame.thinking);
       job.max_tokens = max_tokens_for(request.max_tokens);
+      job.speculation = request.sampling.speculation.value_or(true);
       if (auto* text = std::get_if<std::string>(&request.prompt)) {
         job.prompt = backend.encode(frame.head + *text + frame.tail);
         client_tokens = request.raw ? job.prompt.size() : backend.encode(*text).size();
