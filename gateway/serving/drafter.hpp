@@ -20,7 +20,8 @@ class Drafter {
 };
 
 // Prompt lookup: the longest recent suffix of the history (kNgramMax down to kNgramMin tokens)
-// that occurred before, and the tokens that followed its latest earlier occurrence.
+// that occurred before, and the tokens that followed its latest earlier occurrence (an older
+// one when the latest is followed by fewer than k tokens).
 constexpr size_t kNgramMin = 2, kNgramMax = 4;
 std::vector<Token> ngram_draft(std::span<const Token> history, size_t k);
 std::unique_ptr<Drafter> make_ngram_drafter();

@@ -11,14 +11,18 @@ std::vector<Token> ngram_draft(std::span<const Token> history, size_t k) {
   for (size_t len = std::min(kNgramMax, n > 0 ? n - 1 : 0); len >= kNgramMin; --len) {
     const std::span<const Token> suffix = history.subspan(n - len);
     // Latest earlier occurrence first: recent text is what agents rewrite. The match must end
-    // before the history does, so at least one token follows it.
-    for (size_t end = n - 1; end >= len; --end) {
-      if (!std::equal(suffix.begin(), suffix.end(), history.begin() + static_cast<std::ptrdiff_t>(end - len)))
-        continue;
+    // before the history does, so at least one token follows it; one that is followed by fewer
+    // than k tokens (inside a repeating run, the latest is one step back) gives way to an
+    // older one followed by more.
+    size_t best_end = 0, best_take = 0;
+    for (size_t end = n - 1; end >= len && best_take < k; --end) {
+      if (!std::equal(suffix.begin(), suffix.end(), history.begin() + static_cast<std::ptrdiff_t>(end - len))) continue;
       const size_t take = std::min(k, n - end);
-      return {history.begin() + static_cast<std::ptrdiff_t>(end),
-              history.begin() + static_cast<std::ptrdiff_t>(end + take)};
+      if (take > best_take) best_end = end, best_take = take;
     }
+    if (best_take)
+      return {history.begin() + static_cast<std::ptrdiff_t>(best_end),
+              history.begin() + static_cast<std::ptrdiff_t>(best_end + best_take)};
   }
   return {};
 }

@@ -24,6 +24,13 @@ TEST(NgramDrafter, LongestSuffixThenLatestOccurrence) {
   EXPECT_EQ(ngram_draft(V{1, 2, 3, 0, 1, 2, 4, 0, 6, 1, 2}, 1), (V{4}));
 }
 
+TEST(NgramDrafter, InsideARepeatingRunAnOlderMatchGivesTheFullDraft) {
+  // The latest "3 3 3 3" ends one token back (one token follows it); older ones are followed by
+  // more, and the draft takes k of them.
+  EXPECT_EQ(ngram_draft(V{3, 3, 3, 3, 3, 3, 3, 3, 3}, 3), (V{3, 3, 3}));
+  EXPECT_EQ(ngram_draft(V{1, 2, 1, 2, 1, 2, 1, 2}, 4), (V{1, 2, 1, 2}));
+}
+
 TEST(NgramDrafter, NoMatchOrNoRoomDraftsNothing) {
   EXPECT_TRUE(ngram_draft(V{1, 2, 3, 4, 5, 6}, 4).empty());
   EXPECT_TRUE(ngram_draft(V{1, 2, 1, 2}, 0).empty());
