@@ -5,17 +5,19 @@
 # drafted/accepted drafts and decode tok/s (thinking off, so temperature 0 is greedy). Every row's SHA-256 must equal K = 0's: exact
 # speculative decoding changes speed, never output; the last line says whether that held.
 #   scripts/speculation-sweep.sh MODEL [PROMPT]
-# Environment: BUILD_DIR (build), DS4D (the binary), DRAFTER (ngram), MAX_TOKENS (128),
+# Environment: BUILD_DIR (build), DS4D (the binary), DRAFTER (ngram), MAX_TOKENS (512),
 # THREADS (0: all cores), KS ("0 1 2 3 4 5 6"), RUNS (2).
 set -euo pipefail
 [ $# -ge 1 ] || { echo "usage: $0 MODEL [PROMPT]" >&2; exit 2; }
 MODEL=$1
-PROMPT=${2:-$'Here is a Python function:\n\ndef total(items):\n    result = 0\n    for item in items:\n        result = result + item.price * item.count\n    return result\n\nRewrite it exactly, adding a docstring.'}
+# The default asks the embedded agent model for a list it then repeats: the kind of output
+# prompt lookup drafts for. Its reply to code it should copy is short and not a copy.
+PROMPT=${2:-'Repeat this list exactly: apple, banana, cherry, date, elderberry, fig, grape, apple, banana, cherry, date, elderberry, fig, grape.'}
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
 DS4D=${DS4D:-$BUILD_DIR/daemon/ds4d}
 DRAFTER=${DRAFTER:-ngram}
-MAX_TOKENS=${MAX_TOKENS:-128}
+MAX_TOKENS=${MAX_TOKENS:-512}
 THREADS=${THREADS:-0}
 KS=${KS:-0 1 2 3 4 5 6}
 RUNS=${RUNS:-2}
