@@ -19,18 +19,15 @@ DrafterSpec parse_drafter(const std::string& value) {
     if (s.path.empty()) throw std::invalid_argument("'mtp:' needs a file: mtp:/path/to/model.mtp.gguf");
     return s;
   }
-  throw std::invalid_argument("'" + value + "' is not none, ngram or mtp:FILE (an MTP sidecar is written mtp:" +
-                              value + ")");
+  throw std::invalid_argument("'" + value + "' is not none, ngram or mtp:FILE (an MTP sidecar is written mtp:" + value +
+                              ")");
 }
 
 std::string drafter_name(const DrafterSpec& spec) {
   switch (spec.kind) {
-    case DrafterKind::ngram:
-      return "ngram";
-    case DrafterKind::mtp:
-      return "mtp:" + spec.path;
-    case DrafterKind::none:
-      break;
+    case DrafterKind::ngram: return "ngram";
+    case DrafterKind::mtp: return "mtp:" + spec.path;
+    case DrafterKind::none: break;
   }
   return "none";
 }

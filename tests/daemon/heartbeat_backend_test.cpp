@@ -2,9 +2,9 @@
 // and the wide verify too. It used to leave rollback_room() at the base class's 0, which turned
 // off, silently and only in the daemon, the weighing of declared tool names and every
 // speculative draft (docs/speculation.md §the-loop).
-#include <gtest/gtest.h>
-
 #include "daemon/heartbeat_backend.hpp"
+
+#include <gtest/gtest.h>
 
 namespace ds4::daemon {
 namespace {
