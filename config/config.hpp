@@ -84,8 +84,9 @@ struct Config {
     uint32_t checkpoint_interval_tokens = 16384;  // long prefills write a checkpoint this often
   } cache;
   struct Speculation {
-    std::string drafter;         // MTP GGUF; empty = no speculation
-    uint64_t sidecar_bytes = 0;  // plan override for the drafter's size; 0 = file size
+    std::string drafter = "none";  // none | ngram | mtp:FILE (drafter_spec.hpp)
+    uint32_t k = 4;                // drafts verified per step (0: no speculation)
+    uint64_t sidecar_bytes = 0;    // plan override for the drafter's size; 0 = file size
   } speculation;
   struct Log {
     std::string level = "info";   // trace debug info warn error critical off

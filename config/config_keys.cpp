@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "config/drafter_spec.hpp"
 #include "engine/planner/byte_size.hpp"
 
 namespace ds4::config {
@@ -272,8 +273,13 @@ std::vector<ConfigKey> build() {
   b.add("cache.checkpoint_interval_tokens", "tokens", "long prefills write a disk checkpoint this often (0: never)",
         UINT(cache.checkpoint_interval_tokens, u32max), KeyScope::daemon);
   // [speculation]
-  b.add("speculation.drafter", "path", "MTP drafter GGUF (empty: no speculative decoding)", STR(speculation.drafter),
-        KeyScope::both, "--drafter");
+  b.add(
+      "speculation.drafter", "none|ngram|mtp:FILE",
+      "exact speculative decoding: none, ngram (prompt lookup) or mtp:FILE (an MTP sidecar GGUF)",
+      [](Config& c, const std::string& v) { c.speculation.drafter = drafter_name(parse_drafter(v)); },
+      [](const Config& c) { return c.speculation.drafter; }, KeyScope::both, "--drafter");
+  b.add("speculation.k", "tokens", "drafts verified per decode step (0: no speculation)",
+        UINT(speculation.k, kMaxSpeculationK), KeyScope::daemon);
   b.add("speculation.sidecar_bytes", "bytes", "plan size of the drafter (0: its file size)",
         BYTES(speculation.sidecar_bytes));
   // [log]

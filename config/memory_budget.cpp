@@ -1,6 +1,7 @@
 // A configuration's memory plan; see memory_budget.hpp.
 #include "config/memory_budget.hpp"
 
+#include "config/drafter_spec.hpp"
 #include "engine/planner/plan_from_gguf.hpp"
 
 namespace ds4::config {
@@ -8,7 +9,9 @@ namespace ds4::config {
 planner::Plan plan_for_config(const Config& cfg, uint64_t mem_total_bytes) {
   planner::GgufPlanRequest r;
   r.model_path = cfg.model.path;
-  r.drafter_path = cfg.speculation.drafter;
+  // Only an MTP drafter has weights of its own; ngram costs nothing the plan counts.
+  const DrafterSpec drafter = parse_drafter(cfg.speculation.drafter);
+  if (drafter.kind == DrafterKind::mtp) r.drafter_path = drafter.path;
   if (cfg.speculation.sidecar_bytes != 0) r.sidecar_bytes = cfg.speculation.sidecar_bytes;
   r.budgets.context_tokens = cfg.model.context;
   r.budgets.hot_cache_bytes = cfg.cache.hot_bytes;

@@ -17,7 +17,9 @@
 #include <thread>
 #include <vector>
 
+#include "config/drafter_spec.hpp"
 #include "config/memory_budget.hpp"
+#include "daemon/drafter_check.hpp"
 #include "daemon/heartbeat_backend.hpp"
 #include "daemon/http_server_config.hpp"
 #include "daemon/memory_watch.hpp"
@@ -136,6 +138,13 @@ int run_daemon(const config::Config& given) {
   std::signal(SIGHUP, SIG_IGN);
 
   Notifier notifier;
+  try {
+    check_drafter(given);
+  } catch (const std::exception& e) {
+    spdlog::error("{}", e.what());
+    notifier.status(std::string("Failed: ") + e.what());
+    return config::kExitConfigError;
+  }
   const std::optional<config::Config> planned = with_budgets(given);
   if (!planned) {
     notifier.status("Failed: the memory plan could not be made (see the log)");
@@ -150,6 +159,12 @@ int run_daemon(const config::Config& given) {
   sc.disk_bytes = cfg.cache.disk_bytes;
   sc.checkpoint_min_tokens = cfg.cache.checkpoint_min_tokens;
   sc.checkpoint_interval_tokens = cfg.cache.checkpoint_interval_tokens;
+  // check_drafter() has refused every drafter but these two.
+  if (config::parse_drafter(cfg.speculation.drafter).kind == config::DrafterKind::ngram && cfg.speculation.k > 0) {
+    sc.drafter = serving::make_ngram_drafter();
+    sc.speculation_k = cfg.speculation.k;
+    spdlog::info("speculative decoding: ngram drafter, k = {}", cfg.speculation.k);
+  }
   serving::Service service(sc, metrics);
 
   MemoryWatch watch(cfg.memory, [&metrics](const MemorySample& s) {

@@ -34,6 +34,13 @@ class HeartbeatSequence final : public serving::EngineSequence {
   // without warm sessions, disk checkpoints or rollback (the base class's defaults say "not
   // supported"). A snapshot or restore of a long context is an engine call like a prefill chunk.
   size_t truncate_floor() const override { return inner_->truncate_floor(); }
+  // Without these the worker saw no rollback room: no weighing of declared tool names and no
+  // speculative drafts, silently (docs/speculation.md §the-loop).
+  size_t rollback_room() const override { return inner_->rollback_room(); }
+  std::vector<std::vector<float>> verify(std::span<const serving::Token> tokens) override {
+    CallGuard g(*h_);
+    return inner_->verify(tokens);
+  }
   void truncate(size_t n) override {
     CallGuard g(*h_);
     inner_->truncate(n);

@@ -92,6 +92,7 @@ void add_completion_endpoint(Router& router, EndpointEnv env) {
     try {
       job.sampling = sampling_for(request.sampling, request.raw ? protocol::Thinking::Off : frame.thinking);
       job.max_tokens = max_tokens_for(request.max_tokens);
+      job.speculation = request.sampling.speculation.value_or(true);
       if (auto* text = std::get_if<std::string>(&request.prompt)) {
         const std::vector<std::pair<size_t, size_t>> client{{frame.head.size(), frame.head.size() + text->size()}};
         const std::string whole = frame.head + *text + frame.tail;

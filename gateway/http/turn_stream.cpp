@@ -166,6 +166,8 @@ void TurnStream::on_finished(const serving::GenerationResult& result) {
   outcome.ds4d.contract = options_.contract;
   outcome.ds4d.cache = openai::CacheReport{serving::cache_source_name(result.usage.cache), result.usage.cached_tokens,
                                            result.usage.prompt_tokens};
+  if (result.usage.drafted_tokens)
+    outcome.ds4d.speculation = openai::SpeculationReport{result.usage.drafted_tokens, result.usage.accepted_tokens};
 
   if (options_.stream) {
     open(result.usage);

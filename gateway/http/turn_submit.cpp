@@ -65,6 +65,7 @@ std::variant<ChatTurn, Reply> prepare_chat_turn(const EndpointEnv& env, protocol
 
   try {
     turn.job.sampling = sampling_for(request.sampling, rendered.thinking);
+    turn.job.speculation = request.sampling.speculation.value_or(true);
     turn.job.max_tokens = max_tokens_for(request.max_tokens);
   } catch (const protocol::RequestError& e) {
     return request_error_reply(e, spec.style);

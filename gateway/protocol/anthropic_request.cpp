@@ -287,6 +287,7 @@ AnthropicRequest parse_anthropic_request(const json::value& body) {
 
   if (const auto* v = present(obj, "temperature")) chat.sampling.temperature = ranged(*v, "temperature", 0, 2);
   if (const auto* v = present(obj, "top_p")) chat.sampling.top_p = ranged(*v, "top_p", 0, 1);
+  if (const auto* v = present(obj, "speculation")) chat.sampling.speculation = bool_field(*v, "speculation");
   if (auto k = optional_u32(obj, "top_k", "")) chat.sampling.top_k = *k;
   if (auto n = optional_u32(obj, "max_tokens", "")) chat.max_tokens = n;
   if (const auto* v = present(obj, "stop_sequences")) {

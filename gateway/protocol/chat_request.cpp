@@ -198,6 +198,7 @@ void read_sampling(const json::object& obj, SamplingParams& s) {
     if (v->is_int64() && v->get_int64() < 0) s.seed = static_cast<uint64_t>(v->get_int64());  // two's complement
     else s.seed = integer_field(*v, "seed", 0, std::numeric_limits<uint64_t>::max());
   }
+  if (auto* v = obj.if_contains("speculation"); v && !v->is_null()) s.speculation = bool_field(*v, "speculation");
 }
 
 std::optional<uint32_t> read_max_tokens(const json::object& obj, bool chat) {

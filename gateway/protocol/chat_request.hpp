@@ -67,6 +67,8 @@ struct SamplingParams {
   std::optional<uint32_t> top_k;
   std::optional<double> min_p;
   std::optional<uint64_t> seed;
+  // ds4d's "speculation": false opts the request out of speculative decoding (same output).
+  std::optional<bool> speculation;
 };
 
 struct ChatRequest {

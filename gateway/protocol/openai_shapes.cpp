@@ -81,6 +81,10 @@ json::object ds4d_json(const Ds4dExtension& extension) {
                               {"cached_tokens", extension.cache->cached_tokens},
                               {"prompt_tokens", extension.cache->prompt_tokens}};
   }
+  if (extension.speculation) {
+    o["speculation"] = json::object{{"drafted_tokens", extension.speculation->drafted_tokens},
+                                    {"accepted_tokens", extension.speculation->accepted_tokens}};
+  }
   return o;
 }
 

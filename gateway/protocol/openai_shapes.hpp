@@ -60,9 +60,16 @@ struct CacheReport {
   uint64_t prompt_tokens = 0;
 };
 
+// Exact speculative decoding of the turn: drafts verified, and those accepted.
+struct SpeculationReport {
+  uint64_t drafted_tokens = 0;
+  uint64_t accepted_tokens = 0;
+};
+
 struct Ds4dExtension {
   std::optional<ContractReport> contract;
   std::optional<CacheReport> cache;
+  std::optional<SpeculationReport> speculation;  // only when the turn drafted
 };
 
 struct ReportedToolCall {

@@ -263,6 +263,7 @@ ResponsesRequest parse_responses_request(const json::value& body) {
     if (auto n = optional_u32(obj, key, "")) chat.max_tokens = n;
   if (const auto* v = present(obj, "temperature")) chat.sampling.temperature = ranged(*v, "temperature", 0, 2);
   if (const auto* v = present(obj, "top_p")) chat.sampling.top_p = ranged(*v, "top_p", 0, 1);
+  if (const auto* v = present(obj, "speculation")) chat.sampling.speculation = bool_field(*v, "speculation");
   if (const auto* v = present(obj, "stream")) chat.stream = bool_field(*v, "stream");
   read_responses_output_controls(obj, chat.output);
   return out;

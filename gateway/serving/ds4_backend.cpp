@@ -20,6 +20,7 @@ class Ds4Sequence final : public EngineSequence {
     else context_.prefill(tokens);
   }
   std::span<const float> logits() const override { return context_.logits(); }
+  std::vector<std::vector<float>> verify(std::span<const Token> tokens) override { return context_.verify(tokens); }
   size_t truncate_floor() const override { return context_.truncate_floor(); }
   size_t rollback_room() const override { return context_.rollback_room(); }
   void truncate(size_t n) override { context_.truncate(n); }

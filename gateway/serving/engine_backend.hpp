@@ -35,6 +35,17 @@ class EngineSequence {
   // The next-token logits after the last appended token (empty before the first append, and
   // possibly after truncate()).
   virtual std::span<const float> logits() const = 0;
+  // Appends tokens and returns the logits after each of them, which must equal appending them
+  // one at a time (exact speculative decoding checks drafts with them; the engine does it in one
+  // forward). The default appends them one at a time.
+  virtual std::vector<std::vector<float>> verify(std::span<const Token> tokens) {
+    std::vector<std::vector<float>> out;
+    for (const Token& t : tokens) {
+      append(std::span<const Token>(&t, 1));
+      out.emplace_back(logits().begin(), logits().end());
+    }
+    return out;
+  }
 
   // Restore points (the prefix cache uses them; a sequence without them is only ever extended
   // or cleared). truncate(n) takes the sequence back to its first n tokens, bit-identically to

@@ -51,6 +51,9 @@ struct GenerationUsage {
   double queue_seconds = 0;
   double prefill_seconds = 0;
   double decode_seconds = 0;
+  // Exact speculative decoding (docs/speculation.md): drafts verified, and those the target
+  // chose too (the rest were rejected). Both 0 when the turn did not speculate.
+  size_t drafted_tokens = 0, accepted_tokens = 0;
 };
 
 // One sampled token's log-probability and the likeliest alternatives (logprobs), from the
@@ -136,6 +139,9 @@ struct GenerationJob {
   // points kept for this job carry it, so the warm store keeps each session's latest turn
   // (cache/hot_store.hpp); which restore point a prompt uses is still its longest prefix.
   std::string session;
+  // false: no speculative decoding for this job (the request's "speculation": false). The
+  // output is the same either way; this only opts out of the drafting work.
+  bool speculation = true;
 };
 
 }  // namespace ds4::serving

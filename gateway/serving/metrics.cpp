@@ -52,6 +52,8 @@ Metrics::Metrics() {
   psi_full_ = &r.gauge("ds4d_psi_memory_full_avg10_ratio", "Memory pressure stall (full), 10 s average, 0-1.");
   load_progress_ = &r.gauge("ds4d_model_load_progress_ratio", "Model load progress, 0-1.");
   model_loaded_ = &r.gauge("ds4d_model_loaded", "1 when the model is loaded and serving.");
+  speculation_ = &r.counter("ds4d_speculative_tokens_total",
+                            "Speculative decoding drafts, by outcome: drafted, accepted, rejected.", {"outcome"});
 }
 
 void Metrics::count_request(std::string_view endpoint, int status) {
@@ -76,6 +78,12 @@ void Metrics::observe_decode(long tokens, double seconds) {
 void Metrics::observe_time_to_first_token(double seconds) { ttft_->observe({}, seconds); }
 void Metrics::set_queue_depth(long jobs) { queue_depth_->set({}, static_cast<double>(jobs)); }
 void Metrics::set_requests_running(long jobs) { running_->set({}, static_cast<double>(jobs)); }
+void Metrics::add_speculation(long drafted, long accepted) {
+  if (drafted <= 0) return;
+  speculation_->add({"drafted"}, static_cast<double>(drafted));
+  speculation_->add({"accepted"}, static_cast<double>(accepted));
+  speculation_->add({"rejected"}, static_cast<double>(drafted - accepted));
+}
 void Metrics::count_rejection(std::string_view reason) { rejections_->add({std::string(reason)}, 1); }
 void Metrics::count_contract_violation(std::string_view kind, std::string_view mode) {
   contract_violations_->add({std::string(kind), std::string(mode)}, 1);

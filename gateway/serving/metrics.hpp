@@ -32,6 +32,8 @@ class Metrics {
   void set_queue_depth(long jobs);
   void set_requests_running(long jobs);
   void count_rejection(std::string_view reason);  // queue_full, memory_floor, loading, shutting_down
+  // Exact speculative decoding of one generation: drafts verified and accepted (the rest rejected).
+  void add_speculation(long drafted, long accepted);
 
   // Echo contracts (reasoning/tool-call replay): one violation of `kind`, handled per `mode`.
   void count_contract_violation(std::string_view kind, std::string_view mode);
@@ -65,7 +67,8 @@ class Metrics {
   MetricFamily *requests_, *request_duration_, *prompt_tokens_, *completion_tokens_, *cached_tokens_,
       *prefill_throughput_, *decode_throughput_, *prefill_seconds_, *decode_seconds_, *ttft_, *queue_depth_, *running_,
       *rejections_, *contract_violations_, *cache_outcomes_, *checkpoint_events_, *checkpoint_bytes_, *kv_entries_,
-      *kv_bytes_, *mem_available_, *memory_floor_, *psi_some_, *psi_full_, *load_progress_, *model_loaded_;
+      *kv_bytes_, *mem_available_, *memory_floor_, *psi_some_, *psi_full_, *load_progress_, *model_loaded_,
+      *speculation_;
 };
 
 }  // namespace ds4::serving

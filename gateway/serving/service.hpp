@@ -47,6 +47,7 @@
 #include "gateway/cache/disk_store.hpp"
 #include "gateway/cache/hot_store.hpp"
 #include "gateway/protocol/contract_store.hpp"
+#include "gateway/serving/drafter.hpp"
 #include "gateway/serving/engine_backend.hpp"
 #include "gateway/serving/generation.hpp"
 #include "gateway/serving/metrics.hpp"
@@ -70,6 +71,10 @@ struct ServiceConfig {
   // differently when the turn lands in history (</think> when reasoning is dropped, a cut reply),
   // and a restored context cannot truncate behind its restore point.
   size_t prompt_point_margin_tokens = 2;
+  // Exact speculative decoding (speculator.hpp): the drafter (null: none) and the most drafts
+  // one step verifies (0: none). Used by the worker thread only.
+  std::shared_ptr<Drafter> drafter;
+  size_t speculation_k = 0;
 };
 
 struct Refusal {

@@ -9,6 +9,7 @@
 
 #include "gateway/cache/token_prefix.hpp"
 #include "gateway/serving/service.hpp"
+#include "gateway/serving/speculator.hpp"
 #include "gateway/serving/stop_sequence_filter.hpp"
 #include "gateway/serving/token_choice.hpp"
 
@@ -158,6 +159,9 @@ void Service::decode_turn(Turn& turn) {
   const auto start = Clock::now();
   std::vector<float> held;  // this step's logits while alternatives were weighed
   std::vector<float> seen;  // the logits each token was chosen from, for logprobs
+  // Chooses and feeds the tokens; with a drafter it verifies drafts on the way, choosing exactly
+  // the tokens this loop would choose without one (speculator.hpp).
+  Speculator spec(seq, job.speculation ? config_.drafter.get() : nullptr, config_.speculation_k, job.prompt);
   bool done = false;
   while (!done) {
     if (turn.interrupted()) break;
@@ -167,9 +171,9 @@ void Service::decode_turn(Turn& turn) {
     }
     // The token policy (DSML-safe sampling, tool_choice, declared names) may decide the token;
     // else the sampler.
-    Token t = choose_token(
-        job.policy.get(), seq, backend, [&](std::span<const float> l) { return sampler.sample(l); }, held, nullptr,
-        job.logit_bias, job.logprobs ? &seen : nullptr);
+    Token t = spec.choose(
+        job.policy.get(), backend, [&](std::span<const float> l) { return sampler.sample(l); }, held, job.logit_bias,
+        job.logprobs ? &seen : nullptr);
     if (usage.completion_tokens == 0) metrics_.observe_time_to_first_token(seconds_since(turn.q.enqueued));
     if (backend.is_end_of_generation(t)) {
       turn.ended(FinishReason::eos);
@@ -184,8 +188,12 @@ void Service::decode_turn(Turn& turn) {
     bool keep_going = out.release.empty() || job.sink->on_text(out.release);
     if (out.stopped) done = turn.ended(FinishReason::stop_sequence);
     else if (!keep_going) done = turn.ended(FinishReason::consumer_stop);
-    else if (usage.completion_tokens < limit) seq.append(std::span<const Token>(&t, 1));
+    else if (usage.completion_tokens < limit) spec.feed(t, limit - usage.completion_tokens);
   }
+  spec.finish();
+  usage.drafted_tokens = spec.counts().drafted;
+  usage.accepted_tokens = spec.counts().accepted;
+  metrics_.add_speculation(static_cast<long>(usage.drafted_tokens), static_cast<long>(usage.accepted_tokens));
   if (result.finish != FinishReason::stop_sequence) {
     std::string tail = stops.flush();
     if (!tail.empty()) job.sink->on_text(tail);

@@ -127,6 +127,31 @@ TEST(Config, EnvErrorsNameTheVariable) {
   }
 }
 
+// speculation.drafter is none, ngram or mtp:FILE: a bare path (the key's old meaning) and
+// typos are refused where they are set, naming the source, instead of being read as a file.
+TEST(Config, SpeculationDrafterIsNoneNgramOrMtpFile) {
+  EXPECT_EQ(load({}, Env{}).speculation.drafter, "none");
+  EXPECT_EQ(load({"--speculation-drafter", "ngram"}, Env{}).speculation.drafter, "ngram");
+  EXPECT_EQ(load({"--speculation-drafter", ""}, Env{}).speculation.drafter, "none");
+  EXPECT_EQ(load({"--drafter", "mtp:/m/x.mtp.gguf"}, Env{}).speculation.drafter, "mtp:/m/x.mtp.gguf");
+  Env env;
+  env.vars["DS4D_SPECULATION_DRAFTER"] = "ngram";
+  env.vars["DS4D_SPECULATION_K"] = "6";
+  const Config c = load({}, env);
+  EXPECT_EQ(c.speculation.drafter, "ngram");
+  EXPECT_EQ(c.speculation.k, 6u);
+  for (const std::string bad : {"/m/x.mtp.gguf", "mtp:", "n-gram", "None"}) {
+    try {
+      load({"--speculation-drafter", bad}, Env{});
+      ADD_FAILURE() << "accepted '" << bad << "'";
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find("speculation"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_THROW(load({"--speculation-k", "17"}, Env{}), ConfigError);
+  EXPECT_EQ(load({"--speculation-k", "0"}, Env{}).speculation.k, 0u);
+}
+
 TEST(Config, PrintConfigRoundTrips) {
   testing::TempDir d;
   Env env;

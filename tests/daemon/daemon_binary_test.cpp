@@ -160,6 +160,40 @@ TEST_F(DaemonBinary, ConfigErrorsExitWithTheConfigErrorStatus) {
   EXPECT_NE(log().find("without an API key"), std::string::npos) << log();
 }
 
+// An unusable speculation drafter stops the daemon at start with the config-error status and a
+// line naming the file and the reason; the old key took any value and served without it. The
+// exit is awaited with a deadline, so the old behaviour (serving) fails instead of hanging.
+TEST_F(DaemonBinary, UnusableDrafterIsAConfigErrorNamingFileAndReason) {
+  const auto exit_within = [&](pid_t pid) {
+    const auto deadline = std::chrono::steady_clock::now() + 30s;
+    int status = 0;
+    while (waitpid(pid, &status, WNOHANG) == 0) {
+      if (std::chrono::steady_clock::now() > deadline) return -1;  // TearDown kills it
+      std::this_thread::sleep_for(20ms);
+    }
+    children.erase(std::remove(children.begin(), children.end(), pid), children.end());
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  };
+  const std::string missing = dir.str() + "/missing.mtp.gguf";
+  pid_t d =
+      start(DS4D_DAEMON_BIN, {"--config", config(), "--speculation-drafter", "mtp:" + missing}, systemd.address());
+  EXPECT_EQ(exit_within(d), 78) << log();
+  EXPECT_NE(log().find("speculation.drafter mtp:" + missing + ": no such file"), std::string::npos) << log();
+  const std::string text = dir.str() + "/notes.mtp.gguf";
+  write_file(text, "not a model\n");
+  d = start(DS4D_DAEMON_BIN, {"--config", config(), "--speculation-drafter", "mtp:" + text}, systemd.address());
+  EXPECT_EQ(exit_within(d), 78) << log();
+  EXPECT_NE(log().find("mtp:" + text + ": not a GGUF file"), std::string::npos) << log();
+  // A GGUF that is no sidecar of this model (the model itself: no conversion fingerprint).
+  d = start(DS4D_DAEMON_BIN, {"--config", config(), "--speculation-drafter", "mtp:" + tiny_model()}, systemd.address());
+  EXPECT_EQ(exit_within(d), 78) << log();
+  EXPECT_NE(log().find("does not belong to the model"), std::string::npos) << log();
+  // A bare path (the key's old meaning) is refused by the configuration itself.
+  d = start(DS4D_DAEMON_BIN, {"--config", config(), "--speculation-drafter", missing}, systemd.address());
+  EXPECT_EQ(exit_within(d), 78) << log();
+  EXPECT_NE(log().find("is not none, ngram or mtp:FILE"), std::string::npos) << log();
+}
+
 TEST_F(DaemonBinary, RefusesNewWorkBelowTheMemoryFloor) {
   const pid_t d = start(DS4D_DAEMON_BIN, {"--config", config()}, systemd.address());
   await("READY=1", d);

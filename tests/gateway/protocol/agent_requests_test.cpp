@@ -279,3 +279,33 @@ TEST(ReasoningToken, RoundTripsAnyBytesAndRejectsForeignTokens) {
 
 }  // namespace
 }  // namespace ds4::protocol
+
+namespace ds4::protocol {
+namespace {
+
+// ds4d's "speculation": false reaches the sampling settings from all four request shapes, and a
+// value that is not a boolean is an error naming the field (docs/speculation.md §configuration).
+TEST(SpeculationField, EveryApiReadsTheOptOut) {
+  const auto p = [](std::string_view s) { return boost::json::parse(s); };
+  EXPECT_EQ(
+      parse_chat_request(p(R"({"messages":[{"role":"user","content":"x"}],"speculation":false})")).sampling.speculation,
+      std::optional<bool>(false));
+  EXPECT_FALSE(parse_chat_request(p(R"({"messages":[{"role":"user","content":"x"}]})")).sampling.speculation);
+  EXPECT_EQ(parse_completion_request(p(R"({"prompt":"x","speculation":false})")).sampling.speculation,
+            std::optional<bool>(false));
+  EXPECT_EQ(parse_anthropic_request(
+                p(R"({"model":"m","max_tokens":5,"messages":[{"role":"user","content":"x"}],"speculation":false})"))
+                .chat.sampling.speculation,
+            std::optional<bool>(false));
+  EXPECT_EQ(parse_responses_request(p(R"({"input":"x","speculation":false})")).chat.sampling.speculation,
+            std::optional<bool>(false));
+  try {
+    parse_chat_request(p(R"({"messages":[{"role":"user","content":"x"}],"speculation":"no"})"));
+    ADD_FAILURE() << "accepted a string";
+  } catch (const RequestError& e) {
+    EXPECT_EQ(e.param, "speculation");
+  }
+}
+
+}  // namespace
+}  // namespace ds4::protocol
