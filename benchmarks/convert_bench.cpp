@@ -25,10 +25,10 @@
 #include <thread>
 #include <vector>
 
-#include "engine/convert/converter.hpp"
-#include "engine/convert/official_formats.hpp"
 #include "engine/gguf/ds4_layout.hpp"
 #include "engine/quant/quant.hpp"
+#include "toolchain/convert/converter.hpp"
+#include "toolchain/convert/official_formats.hpp"
 
 namespace {
 

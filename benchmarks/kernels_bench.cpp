@@ -16,9 +16,9 @@
 #include <string>
 #include <vector>
 
-#include "engine/kernels/kernel_bench.hpp"
 #include "engine/kernels/matmul.hpp"
 #include "engine/kernels/read_stream.hpp"
+#include "toolchain/bench/kernel_bench.hpp"
 
 namespace {
 

@@ -29,12 +29,12 @@
 
 #include "ds4ctl/command_registry.hpp"
 #include "engine/gguf/gguf_reader.hpp"
-#include "engine/kernels/kernel_bench.hpp"
 #include "engine/kernels/thread_pool.hpp"
 #include "engine/model/model.hpp"
 #include "engine/quant/quant.hpp"
 #include "engine/sampler/random.hpp"
 #include "engine/sampler/sampler.hpp"
+#include "toolchain/bench/kernel_bench.hpp"
 
 namespace {
 

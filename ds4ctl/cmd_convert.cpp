@@ -1,5 +1,5 @@
 // `ds4ctl convert SRC_DIR -o OUT.gguf --recipe q2|q4|mxfp4|FILE.toml [--imatrix F] [--threads N]`: the
-// official DS4 Flash checkpoint to the GGUF this engine loads (engine/convert). Writes the audit
+// official DS4 Flash checkpoint to the GGUF this engine loads (toolchain/convert). Writes the audit
 // next to the output (OUT.audit.json, OUT.audit.txt). Interrupted runs resume when rerun with
 // the same arguments. Progress: a bar with ETA on a terminal, one plain line per ~5% otherwise.
 // Exit status: 0 done, 1 conversion error (message names file and tensor), 2 usage.
@@ -11,10 +11,10 @@
 #include <memory>
 
 #include "ds4ctl/command_registry.hpp"
-#include "engine/convert/audit.hpp"
-#include "engine/convert/convert_error.hpp"
-#include "engine/convert/converter.hpp"
 #include "engine/gguf/gguf_error.hpp"
+#include "toolchain/convert/audit.hpp"
+#include "toolchain/convert/convert_error.hpp"
+#include "toolchain/convert/converter.hpp"
 
 namespace {
 

@@ -7,7 +7,7 @@
 #include <memory>
 
 #include "ds4ctl/command_registry.hpp"
-#include "engine/convert/export_official.hpp"
+#include "toolchain/convert/export_official.hpp"
 
 namespace {
 

@@ -1,12 +1,12 @@
 // `ds4ctl export-w4a16 SRC_DIR -o DIR [--max-shard-bytes N]`: the official checkpoint as a
-// compressed-tensors W4A16 checkpoint for vLLM (engine/convert/export_w4a16.hpp), with the SNR
+// compressed-tensors W4A16 checkpoint for vLLM (toolchain/convert/export_w4a16.hpp), with the SNR
 // of every tensor in DIR/w4a16.audit.{json,txt}.
 #include <fmt/core.h>
 
 #include <memory>
 
 #include "ds4ctl/command_registry.hpp"
-#include "engine/convert/export_w4a16.hpp"
+#include "toolchain/convert/export_w4a16.hpp"
 
 namespace {
 

@@ -1,5 +1,5 @@
 // `ds4ctl forge --preset tiny|bench --seed S -o FILE.gguf`: writes a DS4-layout GGUF with random
-// weights (engine/gguf/forge). Same preset and seed give the same bytes. Prints the file size,
+// weights (toolchain/forge). Same preset and seed give the same bytes. Prints the file size,
 // the weight bytes and the weight bytes one decoded token reads.
 #include <fmt/core.h>
 
@@ -7,7 +7,7 @@
 #include <memory>
 
 #include "ds4ctl/command_registry.hpp"
-#include "engine/gguf/forge/forge.hpp"
+#include "toolchain/forge/forge.hpp"
 
 namespace {
 

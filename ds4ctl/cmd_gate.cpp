@@ -7,7 +7,7 @@
 #include <memory>
 
 #include "ds4ctl/command_registry.hpp"
-#include "engine/convert/surgery/quality_gate.hpp"
+#include "toolchain/convert/surgery/quality_gate.hpp"
 
 namespace {
 

@@ -11,10 +11,10 @@
 #include <sstream>
 
 #include "ds4ctl/command_registry.hpp"
-#include "engine/convert/official_config.hpp"
-#include "engine/convert/safetensors.hpp"
-#include "engine/convert/surgery/hash_route.hpp"
 #include "engine/tokenizer/tokenizer.hpp"
+#include "toolchain/convert/official_config.hpp"
+#include "toolchain/convert/safetensors.hpp"
+#include "toolchain/convert/surgery/hash_route.hpp"
 
 namespace {
 

@@ -1,5 +1,5 @@
 // `ds4ctl imatrix -m MODEL.gguf --text FILE -o imatrix.dat [--chunk N] [--chunks K]`: collects
-// the importance matrix with our engine (engine/imatrix) and writes GGML's imatrix file, then a
+// the importance matrix with our engine (toolchain/imatrix) and writes GGML's imatrix file, then a
 // coverage report: per routed layer, the fraction of experts that calibration tokens reached
 // (an expert no token chose gets neutral importance 1.0). Exit 0 done, 1 error.
 #include <fmt/core.h>
@@ -9,8 +9,8 @@
 #include <memory>
 
 #include "ds4ctl/command_registry.hpp"
-#include "engine/convert/imatrix_file.hpp"
-#include "engine/imatrix/imatrix_collector.hpp"
+#include "toolchain/convert/imatrix_file.hpp"
+#include "toolchain/imatrix/imatrix_collector.hpp"
 
 namespace {
 

@@ -1,7 +1,7 @@
 // `ds4ctl quantize -i FLOAT.gguf -o MODEL.gguf [--recipe q2|q4|FILE.toml] [--dequantized F32.gguf]`:
 // re-encodes a DS4-layout GGUF whose tensors are F32 (what tools/tinyagent/export.py writes from a
 // trained PyTorch model) by a type recipe, with the converter's recipes and row quantizer
-// (engine/convert: the same code `ds4ctl convert` applies to official checkpoints):
+// (toolchain/convert: the same code `ds4ctl convert` applies to official checkpoints):
 //   q2 (default): routed gate/up IQ2_XXS, routed down Q2_K; attention, shared expert and output
 //   Q8_0; embedding, HC, compressor, indexer and router F16; norms and HC scale/base F32;
 //   tid2eid I32 as given. q4 makes the routed experts Q4_K and keeps the rest.
@@ -17,12 +17,12 @@
 #include <vector>
 
 #include "ds4ctl/command_registry.hpp"
-#include "engine/convert/converter.hpp"
-#include "engine/convert/recipe.hpp"
 #include "engine/gguf/ds4_layout.hpp"
 #include "engine/gguf/gguf_reader.hpp"
 #include "engine/gguf/gguf_writer.hpp"
 #include "engine/quant/quant.hpp"
+#include "toolchain/convert/converter.hpp"
+#include "toolchain/convert/recipe.hpp"
 
 namespace {
 

@@ -8,7 +8,7 @@
 #include <optional>
 
 #include "ds4ctl/command_registry.hpp"
-#include "engine/convert/surgery/surgery.hpp"
+#include "toolchain/convert/surgery/surgery.hpp"
 
 namespace {
 

@@ -1,12 +1,12 @@
 // `ds4ctl verify-sidecar MAIN.gguf MTP.gguf`: exit 0 when the MTP sidecar was converted from the
 // same source revision (and in the same conversion) as the main model, 1 with the reason
-// otherwise (engine/convert/mtp_sidecar.hpp).
+// otherwise (toolchain/convert/mtp_sidecar.hpp).
 #include <fmt/core.h>
 
 #include <memory>
 
 #include "ds4ctl/command_registry.hpp"
-#include "engine/convert/mtp_sidecar.hpp"
+#include "toolchain/convert/mtp_sidecar.hpp"
 
 namespace {
 

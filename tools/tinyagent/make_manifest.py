@@ -26,7 +26,7 @@ FAMILIES = {
 
 
 def families(recipe):
-    """FAMILIES for the q2 recipe; the q4 recipe differs only in the routed experts (engine/convert/recipe)."""
+    """FAMILIES for the q2 recipe; the q4 recipe differs only in the routed experts (toolchain/convert/recipe)."""
     f = dict(FAMILIES)
     if recipe == "q4":
         f["routed experts (ffn_gate_exps, ffn_up_exps)"] = "q4_K"
@@ -117,7 +117,7 @@ def main():
         "parameters": int(cfg.group(1)) if cfg else None,
         "training": training,
         "quantization": {"recipe": a.recipe, "by_family": families(a.recipe),
-                         "tool": "ds4ctl quantize (engine/convert recipe + quantize_rows)"},
+                         "tool": "ds4ctl quantize (toolchain/convert recipe + quantize_rows)"},
         "quality_decoding": "greedy as the server decodes tool requests (ds4ctl eval-agent default): declared tool "
                             "and parameter names only, value spelling by schema type, a choice among several names "
                             "weighed whole by the model (a tool name with its call's opening up to its first "

@@ -1,0 +1,76 @@
+# ds4_forbid_links(DIRECTORY <dir> FORBIDDEN <target>...)
+#
+# Fails the configure step if a library defined in <dir> (or below it) links one of the
+# FORBIDDEN targets, directly or through any library it links, PRIVATE or PUBLIC. The engine
+# uses it to keep its promise (engine/CMakeLists.txt): no JSON and no TOML in what ds4d runs;
+# the offline toolchain (toolchain/) is where those belong. Call it after every target is defined.
+# tests/lint/link_check proves that it fires.
+
+# Appends to <out_var> the targets in <dir> and its subdirectories.
+function(_ds4_targets_below dir out_var)
+  get_property(targets DIRECTORY ${dir} PROPERTY BUILDSYSTEM_TARGETS)
+  get_property(subdirs DIRECTORY ${dir} PROPERTY SUBDIRECTORIES)
+  foreach(sub ${subdirs})
+    _ds4_targets_below(${sub} sub_targets)
+    list(APPEND targets ${sub_targets})
+  endforeach()
+  set(${out_var} ${targets} PARENT_SCOPE)
+endfunction()
+
+# The target a link item names: $<LINK_ONLY:x> (a static library's PRIVATE link) unwrapped,
+# aliases resolved; other generator expressions and plain flags are left as they are.
+function(_ds4_link_item_target item out_var)
+  string(REGEX REPLACE "^\\$<LINK_ONLY:(.*)>$" "\\1" item "${item}")
+  if(TARGET ${item})
+    get_target_property(aliased ${item} ALIASED_TARGET)
+    if(aliased)
+      set(item ${aliased})
+    endif()
+  endif()
+  set(${out_var} "${item}" PARENT_SCOPE)
+endfunction()
+
+function(ds4_forbid_links)
+  cmake_parse_arguments(PARSE_ARGV 0 ARG "" "DIRECTORY" "FORBIDDEN")
+  set(forbidden "")
+  foreach(f ${ARG_FORBIDDEN})
+    _ds4_link_item_target(${f} resolved)
+    list(APPEND forbidden ${resolved})
+  endforeach()
+  _ds4_targets_below(${ARG_DIRECTORY} roots)
+  foreach(root ${roots})
+    get_target_property(type ${root} TYPE)
+    if(type STREQUAL "UTILITY")
+      continue()
+    endif()
+    # Breadth-first over the link graph; `path` remembers how each target was reached.
+    set(queue ${root})
+    set(seen ${root})
+    string(MAKE_C_IDENTIFIER "path_${root}" key)
+    set(${key} ${root})
+    while(queue)
+      list(POP_FRONT queue current)
+      string(MAKE_C_IDENTIFIER "path_${current}" current_key)
+      set(items "")
+      foreach(property LINK_LIBRARIES INTERFACE_LINK_LIBRARIES)
+        get_target_property(values ${current} ${property})
+        if(values)
+          list(APPEND items ${values})
+        endif()
+      endforeach()
+      foreach(item ${items})
+        _ds4_link_item_target("${item}" next)
+        if(next IN_LIST forbidden)
+          message(FATAL_ERROR "ds4_forbid_links: ${root} (in ${ARG_DIRECTORY}) links ${next}: "
+            "${${current_key}} -> ${next}. Code that needs it belongs outside ${ARG_DIRECTORY}.")
+        endif()
+        if(TARGET ${next} AND NOT next IN_LIST seen)
+          list(APPEND seen ${next})
+          list(APPEND queue ${next})
+          string(MAKE_C_IDENTIFIER "path_${next}" next_key)
+          set(${next_key} "${${current_key}} -> ${next}")
+        endif()
+      endforeach()
+    endwhile()
+  endforeach()
+endfunction()

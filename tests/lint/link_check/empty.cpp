@@ -1,0 +1,1 @@
+// Empty: the fixture is only configured, never built.

@@ -1,0 +1,83 @@
+// MTP sidecar catalogue, names and binding check; see mtp_sidecar.hpp.
+#include "toolchain/convert/mtp_sidecar.hpp"
+
+#include "engine/gguf/gguf_reader.hpp"
+#include "toolchain/convert/convert_error.hpp"
+#include "toolchain/convert/official_layout.hpp"
+
+namespace ds4::convert {
+
+using gguf::Family;
+using quant::Type;
+
+std::vector<gguf::TensorRule> mtp_catalogue(const gguf::Ds4Dims& d) {
+  // The block is a ratio-0 layer (no compressor, indexer or tid2eid); take those rules from the
+  // main catalogue of layer 0 and rename them.
+  gguf::Ds4Dims one = d;
+  one.n_layer = 1;
+  one.compress_ratios = {0};
+  one.n_hash_layer = 0;
+  std::vector<gguf::TensorRule> out;
+  const int L = static_cast<int>(d.n_layer);
+  const uint64_t E = d.n_embd;
+  auto add = [&](std::string name, Family fam, std::vector<Type> types, std::vector<uint64_t> dims) {
+    out.push_back({"mtp.0." + std::move(name), fam, std::move(types), std::move(dims), true, L});
+  };
+  add("hc_head_base.weight", Family::HyperConnection, {Type::F32}, {d.hc_count});
+  add("hc_head_fn.weight", Family::HyperConnection, {Type::F16, Type::F32}, {d.hc_dim(), d.hc_count});
+  add("hc_head_scale.weight", Family::HyperConnection, {Type::F32}, {1});
+  add("e_proj.weight", Family::Attention, {Type::Q8_0}, {E, E});
+  add("h_proj.weight", Family::Attention, {Type::Q8_0}, {E, E});
+  add("enorm.weight", Family::Norms, {Type::F32}, {E});
+  add("hnorm.weight", Family::Norms, {Type::F32}, {E});
+  add("norm.weight", Family::Norms, {Type::F32}, {E});
+  for (gguf::TensorRule r : gguf::ds4_tensor_catalogue(one)) {
+    if (r.layer != 0) continue;
+    r.name = "mtp.0." + r.name.substr(std::string("blk.0.").size());
+    r.layer = L;
+    r.required = true;  // exp_probs_b is required here
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+std::string mtp_official_name(const gguf::TensorRule& rule) {
+  const std::string local = rule.name.substr(std::string("mtp.0.").size());
+  for (const char* own : {"e_proj.weight", "h_proj.weight", "enorm.weight", "hnorm.weight", "norm.weight"})
+    if (local == own) return rule.name;
+  if (local.rfind("hc_head_", 0) == 0) return "mtp.0." + local.substr(0, local.size() - std::string(".weight").size());
+  // A block tensor: map as layer 0 and swap the prefix.
+  gguf::TensorRule as_layer = rule;
+  as_layer.name = "blk.0." + local;
+  as_layer.layer = 0;
+  const std::optional<std::string> hf = official_name(as_layer);
+  if (!hf) throw ConvertError("", rule.name, "no official name for this MTP tensor");
+  return "mtp.0." + hf->substr(std::string("layers.0.").size());
+}
+
+std::string sidecar_path_for(const std::string& output) {
+  const std::string ext = ".gguf";
+  const bool has = output.size() > ext.size() && output.compare(output.size() - ext.size(), ext.size(), ext) == 0;
+  return (has ? output.substr(0, output.size() - ext.size()) : output) + ".mtp.gguf";
+}
+
+void verify_sidecar(const std::string& main_gguf, const std::string& sidecar_gguf) {
+  const gguf::GgufFile m = gguf::GgufFile::open(main_gguf);
+  const gguf::GgufFile s = gguf::GgufFile::open(sidecar_gguf);
+  const std::string fp = "ds4d.convert.source_fingerprint", id = "ds4d.convert.artifact_id";
+  for (const gguf::GgufFile* f : {&m, &s})
+    if (!f->has(fp) || !f->has(id))
+      throw ConvertError(f->path(), "", "has no " + fp + " / " + id + " (not written by ds4ctl convert)");
+  if (s.get<std::string>(fp) != m.get<std::string>(fp))
+    throw ConvertError(sidecar_gguf, "",
+                       "MTP sidecar from another source revision: fingerprint " + s.get<std::string>(fp) +
+                           ", the main model's is " + m.get<std::string>(fp));
+  if (s.get<std::string>(id) != m.get<std::string>(id))
+    throw ConvertError(sidecar_gguf, "",
+                       "MTP sidecar from another conversion: artifact " + s.get<std::string>(id) +
+                           ", the main model is " + m.get<std::string>(id));
+  if (s.get_or<std::string>("ds4d.convert.role", "") != "mtp")
+    throw ConvertError(sidecar_gguf, "", "is not an MTP sidecar (ds4d.convert.role != mtp)");
+}
+
+}  // namespace ds4::convert
