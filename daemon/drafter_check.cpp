@@ -6,8 +6,8 @@
 #include <system_error>
 
 #include "config/drafter_spec.hpp"
-#include "engine/convert/mtp_sidecar.hpp"
 #include "engine/gguf/gguf_reader.hpp"
+#include "engine/gguf/sidecar_binding.hpp"
 
 namespace ds4::daemon {
 
@@ -24,7 +24,7 @@ void check_drafter(const config::Config& cfg) {
     throw std::runtime_error(what + "not a GGUF file (" + e.what() + ")");
   }
   try {
-    convert::verify_sidecar(cfg.model.path, spec.path);
+    gguf::check_sidecar_binding(cfg.model.path, spec.path);
   } catch (const std::exception& e) {
     throw std::runtime_error(what + "does not belong to the model " + cfg.model.path + ": " + e.what());
   }

@@ -1,7 +1,9 @@
 // MTP sidecar catalogue, names and binding check; see mtp_sidecar.hpp.
 #include "toolchain/convert/mtp_sidecar.hpp"
 
+#include "engine/gguf/gguf_error.hpp"
 #include "engine/gguf/gguf_reader.hpp"
+#include "engine/gguf/sidecar_binding.hpp"
 #include "toolchain/convert/convert_error.hpp"
 #include "toolchain/convert/official_layout.hpp"
 
@@ -62,22 +64,11 @@ std::string sidecar_path_for(const std::string& output) {
 }
 
 void verify_sidecar(const std::string& main_gguf, const std::string& sidecar_gguf) {
-  const gguf::GgufFile m = gguf::GgufFile::open(main_gguf);
-  const gguf::GgufFile s = gguf::GgufFile::open(sidecar_gguf);
-  const std::string fp = "ds4d.convert.source_fingerprint", id = "ds4d.convert.artifact_id";
-  for (const gguf::GgufFile* f : {&m, &s})
-    if (!f->has(fp) || !f->has(id))
-      throw ConvertError(f->path(), "", "has no " + fp + " / " + id + " (not written by ds4ctl convert)");
-  if (s.get<std::string>(fp) != m.get<std::string>(fp))
-    throw ConvertError(sidecar_gguf, "",
-                       "MTP sidecar from another source revision: fingerprint " + s.get<std::string>(fp) +
-                           ", the main model's is " + m.get<std::string>(fp));
-  if (s.get<std::string>(id) != m.get<std::string>(id))
-    throw ConvertError(sidecar_gguf, "",
-                       "MTP sidecar from another conversion: artifact " + s.get<std::string>(id) +
-                           ", the main model is " + m.get<std::string>(id));
-  if (s.get_or<std::string>("ds4d.convert.role", "") != "mtp")
-    throw ConvertError(sidecar_gguf, "", "is not an MTP sidecar (ds4d.convert.role != mtp)");
+  try {
+    gguf::check_sidecar_binding(main_gguf, sidecar_gguf);
+  } catch (const gguf::GgufError& e) {
+    throw ConvertError(e.path(), "", e.detail());
+  }
 }
 
 }  // namespace ds4::convert

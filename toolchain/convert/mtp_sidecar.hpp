@@ -23,7 +23,7 @@ std::string mtp_official_name(const gguf::TensorRule& rule);
 std::string sidecar_path_for(const std::string& output);
 
 // Throws ConvertError naming the sidecar when it is not bound to `main_gguf` (different source
-// fingerprint or artifact id, or missing keys).
+// fingerprint or artifact id, or missing keys): gguf::check_sidecar_binding, which ds4d uses.
 void verify_sidecar(const std::string& main_gguf, const std::string& sidecar_gguf);
 
 }  // namespace ds4::convert
