@@ -18,8 +18,8 @@ void check_sidecar_binding(const std::string& main_gguf, const std::string& side
                         ", the main model's is " + m.get<std::string>(fp));
   if (s.get<std::string>(id) != m.get<std::string>(id))
     throw GgufError(sidecar_gguf, std::nullopt,
-                    "MTP sidecar from another conversion: artifact " + s.get<std::string>(id) +
-                        ", the main model is " + m.get<std::string>(id));
+                    "MTP sidecar from another conversion: artifact " + s.get<std::string>(id) + ", the main model is " +
+                        m.get<std::string>(id));
   if (s.get_or<std::string>("ds4d.convert.role", "") != "mtp")
     throw GgufError(sidecar_gguf, std::nullopt, "is not an MTP sidecar (ds4d.convert.role != mtp)");
 }

@@ -10,7 +10,7 @@ mkdir -p "$out/corpus" "$out/artifacts"
 p="$root/gateway/protocol"
 sources=(
   "$root/tests/gateway/fuzz/client_text_fuzz.cpp"
-  "$p"/{chat_request,chat_render,contract_store,dsml_format,json_fields,json_scan,tool_call_id}.cpp
+  "$p"/{chat_request,chat_render,contract_store,dsml_format,json_fields,json_scan,output_controls,tool_call_id}.cpp
   "$p/fuzz/boost_json_src.cpp"
   "$root"/engine/tokenizer/{byte_level,joyai_pretokenizer,bpe_merger,tokenizer,tokenizer_gguf}.cpp
   "$root"/engine/gguf/{gguf_error,gguf_value,mapped_file,gguf_reader}.cpp
