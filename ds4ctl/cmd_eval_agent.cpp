@@ -2,7 +2,7 @@
 //  [--min-plain R] [--max-new N] [--show] [--free]`: measures a model's agent behaviour by this engine (greedy,
 // under the server's token rules for tool requests unless --free): right
 // DSML tool calls, answers that use tool results, no tool call on plain chat, separately for
-// tool schemas seen in training and held-out ones (tools/tinyagent/eval/agent_eval.hpp). With
+// tool schemas seen in training and held-out ones (ds4ctl/eval_agent/agent_eval.hpp). With
 // --min-* it exits 1 when a rate (seen and held-out each) is below the bound, so a test can hold
 // a model to its quality.
 #include <fmt/core.h>
@@ -13,7 +13,7 @@
 #include "ds4ctl/command_registry.hpp"
 #include "ds4ctl/default_model.hpp"
 #include "engine/model/model.hpp"
-#include "tools/tinyagent/eval/agent_eval.hpp"
+#include "ds4ctl/eval_agent/agent_eval.hpp"
 
 namespace {
 

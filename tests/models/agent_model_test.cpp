@@ -14,7 +14,7 @@
 
 #include "engine/model/model.hpp"
 #include "tests/engine/model/tiny_cases.hpp"
-#include "tools/tinyagent/eval/agent_eval.hpp"
+#include "ds4ctl/eval_agent/agent_eval.hpp"
 
 namespace {
 

@@ -1,5 +1,5 @@
 // Agent-quality evaluation; see agent_eval.hpp.
-#include "tools/tinyagent/eval/agent_eval.hpp"
+#include "ds4ctl/eval_agent/agent_eval.hpp"
 
 #include <algorithm>
 #include <boost/json.hpp>
