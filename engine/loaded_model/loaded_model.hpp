@@ -33,7 +33,6 @@ class ModelLoadError : public std::runtime_error {
 
 // Maps and binds the weights (Model::load, `progress` as there), then reads the tokenizer from
 // the same file's metadata. Throws ModelLoadError.
-LoadedModel load_model(const std::filesystem::path& path, const LoadOptions& options = {},
-                       LoadProgress progress = {});
+LoadedModel load_model(const std::filesystem::path& path, const LoadOptions& options = {}, LoadProgress progress = {});
 
 }  // namespace ds4

@@ -154,9 +154,7 @@ TEST_F(ServedDecoding, AnswerAndPlainChatSampled) {
   expect_same(request_of_kind("plain"), agent_eval::Decoding::Served, sampled(5));
 }
 
-TEST_F(ServedDecoding, ModelAloneGreedy) {
-  expect_same(request_of_kind("call"), agent_eval::Decoding::Free, greedy());
-}
+TEST_F(ServedDecoding, ModelAloneGreedy) { expect_same(request_of_kind("call"), agent_eval::Decoding::Free, greedy()); }
 
 }  // namespace
 }  // namespace ds4

@@ -1,6 +1,8 @@
 // load_model: the model and its tokenizer from one GGUF (the embedded agent model), and the
 // errors a user sees when the file is missing, not a GGUF, or carries a tokenizer the engine
 // cannot use: each names the file and the part that failed.
+#include "engine/loaded_model/loaded_model.hpp"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -9,7 +11,6 @@
 
 #include "engine/gguf/gguf_reader.hpp"
 #include "engine/gguf/gguf_writer.hpp"
-#include "engine/loaded_model/loaded_model.hpp"
 
 namespace ds4 {
 namespace {
