@@ -27,9 +27,9 @@
 #include "daemon/weight_pin.hpp"
 #include "daemon/worker_heartbeat.hpp"
 #include "engine/gguf/gguf_reader.hpp"
+#include "engine/loaded_model/loaded_model.hpp"
 #include "engine/model/model.hpp"
 #include "engine/planner/byte_size.hpp"
-#include "engine/tokenizer/tokenizer.hpp"
 #include "gateway/http/server.hpp"
 #include "gateway/serving/ds4_backend.hpp"
 #include "gateway/serving/metrics.hpp"
@@ -72,17 +72,18 @@ void load_model(const config::Config& cfg, serving::Service& service, std::share
     LoadOptions lo;
     lo.threads = cfg.model.threads;
     lo.populate = cfg.model.pin == config::PinMode::lock;  // MAP_POPULATE before mlock
-    auto model = Model::load(cfg.model.path, lo, [&](double f, std::string_view) {
+    LoadedModel loaded = load_model(cfg.model.path, lo, [&](double f, std::string_view) {
       progress.store(f);
       service.set_load_progress(f);
     });
-    auto tokenizer = tokenizer::Tokenizer::from_gguf(model->gguf());
-    pin = WeightPin::pin(cfg.model.pin, model->gguf().base(), model->gguf().size());
+    const auto& file = loaded.model->gguf();
+    pin = WeightPin::pin(cfg.model.pin, file.base(), file.size());
     if (cfg.model.pin != config::PinMode::none)
       spdlog::info("weights pinned ({}): {}", config::pin_mode_name(cfg.model.pin), planner::format_gib(pin.bytes()));
     ContextOptions co;
     co.context_length = static_cast<uint32_t>(cfg.model.context.value_or(0));
-    auto backend = std::make_shared<serving::Ds4Backend>(model, std::move(tokenizer), std::string(), co);
+    auto backend =
+        std::make_shared<serving::Ds4Backend>(std::move(loaded.model), std::move(loaded.tokenizer), std::string(), co);
     id = backend->model_id();
     service.set_backend(with_heartbeat(backend, heartbeat));
   } catch (const std::exception& e) {

@@ -2,7 +2,7 @@
 //  [--min-plain R] [--max-new N] [--show] [--free]`: measures a model's agent behaviour by this engine (greedy,
 // under the server's token rules for tool requests unless --free): right
 // DSML tool calls, answers that use tool results, no tool call on plain chat, separately for
-// tool schemas seen in training and held-out ones (tools/tinyagent/eval/agent_eval.hpp). With
+// tool schemas seen in training and held-out ones (ds4ctl/eval_agent/agent_eval.hpp). With
 // --min-* it exits 1 when a rate (seen and held-out each) is below the bound, so a test can hold
 // a model to its quality.
 #include <fmt/core.h>
@@ -12,8 +12,9 @@
 
 #include "ds4ctl/command_registry.hpp"
 #include "ds4ctl/default_model.hpp"
+#include "ds4ctl/eval_agent/agent_eval.hpp"
 #include "engine/model/model.hpp"
-#include "tools/tinyagent/eval/agent_eval.hpp"
+#include "gateway/serving/ds4_backend.hpp"
 
 namespace {
 
@@ -30,10 +31,10 @@ int run_eval(const EvalArgs& a) {
   ds4::LoadOptions lo;
   lo.threads = a.threads;
   lo.arithmetic = a.exact ? ds4::Arithmetic::Exact : ds4::Arithmetic::Fast;
-  auto model = ds4::Model::load(a.model, lo);
+  const auto backend = ds4::serving::Ds4Backend::load(a.model, lo);
   std::vector<Case> cases = load_cases(a.cases);
   if (a.limit && cases.size() > a.limit) cases.resize(a.limit);
-  const Report r = evaluate(model, cases, a.max_new, a.free ? Decoding::Free : Decoding::Served);
+  const Report r = evaluate(backend, cases, a.max_new, a.free ? Decoding::Free : Decoding::Served);
   if (a.show)
     for (size_t i = 0; i < r.results.size(); ++i)
       fmt::print("case {} {}{} {}: {}\n  output: {}\n", i, cases[i].kind, cases[i].heldout ? " (held-out)" : "",

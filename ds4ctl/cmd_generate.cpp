@@ -26,6 +26,7 @@
 #include "ds4ctl/command_registry.hpp"
 #include "ds4ctl/default_model.hpp"
 #include "engine/gguf/gguf_reader.hpp"
+#include "engine/loaded_model/loaded_model.hpp"
 #include "engine/model/model.hpp"
 #include "engine/sampler/sampler.hpp"
 #include "engine/tokenizer/tokenizer.hpp"
@@ -80,8 +81,9 @@ int run_generate(const GenerateOptions& o) {
   load.threads = o.threads;
   load.arithmetic = o.exact ? ds4::Arithmetic::Exact : ds4::Arithmetic::Fast;
   const auto t_load = Clock::now();
-  std::shared_ptr<ds4::Model> model = ds4::Model::load(o.model_path, load);
-  const Tokenizer tok = Tokenizer::from_gguf(model->gguf());
+  ds4::LoadedModel loaded = ds4::load_model(o.model_path, load);
+  const std::shared_ptr<ds4::Model> model = std::move(loaded.model);
+  const Tokenizer& tok = loaded.tokenizer;
   const double load_s = seconds_since(t_load);
 
   const std::vector<int32_t> prompt = build_prompt(tok, o);

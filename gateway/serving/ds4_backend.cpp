@@ -5,6 +5,7 @@
 #include <xxhash.h>
 
 #include "engine/gguf/gguf_reader.hpp"
+#include "engine/loaded_model/loaded_model.hpp"
 
 namespace ds4::serving {
 
@@ -52,10 +53,10 @@ Ds4Backend::Ds4Backend(std::shared_ptr<const Model> model, tokenizer::Tokenizer 
 std::shared_ptr<Ds4Backend> Ds4Backend::load(const std::filesystem::path& path, const LoadOptions& load_options,
                                              ContextOptions context_options, ProgressFn progress,
                                              std::string model_id) {
-  auto model = Model::load(path, load_options, std::move(progress));
-  auto tokenizer = tokenizer::Tokenizer::from_gguf(model->gguf());
-  if (model_id.empty() && model->info().name.empty()) model_id = path.stem().string();
-  return std::make_shared<Ds4Backend>(std::move(model), std::move(tokenizer), std::move(model_id), context_options);
+  LoadedModel loaded = load_model(path, load_options, std::move(progress));
+  if (model_id.empty() && loaded.model->info().name.empty()) model_id = path.stem().string();
+  return std::make_shared<Ds4Backend>(std::move(loaded.model), std::move(loaded.tokenizer), std::move(model_id),
+                                      context_options);
 }
 
 Ds4Backend::~Ds4Backend() = default;

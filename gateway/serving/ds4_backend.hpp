@@ -21,7 +21,8 @@ class Ds4Backend final : public EngineBackend {
   Ds4Backend(std::shared_ptr<const Model> model, tokenizer::Tokenizer tokenizer, std::string model_id,
              ContextOptions context_options = {});
 
-  // Loads the model and its tokenizer; progress as in Model::load.
+  // Loads the model and its tokenizer (ds4::load_model: throws ModelLoadError); progress as in
+  // Model::load.
   static std::shared_ptr<Ds4Backend> load(const std::filesystem::path& path, const LoadOptions& load_options,
                                           ContextOptions context_options = {}, ProgressFn progress = {},
                                           std::string model_id = {});

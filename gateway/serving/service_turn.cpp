@@ -9,9 +9,9 @@
 
 #include "gateway/cache/token_prefix.hpp"
 #include "gateway/serving/service.hpp"
-#include "gateway/serving/speculator.hpp"
 #include "gateway/serving/stop_sequence_filter.hpp"
 #include "gateway/serving/token_choice.hpp"
+#include "gateway/serving/turn_decoder.hpp"
 
 namespace ds4::serving {
 namespace {
@@ -157,11 +157,13 @@ void Service::decode_turn(Turn& turn) {
   const size_t room = seq.capacity() - seq.tokens().size();
   const size_t limit = job.max_tokens ? std::min(job.max_tokens, room) : room;
   const auto start = Clock::now();
-  std::vector<float> held;  // this step's logits while alternatives were weighed
   std::vector<float> seen;  // the logits each token was chosen from, for logprobs
-  // Chooses and feeds the tokens; with a drafter it verifies drafts on the way, choosing exactly
-  // the tokens this loop would choose without one (speculator.hpp).
-  Speculator spec(seq, job.speculation ? config_.drafter.get() : nullptr, config_.speculation_k, job.prompt);
+  // The token policy (DSML-safe sampling, tool_choice, declared names) may decide each token;
+  // else the sampler. With a drafter it verifies drafts on the way, choosing exactly the tokens
+  // it would choose without one (speculator.hpp).
+  TurnDecoder decoder(
+      seq, backend, job.policy.get(), [&](std::span<const float> l) { return sampler.sample(l); },
+      job.speculation ? config_.drafter.get() : nullptr, config_.speculation_k, job.prompt);
   bool done = false;
   while (!done) {
     if (turn.interrupted()) break;
@@ -169,30 +171,25 @@ void Service::decode_turn(Turn& turn) {
       turn.ended(job.max_tokens && job.max_tokens <= room ? FinishReason::max_tokens : FinishReason::context_full);
       break;
     }
-    // The token policy (DSML-safe sampling, tool_choice, declared names) may decide the token;
-    // else the sampler.
-    Token t = spec.choose(
-        job.policy.get(), backend, [&](std::span<const float> l) { return sampler.sample(l); }, held, job.logit_bias,
-        job.logprobs ? &seen : nullptr);
+    const DecodedToken d = decoder.next(job.logit_bias, job.logprobs ? &seen : nullptr);
     if (usage.completion_tokens == 0) metrics_.observe_time_to_first_token(seconds_since(turn.q.enqueued));
-    if (backend.is_end_of_generation(t)) {
+    if (d.ends) {
       turn.ended(FinishReason::eos);
       break;
     }
     ++usage.completion_tokens;
-    result.completion.push_back(t);
-    if (job.logprobs) result.logprobs.push_back(token_logprob(seen, t, job.top_logprobs, backend));
-    std::string bytes = backend.token_bytes(t);
-    if (job.policy) job.policy->accepted(t, bytes);
-    auto out = stops.push(bytes);
+    result.completion.push_back(d.token);
+    if (job.logprobs) result.logprobs.push_back(token_logprob(seen, d.token, job.top_logprobs, backend));
+    auto out = stops.push(d.bytes);
     bool keep_going = out.release.empty() || job.sink->on_text(out.release);
     if (out.stopped) done = turn.ended(FinishReason::stop_sequence);
     else if (!keep_going) done = turn.ended(FinishReason::consumer_stop);
-    else if (usage.completion_tokens < limit) spec.feed(t, limit - usage.completion_tokens);
+    else if (usage.completion_tokens < limit) decoder.feed(d.token, limit - usage.completion_tokens);
   }
-  spec.finish();
-  usage.drafted_tokens = spec.counts().drafted;
-  usage.accepted_tokens = spec.counts().accepted;
+  decoder.finish();
+  const SpeculationCounts& spec = decoder.speculation();
+  usage.drafted_tokens = spec.drafted;
+  usage.accepted_tokens = spec.accepted;
   metrics_.add_speculation(static_cast<long>(usage.drafted_tokens), static_cast<long>(usage.accepted_tokens));
   if (result.finish != FinishReason::stop_sequence) {
     std::string tail = stops.flush();

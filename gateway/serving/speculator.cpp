@@ -12,14 +12,15 @@ Speculator::Speculator(EngineSequence& seq, Drafter* drafter, size_t k, std::spa
 
 Token Speculator::choose(TokenPolicy* policy, const EngineBackend& backend, const SampleFn& sample,
                          std::vector<float>& held, std::span<const std::pair<Token, float>> bias,
-                         std::vector<float>* seen) {
+                         std::vector<float>* seen, size_t* weighing_decodes) {
   if (seq_.tokens().size() > committed_ && policy && policy->alternatives().size() >= 2) {
     // Weighing alternatives appends to the sequence: first take it back to the committed
     // tokens, where the plain loop would be (the logits there come back from the ring).
     seq_.truncate(committed_);
     settle_round();
   }
-  if (seq_.tokens().size() == committed_) return choose_token(policy, seq_, backend, sample, held, nullptr, bias, seen);
+  if (seq_.tokens().size() == committed_)
+    return choose_token(policy, seq_, backend, sample, held, weighing_decodes, bias, seen);
   // The verify's logits at this position, taken as choose_token takes the sequence's own.
   std::span<const float> logits = ahead_[committed_ - 1 - ahead_base_];
   std::vector<float> biased;

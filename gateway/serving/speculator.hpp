@@ -33,9 +33,11 @@ class Speculator {
 
   // The token at the current position, chosen exactly as choose_token(policy, seq, ...) would on
   // a sequence holding only the committed tokens.
-  // `bias` and `seen` as in choose_token (logit_bias; the logits the choice was made from).
+  // `bias`, `seen` and `weighing_decodes` as in choose_token (logit_bias; the logits the choice
+  // was made from; decodes spent weighing alternatives).
   Token choose(TokenPolicy* policy, const EngineBackend& backend, const SampleFn& sample, std::vector<float>& held,
-               std::span<const std::pair<Token, float>> bias = {}, std::vector<float>* seen = nullptr);
+               std::span<const std::pair<Token, float>> bias = {}, std::vector<float>* seen = nullptr,
+               size_t* weighing_decodes = nullptr);
   // Commits `t` (the token just chosen) as the plain loop's seq.append(t) would; `more` is how
   // many tokens may still be chosen after it (drafting more than that is wasted).
   void feed(Token t, size_t more);

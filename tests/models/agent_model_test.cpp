@@ -12,9 +12,9 @@
 #include <cmath>
 #include <cstdio>
 
+#include "ds4ctl/eval_agent/agent_eval.hpp"
 #include "engine/model/model.hpp"
 #include "tests/engine/model/tiny_cases.hpp"
-#include "tools/tinyagent/eval/agent_eval.hpp"
 
 namespace {
 
@@ -85,7 +85,9 @@ TEST(AgentModel, QualityOnTwentyHeldOutPrompts) {
   using namespace ds4::agent_eval;
   const std::vector<Case> cases = load_cases(DS4D_AGENT_DATA "/ds4-tiny-agent.eval20.jsonl");
   ASSERT_EQ(cases.size(), 20u);
-  const Report r = evaluate(load_model(), cases);
+  ds4::LoadOptions lo;
+  lo.threads = 2;
+  const Report r = evaluate(ds4::serving::Ds4Backend::load(DS4D_AGENT_MODEL, lo), cases);
   EXPECT_EQ(r.ids_mismatch, 0u) << "Python and C++ render or tokenize a prompt differently";
   for (size_t i = 0; i < r.results.size(); ++i)
     std::printf("[ case %2zu ] %s%s %s: %s\n", i, cases[i].kind.c_str(), cases[i].heldout ? " (held-out)" : "",

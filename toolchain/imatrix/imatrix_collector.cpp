@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "engine/gguf/gguf_reader.hpp"
+#include "engine/loaded_model/loaded_model.hpp"
 #include "engine/tokenizer/tokenizer.hpp"
 
 namespace ds4::imatrix {
@@ -28,8 +29,9 @@ CollectResult collect(const std::string& model_path, const std::string& text, co
   LoadOptions lo;
   lo.threads = opt.threads;
   lo.activation_observer = &col;
-  auto model = Model::load(model_path, lo);
-  const tokenizer::Tokenizer tok = tokenizer::Tokenizer::from_gguf(model->gguf());
+  LoadedModel loaded = load_model(model_path, lo);
+  const std::shared_ptr<Model> model = std::move(loaded.model);
+  const tokenizer::Tokenizer& tok = loaded.tokenizer;
   const std::vector<int32_t> ids = tok.encode(text);
   const uint32_t n = std::max<uint32_t>(2, opt.chunk_tokens);
   if (ids.size() < n - 1)

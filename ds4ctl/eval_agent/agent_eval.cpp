@@ -1,21 +1,19 @@
 // Agent-quality evaluation; see agent_eval.hpp.
-#include "tools/tinyagent/eval/agent_eval.hpp"
+#include "ds4ctl/eval_agent/agent_eval.hpp"
 
 #include <algorithm>
 #include <boost/json.hpp>
 #include <fstream>
 #include <stdexcept>
 
-#include "engine/model/model.hpp"
 #include "engine/sampler/sampler.hpp"
-#include "engine/tokenizer/tokenizer.hpp"
 #include "gateway/protocol/chat_render.hpp"
 #include "gateway/protocol/chat_request.hpp"
 #include "gateway/protocol/dsml_parser.hpp"
 #include "gateway/protocol/utf8_assembler.hpp"
 #include "gateway/serving/ds4_backend.hpp"
 #include "gateway/serving/dsml_token_policy.hpp"
-#include "gateway/serving/token_choice.hpp"
+#include "gateway/serving/turn_decoder.hpp"
 
 namespace ds4::agent_eval {
 namespace json = boost::json;
@@ -106,59 +104,74 @@ std::vector<Case> load_cases(const std::filesystem::path& jsonl) {
   return cases;
 }
 
-Report evaluate(const std::shared_ptr<Model>& model, const std::vector<Case>& cases, size_t max_new_tokens,
-                Decoding decoding) {
-  // The server's engine face: its token table for the token rules, its sequence (with the
-  // rollback that weighing names needs) for decoding.
-  const auto backend = std::make_shared<serving::Ds4Backend>(model, tokenizer::Tokenizer::from_gguf(model->gguf()), "");
+Reply generate_reply(const std::shared_ptr<serving::Ds4Backend>& backend, serving::EngineSequence& seq,
+                     const std::string& request_json, size_t max_new_tokens, Decoding decoding,
+                     const sampler::SamplerConfig& sampling) {
+  Reply out;
+  const protocol::ChatRequest req = protocol::parse_chat_request(json::parse(request_json));
+  const protocol::RenderResult rendered = protocol::render_chat(req, nullptr, protocol::ContractMode::Off);
+  out.prompt = rendered.text;
+  out.prompt_ids = backend->tokenizer().encode(rendered.text);
+  // As the server sets it up for the request (tool_choice, declared tools); none when Free.
+  const std::shared_ptr<serving::DsmlTokenPolicy> policy =
+      decoding == Decoding::Served
+          ? serving::chat_tool_policy(backend, req, rendered.tools_active, rendered.text.ends_with("<think>"))
+          : nullptr;
+  if (out.prompt_ids.size() + max_new_tokens > seq.capacity())
+    throw std::runtime_error("case prompt of " + std::to_string(out.prompt_ids.size()) +
+                             " tokens does not fit the context");
+  seq.clear();
+  seq.append(out.prompt_ids);
+  sampler::Sampler sampler(sampling);
+  serving::TurnDecoder decoder(seq, *backend, policy.get(),
+                               [&](std::span<const float> l) { return sampler.sample(l); });
+  protocol::OutputParser parser(rendered.thinking != protocol::Thinking::Off);
+  protocol::Utf8Assembler utf8;
+  for (size_t n = 0; n < max_new_tokens; ++n) {
+    const serving::DecodedToken d = decoder.next();
+    ++out.chosen;
+    if (d.ends) break;
+    out.tokens.push_back(d.token);
+    const std::string text = utf8.push(d.bytes);
+    out.output += text;
+    parser.feed(text);
+    // Where a tool-call block closes the chat endpoint stops the turn (turn_stream.cpp).
+    if (parser.tool_calls_done() || n + 1 == max_new_tokens) break;
+    decoder.feed(d.token, max_new_tokens - n - 1);
+  }
+  decoder.finish();
+  const std::string tail = utf8.flush();
+  out.output += tail;
+  parser.feed(tail);
+  parser.finish();
+  out.message = parser.message();
+  out.weighing_decodes = decoder.weighing_decodes();
+  return out;
+}
+
+Report evaluate(const std::shared_ptr<serving::Ds4Backend>& backend, const std::vector<Case>& cases,
+                size_t max_new_tokens, Decoding decoding) {
+  // The server's engine face: its sequence (with the rollback that weighing names needs).
   const std::unique_ptr<serving::EngineSequence> seq = backend->new_sequence();
-  std::vector<float> held;
-  const tokenizer::Tokenizer& tok = backend->tokenizer();
-  // Greedy; ties go to the lowest id.
-  const serving::SampleFn greedy = [](std::span<const float> l) { return sampler::argmax(l); };
+  sampler::SamplerConfig greedy;  // ties go to the lowest id
+  greedy.temperature = 0;
   Report rep;
   for (const Case& c : cases) {
     CaseResult r;
-    const protocol::ChatRequest req = protocol::parse_chat_request(json::parse(c.request_json));
-    const protocol::RenderResult rendered = protocol::render_chat(req, nullptr, protocol::ContractMode::Off);
-    r.prompt = rendered.text;
-    const std::vector<int32_t> ids = tok.encode(rendered.text);
-    if (!c.python_ids.empty() && c.python_ids != ids) {
+    Reply reply = generate_reply(backend, *seq, c.request_json, max_new_tokens, decoding, greedy);
+    r.prompt = std::move(reply.prompt);
+    if (!c.python_ids.empty() && c.python_ids != reply.prompt_ids) {
       r.ids_match = false;
       ++rep.ids_mismatch;
     }
-    // As the server sets it up for the request (tool_choice, declared tools); none when --free.
-    const std::shared_ptr<serving::DsmlTokenPolicy> policy =
-        decoding == Decoding::Served
-            ? serving::chat_tool_policy(backend, req, rendered.tools_active, rendered.text.ends_with("<think>"))
-            : nullptr;
-    if (ids.size() + max_new_tokens > seq->capacity())
-      throw std::runtime_error("case prompt of " + std::to_string(ids.size()) + " tokens does not fit the context");
-    seq->clear();
-    seq->append(ids);
-    protocol::OutputParser parser(rendered.thinking != protocol::Thinking::Off);
-    protocol::Utf8Assembler utf8;
-    for (size_t n = 0; n < max_new_tokens; ++n) {
-      const int32_t t = choose_token(policy.get(), *seq, *backend, greedy, held, &rep.weighing_decodes);
-      ++rep.generated_tokens;
-      if (t == tok.eos()) break;
-      const std::string bytes = tok.token_bytes(t);
-      if (policy) policy->accepted(t, bytes);
-      const std::string text = utf8.push(bytes);
-      r.output += text;
-      parser.feed(text);
-      if (parser.tool_calls_done() || n + 1 == max_new_tokens) break;
-      seq->append(std::span<const int32_t>(&t, 1));
-    }
-    const std::string tail = utf8.flush();
-    r.output += tail;
-    parser.feed(tail);
-    parser.finish();
+    rep.generated_tokens += reply.chosen;
+    rep.weighing_decodes += reply.weighing_decodes;
+    r.output = std::move(reply.output);
+    const protocol::ParsedMessage& m = reply.message;
     const json::object expect = json::parse(c.expect_json).as_object();
-    r.pass = score(c.kind, expect, parser.message(), r);
+    r.pass = score(c.kind, expect, m, r);
     if (c.kind == "call") {
       rep.well_formed[c.heldout ? 1 : 0].n++;
-      const auto& m = parser.message();
       if (m.status == protocol::ToolCallsStatus::Complete && !m.calls.empty())
         rep.well_formed[c.heldout ? 1 : 0].pass++;
     }

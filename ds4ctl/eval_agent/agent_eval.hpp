@@ -1,9 +1,9 @@
 #pragma once
 // Agent-quality evaluation of a DS4 model by this engine: each case is an OpenAI-shaped chat
 // request (rendered with the gateway's own renderer, so exactly what a client's request becomes)
-// plus what a good reply contains. The reply is generated greedily (by default under the same
-// token rules the server applies, see Decoding) and parsed with the gateway's DSML output
-// parser, then scored:
+// plus what a good reply contains. The reply is generated greedily by the serving worker's own
+// decode step (gateway/serving/turn_decoder.hpp; by default under the same token rules the server
+// applies, see Decoding) and parsed with the gateway's DSML output parser, then scored:
 //   call    a well-formed DSML block whose first call has the expected tool name and exactly the
 //           expected arguments (same keys; strings equal, numbers equal as numbers);
 //   answer  no tool call, and the content contains every expected fact of the tool result;
@@ -19,9 +19,9 @@
 #include <string>
 #include <vector>
 
-namespace ds4 {
-class Model;
-}
+#include "engine/sampler/sampler.hpp"
+#include "gateway/protocol/parsed_message.hpp"
+#include "gateway/serving/ds4_backend.hpp"
 
 namespace ds4::agent_eval {
 
@@ -65,8 +65,27 @@ struct Report {
 // the model alone.
 enum class Decoding { Served, Free };
 
-// Runs every case on `model` greedily, at most `max_new_tokens` per case.
-Report evaluate(const std::shared_ptr<Model>& model, const std::vector<Case>& cases, size_t max_new_tokens = 160,
-                Decoding decoding = Decoding::Served);
+// Runs every case on `backend` greedily, at most `max_new_tokens` per case.
+Report evaluate(const std::shared_ptr<serving::Ds4Backend>& backend, const std::vector<Case>& cases,
+                size_t max_new_tokens = 160, Decoding decoding = Decoding::Served);
+
+// One reply as evaluate() generates it.
+struct Reply {
+  std::string prompt;               // the request rendered by the gateway's renderer
+  std::vector<int32_t> prompt_ids;  // and tokenized as the server tokenizes it
+  std::vector<int32_t> tokens;      // the tokens chosen, an end of generation excluded
+  size_t chosen = 0;                // decode steps taken (an end of generation included)
+  size_t weighing_decodes = 0;      // decodes spent weighing names, beyond `chosen`
+  std::string output;               // the tokens' text
+  protocol::ParsedMessage message;  // the output parsed as the gateway parses it
+};
+
+// `request_json` (an OpenAI chat request) rendered, prefilled on `seq` and decoded by the
+// worker's decode step with `sampling` (evaluate(): greedy), under the token rules the server
+// sets up for it (none when Free), for at most `max_new_tokens`, ending where a tool-call block
+// closes as the chat endpoint does.
+Reply generate_reply(const std::shared_ptr<serving::Ds4Backend>& backend, serving::EngineSequence& seq,
+                     const std::string& request_json, size_t max_new_tokens, Decoding decoding,
+                     const sampler::SamplerConfig& sampling);
 
 }  // namespace ds4::agent_eval
