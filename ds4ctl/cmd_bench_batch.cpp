@@ -7,12 +7,15 @@
 // shows the median over --repeats of each level's step time, as
 //   aggregate tok/s    N / step time      (tokens of all sessions per second)
 //   per-session tok/s  1 / step time      (what one client sees)
-//   ratio              aggregate at N / aggregate at 1 (the same run's median).
+//   ratio              aggregate at N / aggregate at 1 (the same run's median);
+//   CPU ms/step, CPU ratio  the same from the process's CPU time (all threads), which other
+//                      processes on a shared machine inflate far less than the wall time.
 // The "solo" row is one session through Context::decode, the path the daemon serves today, so
 // the N = 1 row also shows what the batched path costs when there is nothing to batch with.
 // Before timing, a check runs the largest level for a few steps beside twins decoding alone and
 // compares every logit bit for bit (docs/batching.md §benchmark).
 #include <fmt/format.h>
+#include <time.h>
 
 #include <algorithm>
 #include <chrono>
@@ -53,7 +56,7 @@ struct Level {
   uint32_t n = 0;  // 0: the solo row (one session through Context::decode)
   std::vector<std::unique_ptr<ds4::Context>> ctx;
   std::vector<int32_t> next;  // each session's next token
-  std::vector<double> step_seconds;
+  std::vector<double> step_seconds, cpu_seconds;
 
   Level(const std::shared_ptr<ds4::Model>& m, uint32_t n_, const BatchBenchOptions& o, uint32_t first = 0) : n(n_) {
     for (uint32_t i = first; i < first + std::max(1u, n); i++) {
@@ -75,6 +78,12 @@ struct Level {
     for (uint32_t i = 0; i < n; i++) next[i] = ds4::sampler::argmax(ctx[i]->logits());
   }
 };
+
+double process_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
+}
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -123,24 +132,29 @@ int run_bench_batch(const BatchBenchOptions& o) {
   for (uint32_t r = 0; r < o.repeats; r++)
     for (auto& l : levels) {
       const auto t0 = Clock::now();
+      const double c0 = process_cpu_seconds();
       for (uint32_t s = 0; s < o.steps; s++) l->step(batch, entries);
       l->step_seconds.push_back(std::chrono::duration<double>(Clock::now() - t0).count() / o.steps);
+      l->cpu_seconds.push_back((process_cpu_seconds() - c0) / o.steps);
     }
 
   fmt::print("context {}..{} tokens, {} steps x {} repeats, medians (min..max of the repeats' step time)\n", o.context,
              o.context + largest - 1, o.steps, o.repeats);
-  fmt::print("{:>9} {:>12} {:>22} {:>16} {:>18} {:>8}\n", "sessions", "ms/step", "(min..max)", "aggregate tok/s",
-             "per-session tok/s", "ratio");
-  double base = 0;
+  fmt::print("{:>9} {:>10} {:>20} {:>16} {:>18} {:>7} {:>12} {:>10}\n", "sessions", "ms/step", "(min..max)",
+             "aggregate tok/s", "per-session tok/s", "ratio", "CPU ms/step", "CPU ratio");
+  double base = 0, cpu_base = 0;
   for (auto& l : levels)
-    if (l->n == 1) base = 1.0 / median(l->step_seconds);
+    if (l->n == 1) {
+      base = 1.0 / median(l->step_seconds);
+      cpu_base = 1.0 / median(l->cpu_seconds);
+    }
   for (auto& l : levels) {
-    const double t = median(l->step_seconds), n = std::max(1u, l->n);
+    const double t = median(l->step_seconds), c = median(l->cpu_seconds), n = std::max(1u, l->n);
     const auto [lo, hi] = std::minmax_element(l->step_seconds.begin(), l->step_seconds.end());
-    fmt::print("{:>9} {:>12.2f} {:>22} {:>16.2f} {:>18.2f} {:>8}\n",
+    fmt::print("{:>9} {:>10.2f} {:>20} {:>16.2f} {:>18.2f} {:>6.2f}x {:>12.2f} {:>9.2f}x\n",
                l->n == 0 ? std::string("1 (solo)") : fmt::format("{}", l->n), 1e3 * t,
-               fmt::format("({:.2f}..{:.2f})", 1e3 * *lo, 1e3 * *hi), n / t, 1.0 / t,
-               base > 0 ? fmt::format("{:.2f}x", n / t / base) : std::string("-"));
+               fmt::format("({:.2f}..{:.2f})", 1e3 * *lo, 1e3 * *hi), n / t, 1.0 / t, n / t / base, 1e3 * c,
+               n / c / cpu_base);
   }
   return same ? 0 : 1;
 }
