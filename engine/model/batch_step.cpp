@@ -63,9 +63,8 @@ void BatchStep::run(std::span<const BatchEntry> entries) {
         throw std::invalid_argument(what + " repeats the context of entry " + std::to_string(j));
     const Context::State& s = *e.context->state_;
     if (s.tokens.size() + e.tokens.size() > s.capacity)
-      throw std::length_error(what + ": " + std::to_string(e.tokens.size()) +
-                              " tokens exceed the context capacity (" + std::to_string(s.tokens.size()) + " of " +
-                              std::to_string(s.capacity) + " used)");
+      throw std::length_error(what + ": " + std::to_string(e.tokens.size()) + " tokens exceed the context capacity (" +
+                              std::to_string(s.tokens.size()) + " of " + std::to_string(s.capacity) + " used)");
     for (int32_t t : e.tokens)
       if (t < 0 || uint32_t(t) >= V)
         throw std::out_of_range(what + ": token id " + std::to_string(t) + " is outside the vocabulary (" +

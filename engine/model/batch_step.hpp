@@ -26,9 +26,9 @@ namespace ds4 {
 
 // One context's part of a step.
 struct BatchEntry {
-  Context* context = nullptr;        // not owned; at most one entry per context in a step
-  std::span<const int32_t> tokens;   // appended in order; at least one
-  bool all_logits = false;           // keep every row's logits (row_logits), as Context::verify
+  Context* context = nullptr;       // not owned; at most one entry per context in a step
+  std::span<const int32_t> tokens;  // appended in order; at least one
+  bool all_logits = false;          // keep every row's logits (row_logits), as Context::verify
 };
 
 class BatchStep {
