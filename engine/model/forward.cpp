@@ -58,8 +58,8 @@ void compress_token(CompressorHistory& hist, CompressorState& cmp, RowStore& row
   std::memcpy(rows.append(), pooled, dim * sizeof(float));
 }
 
-void attention_sublayer(const Model::Impl& m, uint32_t il, LayerState& st, const float* H, int T, uint32_t pos0,
-                        float* H_out, ForwardScratch& s) {
+void attention_sublayer(const Model::Impl& m, uint32_t il, const RowSlot* rows, const float* H, int T, float* H_out,
+                        ForwardScratch& s) {
   const ModelConfig& cfg = m.cfg;
   const LayerWeights& lw = m.w.layers[il];
   const Exec& ex = m.ex;
@@ -89,15 +89,17 @@ void attention_sublayer(const Model::Impl& m, uint32_t il, LayerState& st, const
   for (int t = 0; t < T; t++)
     rms_norm(kv + size_t(t) * hd, kvr + size_t(t) * hd, lw.attn_kv_a_norm.f32(), hd, cfg.rms_eps);
 
+  // Widths come from the configuration, so every row's state agrees with row 0's.
+  const LayerState& st0 = (*rows[0].layers)[il];
   uint32_t cw = 0, iwid = 0;
   if (ratio != 0) {
-    cw = st.attn_cmp.width;
+    cw = st0.attn_cmp.width;
     project(ex, lw.attn_compressor.kv, xn, T, sized(s.ckv, size_t(T) * cw), s.qa);
     project(ex, lw.attn_compressor.gate, xn, T, sized(s.csc, size_t(T) * cw), s.qa);
   }
   const uint32_t iqd = cfg.idx_heads * cfg.idx_dim;
   if (ratio == 4) {
-    iwid = st.index_cmp.width;
+    iwid = st0.index_cmp.width;
     project(ex, lw.indexer_compressor.kv, xn, T, sized(s.ikv, size_t(T) * iwid), s.qa);
     project(ex, lw.indexer_compressor.gate, xn, T, sized(s.isc, size_t(T) * iwid), s.qa);
     project(ex, lw.indexer_q_b, qrn, T, sized(s.iq, size_t(T) * iqd), s.qa);
@@ -110,7 +112,8 @@ void attention_sublayer(const Model::Impl& m, uint32_t il, LayerState& st, const
   float cs_fwd[512], cs_inv[512];
   const float* sinks = lw.attn_sinks.f32();
   for (int t = 0; t < T; t++) {
-    const uint32_t pos = pos0 + uint32_t(t);
+    LayerState& st = (*rows[t].layers)[il];
+    const uint32_t pos = rows[t].pos;
     float* qt = q + size_t(t) * qd;
     float* kvt = kv + size_t(t) * hd;
     rope_angles(rope, pos, false, cs_fwd);
@@ -227,8 +230,8 @@ void truncate_layer_states(const Model::Impl& m, std::vector<LayerState>& layers
   }
 }
 
-void forward_batch(const Model::Impl& m, std::vector<LayerState>& layers, const int32_t* tokens, int T, uint32_t pos0,
-                   bool all_logits, float* logits, ForwardScratch& s, const std::function<void(uint32_t)>& on_layer) {
+void forward_rows(const Model::Impl& m, const RowSlot* rows, const int32_t* tokens, int T, const int* logit_rows,
+                  int n_logit_rows, float* logits, ForwardScratch& s, const std::function<void(uint32_t)>& on_layer) {
   const ModelConfig& cfg = m.cfg;
   const uint32_t D = cfg.n_embd, hc = cfg.hc_dim();
   float* H = sized(s.H, size_t(T) * hc);
@@ -245,13 +248,34 @@ void forward_batch(const Model::Impl& m, std::vector<LayerState>& layers, const 
     for (uint32_t h = 1; h < cfg.n_hc; h++) std::memcpy(h0 + size_t(h) * D, h0, D * sizeof(float));
   }
   for (uint32_t il = 0; il < cfg.n_layer; il++) {
-    attention_sublayer(m, il, layers[il], H, T, pos0, H_mid, s);
+    attention_sublayer(m, il, rows, H, T, H_mid, s);
     ffn_sublayer(m, il, tokens, H_mid, T, H_next, s);
     std::swap(H, H_next);
     if (on_layer) on_layer(il);
   }
-  if (all_logits) output_head(m.ex, cfg, m.w, H, T, logits, s.head);
-  else output_head(m.ex, cfg, m.w, H + size_t(T - 1) * hc, 1, logits, s.head);
+  if (n_logit_rows == 0) return;
+  // The head is per row, so it runs on the selected rows only; a consecutive run needs no copy.
+  bool consecutive = true;
+  for (int i = 1; i < n_logit_rows; i++) consecutive = consecutive && logit_rows[i] == logit_rows[0] + i;
+  const float* Hsel = H + size_t(logit_rows[0]) * hc;
+  if (!consecutive) {
+    float* g = sized(s.H_sel, size_t(n_logit_rows) * hc);
+    for (int i = 0; i < n_logit_rows; i++)
+      std::memcpy(g + size_t(i) * hc, H + size_t(logit_rows[i]) * hc, hc * sizeof(float));
+    Hsel = g;
+  }
+  output_head(m.ex, cfg, m.w, Hsel, n_logit_rows, logits, s.head);
+}
+
+void forward_batch(const Model::Impl& m, std::vector<LayerState>& layers, const int32_t* tokens, int T, uint32_t pos0,
+                   bool all_logits, float* logits, ForwardScratch& s, const std::function<void(uint32_t)>& on_layer) {
+  s.slots.resize(size_t(T));
+  s.logit_rows.clear();
+  for (int t = 0; t < T; t++) {
+    s.slots[t] = RowSlot{&layers, pos0 + uint32_t(t)};
+    if (all_logits || t == T - 1) s.logit_rows.push_back(t);
+  }
+  forward_rows(m, s.slots.data(), tokens, T, s.logit_rows.data(), int(s.logit_rows.size()), logits, s, on_layer);
 }
 
 }  // namespace ds4::model

@@ -28,6 +28,7 @@ namespace gguf {
 class GgufFile;
 }
 class ActivationObserver;  // activation_observer.hpp
+class BatchStep;           // batch_step.hpp
 
 enum class Arithmetic { Exact, Fast };
 
@@ -139,6 +140,7 @@ class Context {
   struct State;
 
  private:
+  friend class BatchStep;  // advances several contexts' states in one pass
   std::shared_ptr<const Model> model_;
   std::unique_ptr<State> state_;
 };

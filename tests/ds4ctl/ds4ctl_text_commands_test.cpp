@@ -173,6 +173,19 @@ TEST(Ds4ctlBench, KernelTableWithoutAModel) {
   EXPECT_NE(r.out.find("memory read bandwidth:"), std::string::npos);
 }
 
+TEST(Ds4ctlBenchBatch, ChecksBitIdentityAndPrintsOneRowPerLevel) {
+  ProcessResult r = ds4ctl("bench-batch -m " + model() + " -t 2 --sessions 3,2 --context 20 --steps 1 --repeats 1");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("logits of 3 batched sessions vs each served alone, 4 steps: bit-identical"), std::string::npos)
+      << r.out;
+  // ms/step (min..max) aggregate per-session ratio, CPU ms/step, CPU ratio
+  const std::string num = R"( +[0-9.]+ +\([0-9.]+\.\.[0-9.]+\) +[0-9.]+ +[0-9.]+ +[0-9.]+x +[0-9.]+ +[0-9.]+x\n)";
+  EXPECT_TRUE(std::regex_search(r.out, std::regex(R"(\n +1 \(solo\))" + num))) << r.out;
+  for (const char* n : {"1", "2", "3"})  // 1 added as the ratios' baseline
+    EXPECT_TRUE(std::regex_search(r.out, std::regex(std::string(R"(\n +)") + n + num))) << n << "\n" << r.out;
+  EXPECT_NE(ds4ctl("bench-batch -m " + model() + " --sessions 2,0").status, 0);
+}
+
 TEST(Ds4ctlBench, RejectsBadArguments) {
   EXPECT_NE(ds4ctl("bench").status, 0);  // neither a model nor --kernels
   EXPECT_NE(ds4ctl("bench -m " + model() + " --contexts 0,abc").status, 0);

@@ -1,0 +1,67 @@
+#pragma once
+// ds4::BatchStep: one forward pass over new tokens of several Contexts at once (continuous
+// batching, docs/batching.md). Every entry appends one or more tokens to its own context: a
+// decode row is one token, a prefill chunk several, a speculative verify several with every
+// row's logits kept. Dense projections, the shared expert and the output head run over all rows
+// of the step in one multi-row matmul each; routed experts are grouped by expert across
+// contexts, so rows of different sessions that chose the same expert share one pass over its
+// weights; attention, compressors and indexer run row by row on each context's own state at its
+// own position. Each context ends exactly as if its tokens had been prefilled (or verified)
+// alone: same logits bit for bit, same tokens, same truncate() reach, same snapshot.
+//
+// Ownership and concurrency: a BatchStep holds the step's scratch and the all-rows logits of
+// the last run(); it owns no context. It is not thread-safe; one thread calls run() at a time.
+// During run() the entries' contexts must not be used by any other thread; between runs they
+// are ordinary contexts (decode, prefill, truncate, snapshot, restore, or a later step without
+// them: sessions join and leave freely). Several BatchSteps over one Model may run on several
+// threads; the Model's pool serialises their parallel regions, as for Contexts.
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "engine/model/model.hpp"
+
+namespace ds4 {
+
+// One context's part of a step.
+struct BatchEntry {
+  Context* context = nullptr;       // not owned; at most one entry per context in a step
+  std::span<const int32_t> tokens;  // appended in order; at least one
+  bool all_logits = false;          // keep every row's logits (row_logits), as Context::verify
+};
+
+class BatchStep {
+ public:
+  // max_rows bounds the tokens of one step (the activations grow with it); prefill chunks
+  // are the caller's to size, as Context::prefill does with its 256-token passes.
+  explicit BatchStep(std::shared_ptr<const Model> model, uint32_t max_rows = 512);
+  ~BatchStep();
+  BatchStep(const BatchStep&) = delete;
+  BatchStep& operator=(const BatchStep&) = delete;
+
+  // Runs one forward pass over every entry's tokens. Afterwards each context holds its new
+  // tokens and logits() is its last token's logits, exactly as after context->prefill(tokens)
+  // (or verify(tokens) for all_logits entries). Throws before changing any context:
+  // std::invalid_argument naming the entry (no context, no tokens, a context twice, another
+  // model), std::length_error (a context's capacity, or more than max_rows tokens in all),
+  // std::out_of_range (a token id outside the vocabulary). An empty list does nothing.
+  void run(std::span<const BatchEntry> entries);
+
+  // Logits after each token of entry `entry` of the last run(): tokens.size() x n_vocab floats
+  // for an all_logits entry, empty otherwise. Owned by this BatchStep, valid until the next
+  // run() or its destruction.
+  std::span<const float> row_logits(size_t entry) const;
+
+  uint32_t max_rows() const { return max_rows_; }
+  const Model& model() const { return *model_; }
+
+  struct Impl;
+
+ private:
+  std::shared_ptr<const Model> model_;
+  uint32_t max_rows_;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace ds4
