@@ -6,6 +6,7 @@
 // bit-identical per output to the single-row kernels, so the invariant holds.
 #include "engine/kernels/matmul.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -62,9 +63,9 @@ void matmul(ThreadPool& pool, const WeightView& w, const void* act, size_t act_r
         out[static_cast<size_t>(t) * w.rows + r] = dot(wrow, abase + static_cast<size_t>(t) * act_row_bytes, w.cols);
     }
   };
-  // Small products are not worth waking the pool; the values are the same either way.
-  if (static_cast<double>(rb) * w.rows * n_rows_act < 64 * 1024) rows(0, w.rows);
-  else pool.parallel_for(w.rows, rows);
+  // A task gets enough rows to be worth a thread (ThreadPool::kMinTaskBytes); a product too
+  // small for two tasks runs inline. The values are the same either way.
+  pool.parallel_for(w.rows, ThreadPool::grain_for_bytes(static_cast<double>(rb) * std::max(1, n_rows_act)), rows);
 }
 
 void matmul_f32(ThreadPool& pool, const WeightView& w, const float* x, int n_rows_act, float* out, quant::Isa isa) {

@@ -10,6 +10,8 @@
 //  * axpy: y[i] += a * x[i] is elementwise, so any vector width is exact.
 // available() is false without AVX2+F16C; the functions then run their scalar references (the
 // F16 trait's dot_scalar per row, plain sequential loops), so the results never depend on the CPU.
+// These keep the reference order, which is what Fast runs today; the Fast order that replaces it
+// (slices and fixed trees a GPU can follow) is docs/arithmetic.md §float-dot, §attention.
 // The model (engine/model linear, attention, indexer) is the user; tests/quant checks the bits.
 #include <cstdint>
 

@@ -25,7 +25,8 @@ void attend_reference(const LayerState& st, const float* q, uint32_t n_head, con
   const uint32_t n_comp = st.ratio != 0 ? st.comp.n : 0;
   const float kq_scale = 1.0f / std::sqrt(float(d));
   constexpr float kNegInf = -1.0e30f;
-  pool.parallel_for(n_head, [&](int64_t h0, int64_t h1) {
+  const double head_bytes = 2.0 * (double(n_raw) + n_comp) * d * sizeof(float);  // K rows read twice
+  pool.parallel_for(n_head, kernels::ThreadPool::grain_for_bytes(head_bytes), [&](int64_t h0, int64_t h1) {
     thread_local std::vector<float> score;
     if (score.size() < size_t(n_raw) + n_comp) score.resize(size_t(n_raw) + n_comp);
     for (int64_t h = h0; h < h1; h++) {
@@ -87,29 +88,31 @@ void attend_ordered(const LayerState& st, const float* q, uint32_t n_head, const
   const float* qTp = qT.data();
   float* Sp = S.data();
   const float* const* rp = rows.data();
-  pool.parallel_for(n, [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; r++) {
-      float* s = Sp + size_t(r) * lanes;
-      kernels::ordered::dot_lanes(qTp, lanes, rp[r], d, s);
-      for (uint32_t h = 0; h < n_head; h++) s[h] = s[h] * kq_scale;
-    }
-  });
-  pool.parallel_for(n_head, [&](int64_t h0, int64_t h1) {
-    for (int64_t h = h0; h < h1; h++) {
-      float mx = sinks[h];
-      for (uint32_t r = 0; r < n; r++) mx = std::max(mx, Sp[size_t(r) * lanes + h]);
-      float* oh = out_heads + uint64_t(h) * d;
-      std::memset(oh, 0, d * sizeof(float));
-      float denom = std::exp(sinks[h] - mx);
-      for (uint32_t r = 0; r < n; r++) {
-        const float w = std::exp(Sp[size_t(r) * lanes + h] - mx);
-        denom += w;
-        kernels::ordered::axpy(oh, rp[r], w, d);
-      }
-      const float inv = 1.0f / denom;
-      for (uint32_t i = 0; i < d; i++) oh[i] *= inv;
-    }
-  });
+  pool.parallel_for(n, kernels::ThreadPool::grain_for_bytes(double(d) * lanes * sizeof(float)),
+                    [&](int64_t r0, int64_t r1) {
+                      for (int64_t r = r0; r < r1; r++) {
+                        float* s = Sp + size_t(r) * lanes;
+                        kernels::ordered::dot_lanes(qTp, lanes, rp[r], d, s);
+                        for (uint32_t h = 0; h < n_head; h++) s[h] = s[h] * kq_scale;
+                      }
+                    });
+  pool.parallel_for(n_head, kernels::ThreadPool::grain_for_bytes(double(n) * d * sizeof(float)),
+                    [&](int64_t h0, int64_t h1) {
+                      for (int64_t h = h0; h < h1; h++) {
+                        float mx = sinks[h];
+                        for (uint32_t r = 0; r < n; r++) mx = std::max(mx, Sp[size_t(r) * lanes + h]);
+                        float* oh = out_heads + uint64_t(h) * d;
+                        std::memset(oh, 0, d * sizeof(float));
+                        float denom = std::exp(sinks[h] - mx);
+                        for (uint32_t r = 0; r < n; r++) {
+                          const float w = std::exp(Sp[size_t(r) * lanes + h] - mx);
+                          denom += w;
+                          kernels::ordered::axpy(oh, rp[r], w, d);
+                        }
+                        const float inv = 1.0f / denom;
+                        for (uint32_t i = 0; i < d; i++) oh[i] *= inv;
+                      }
+                    });
 }
 
 }  // namespace

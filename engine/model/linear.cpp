@@ -16,7 +16,8 @@ void matmul_f16_ordered(const Exec& ex, const kernels::WeightView& w, const uint
                         float* out) {
   const auto* W = static_cast<const uint16_t*>(w.data);
   const int64_t blocks = (w.rows + 15) / 16;
-  ex.pool->parallel_for(blocks, [&](int64_t b0, int64_t b1) {
+  const int64_t grain = kernels::ThreadPool::grain_for_bytes(32.0 * double(w.cols) * double(n));  // 16 rows x 2 B
+  ex.pool->parallel_for(blocks, grain, [&](int64_t b0, int64_t b1) {
     const int64_t r0 = b0 * 16, r1 = std::min(w.rows, b1 * 16);
     for (int t = 0; t < n; t++) {
       const auto* x = reinterpret_cast<const float*>(act + size_t(t) * act_row_bytes);

@@ -4,6 +4,7 @@
 // folder is compiled (CMake picks it from the target processor, like quant/arch/); it says which
 // implementation belongs to a kernel architecture, or null where it has none, and the caller
 // then runs the generic one.
+// Every implementation here must give the generic one's bits: docs/arithmetic.md §conventions.
 #include <cstddef>
 #include <cstdint>
 

@@ -92,6 +92,31 @@ TEST(Matmul, LargeMatrixUsesPoolAndStaysInvariant) {
   EXPECT_EQ(0, std::memcmp(c.data(), a.data() + rows, rows * 4));
 }
 
+TEST(Matmul, SplitByMinimumTaskSizeKeepsBitsForAnyThreadCount) {
+  // Row counts around the pool's grain (ThreadPool::kMinTaskBytes of weight rows per task), so
+  // some calls run inline, some in two chunks, some in many; every thread count gives the bits
+  // of one thread.
+  std::mt19937 rng(13);
+  const int64_t cols = 1024, max_rows = 200;
+  const std::vector<uint8_t> w = make_weights(Type::Q8_0, max_rows, cols, rng);
+  std::vector<float> x(4 * cols);
+  std::normal_distribution<float> nd;
+  for (float& v : x) v = nd(rng);
+  ThreadPool one(1), two(2), three(3), five(5);
+  for (int64_t rows : {20, 31, 60, 61, 62, 130, 200})
+    for (int n : {1, 2, 4}) {
+      const WeightView view{Type::Q8_0, w.data(), rows, cols};
+      std::vector<float> ref(static_cast<size_t>(n * rows));
+      matmul_f32(one, view, x.data(), n, ref.data(), quant::best_isa());
+      for (ThreadPool* pool : {&two, &three, &five}) {
+        std::vector<float> out(ref.size(), -1.0f);
+        matmul_f32(*pool, view, x.data(), n, out.data(), quant::best_isa());
+        ASSERT_EQ(0, std::memcmp(out.data(), ref.data(), out.size() * 4))
+            << "rows " << rows << " n " << n << " threads " << pool->size();
+      }
+    }
+}
+
 TEST(Matmul, RejectsShortActivationRowsAndActivationOnlyTypes) {
   ThreadPool pool(1);
   std::vector<uint8_t> w(quant::row_bytes(Type::Q8_0, 64) * 2), act(64);
