@@ -93,8 +93,8 @@ int run(const Options& o) {
   for (size_t i = 1; i < k; ++i)
     if (logits[i].size() != logits[0].size() ||
         std::memcmp(logits[i].data(), logits[0].data(), logits[0].size() * sizeof(float)) != 0)
-      throw std::runtime_error(fmt::format("logits with {} threads differ from those with {} threads", o.threads[i],
-                                           o.threads[0]));
+      throw std::runtime_error(
+          fmt::format("logits with {} threads differ from those with {} threads", o.threads[i], o.threads[0]));
 
   auto col = [&](size_t i, double Sample::*m) {
     std::vector<double> v;
