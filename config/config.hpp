@@ -6,7 +6,7 @@
 // variable ("DS4D_SERVER_PORT"), its help text and its parser; the loader, --help, --print-config
 // and the documentation test all read that table, so the four views cannot drift apart.
 //
-// Sections: model, server, memory, cache, speculation, log, and supervisor (keys only the root
+// Sections: model, engine, server, memory, cache, speculation, log, and supervisor (keys only the root
 // supervisor uses). Unknown sections or keys in the file are errors, reported with the file,
 // line and column, because a mistyped key silently falling back to a default is how a 128 GB
 // host ends up swapping.
@@ -17,6 +17,8 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+
+#include "engine/cuda/backend_choice.hpp"
 
 namespace ds4::config {
 
@@ -32,6 +34,9 @@ struct Config {
     PinMode pin = PinMode::lock;
     uint32_t threads = 0;  // engine CPU threads; 0 = all cores
   } model;
+  struct Engine {
+    cuda::Backend backend = cuda::Backend::automatic;  // auto | cpu | cuda (engine/cuda/backend_choice.hpp)
+  } engine;
   struct Server {
     std::string host = "127.0.0.1";
     uint16_t port = 8080;

@@ -143,6 +143,15 @@ std::vector<ConfigKey> build() {
       },
       [](const Config& c) { return std::string(pin_mode_name(c.model.pin)); }, KeyScope::both, "--pin");
   b.add("model.threads", "count", "engine CPU threads (0: all cores)", UINT(model.threads, 4096), KeyScope::daemon);
+  // [engine]
+  b.add(
+      "engine.backend", "auto|cpu|cuda",
+      "which device runs the forward: auto (CUDA when a usable GPU and the device forward exist, else the CPU "
+      "with one log line), cpu, or cuda (a startup error until the forward runs on the GPU; docs/cuda.md)",
+      [](Config& c, const std::string& v) {
+        c.engine.backend = cuda::parse_backend(choice(v, {"auto", "cpu", "cuda"}));
+      },
+      [](const Config& c) { return std::string(cuda::backend_name(c.engine.backend)); }, KeyScope::daemon, "--backend");
   // [server]
   b.add("server.host", "address", "HTTP bind address", STR(server.host), KeyScope::daemon, "--host");
   b.add("server.port", "port", "HTTP port", UINT(server.port, 65535), KeyScope::daemon, "--port");

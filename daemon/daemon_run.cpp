@@ -26,6 +26,7 @@
 #include "daemon/notifier.hpp"
 #include "daemon/weight_pin.hpp"
 #include "daemon/worker_heartbeat.hpp"
+#include "engine/cuda/backend_choice.hpp"
 #include "engine/gguf/gguf_reader.hpp"
 #include "engine/loaded_model/loaded_model.hpp"
 #include "engine/model/model.hpp"
@@ -152,6 +153,16 @@ int run_daemon(const config::Config& given) {
     return config::kExitConfigError;
   }
   const config::Config& cfg = *planned;
+  // --backend cuda is refused here, naming what is missing, rather than served from the CPU;
+  // auto logs its one line. A configuration error: the supervisor does not restart in a loop.
+  try {
+    const cuda::BackendDecision backend = cuda::choose_backend(cfg.engine.backend);
+    if (!backend.log_line.empty()) spdlog::info("{}", backend.log_line);
+  } catch (const std::exception& e) {
+    spdlog::error("{}", e.what());
+    notifier.status(std::string("Failed: ") + e.what());
+    return config::kExitConfigError;
+  }
   serving::Metrics metrics;
   serving::ServiceConfig sc;
   sc.max_queued_jobs = cfg.server.max_queue;

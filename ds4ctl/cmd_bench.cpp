@@ -28,6 +28,7 @@
 #include <stdexcept>
 
 #include "ds4ctl/command_registry.hpp"
+#include "engine/cuda/backend_choice.hpp"
 #include "engine/gguf/gguf_reader.hpp"
 #include "engine/kernels/thread_pool.hpp"
 #include "engine/model/model.hpp"
@@ -44,6 +45,7 @@ using ds4::quant::Type;
 struct BenchOptions {
   std::string model_path;
   unsigned threads = 0;
+  std::string backend = "auto";  // --backend: engine/cuda/backend_choice.hpp
   std::vector<uint32_t> contexts{0, 512, 2048};
   uint32_t decode_tokens = 16;
   bool kernels = false;
@@ -136,6 +138,9 @@ std::vector<int32_t> synthetic_prompt(uint32_t n, uint32_t n_vocab) {
 }
 
 int run_bench(const BenchOptions& o) {
+  // --backend cuda is refused (naming what is missing) before anything runs on the CPU.
+  if (const auto d = ds4::cuda::choose_backend(ds4::cuda::parse_backend(o.backend)); !d.log_line.empty())
+    fmt::print(stderr, "{}\n", d.log_line);
   ds4::kernels::ThreadPool probe_pool(o.threads);
   const double memory_gbs = ds4::kernels::measure_read_bandwidth_gbs(probe_pool);
   if (o.kernels) print_kernel_table(probe_pool, memory_gbs);
@@ -221,6 +226,9 @@ ds4ctl::Register reg{
       sub.add_option("-m,--model", o->model_path, "GGUF model file (optional with --kernels)")
           ->check(CLI::ExistingFile);
       sub.add_option("-t,--threads", o->threads, "Worker threads; 0 uses every core")->capture_default_str();
+      sub.add_option("--backend", o->backend, "auto, cpu or cuda (cuda: refused until the forward runs on the GPU)")
+          ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
+          ->capture_default_str();
       sub.add_option_function<std::string>(
           "--contexts", [o](const std::string& s) { o->contexts = parse_contexts(s); },
           "Comma-separated context lengths to decode at (default 0,512,2048)");

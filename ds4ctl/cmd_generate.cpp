@@ -25,6 +25,7 @@
 
 #include "ds4ctl/command_registry.hpp"
 #include "ds4ctl/default_model.hpp"
+#include "engine/cuda/backend_choice.hpp"
 #include "engine/gguf/gguf_reader.hpp"
 #include "engine/loaded_model/loaded_model.hpp"
 #include "engine/model/model.hpp"
@@ -47,6 +48,7 @@ struct GenerateOptions {
   uint64_t seed = 0;
   bool chat = false;
   unsigned threads = 0;
+  std::string backend = "auto";  // --backend: engine/cuda/backend_choice.hpp
   bool exact = false;
   bool ignore_eos = false;
   uint32_t context_length = 0;
@@ -77,6 +79,9 @@ std::vector<int32_t> build_prompt(const Tokenizer& tok, const GenerateOptions& o
 }
 
 int run_generate(const GenerateOptions& o) {
+  // --backend cuda is refused (naming what is missing) before anything runs on the CPU.
+  if (const auto d = ds4::cuda::choose_backend(ds4::cuda::parse_backend(o.backend)); !d.log_line.empty())
+    fmt::print(stderr, "{}\n", d.log_line);
   ds4::LoadOptions load;
   load.threads = o.threads;
   load.arithmetic = o.exact ? ds4::Arithmetic::Exact : ds4::Arithmetic::Fast;
@@ -180,6 +185,9 @@ ds4ctl::Register reg{
           "Random seed (default: random, printed on stderr)");
       sub.add_flag("--chat", o->chat, "Render one non-thinking user turn: BOS <｜User｜>text<｜Assistant｜></think>");
       sub.add_option("-t,--threads", o->threads, "Worker threads; 0 uses every core")->capture_default_str();
+      sub.add_option("--backend", o->backend, "auto, cpu or cuda (cuda: refused until the forward runs on the GPU)")
+          ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
+          ->capture_default_str();
       sub.add_flag("--exact", o->exact, "Exact arithmetic (bit-identical to the reference engine)");
       sub.add_flag("--ignore-eos", o->ignore_eos, "Keep generating after end-of-sentence");
       sub.add_option("-c,--ctx-size", o->context_length, "Context length in tokens; 0: the model's, capped at 65536")

@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "engine/quant/block_arith.hpp"
+
 namespace ds4::quant::detail {
 
 constexpr int QK_K = 256;
@@ -57,23 +59,8 @@ static inline uint32_t f32_to_bits(float f) {
   return u;
 }
 
-// IEEE half -> float; exact for every input (subnormals, inf, NaN).
-static inline float f16_to_f32(uint16_t h) {
-  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
-  const uint32_t exp = (h >> 10) & 0x1f;
-  uint32_t mant = h & 0x3ffu;
-  if (exp == 0) {
-    if (mant == 0) return bits_to_f32(sign);
-    int e = -1;  // normalise the subnormal
-    do {
-      mant <<= 1;
-      e++;
-    } while ((mant & 0x400u) == 0);
-    return bits_to_f32(sign | static_cast<uint32_t>(127 - 15 - e) << 23 | (mant & 0x3ffu) << 13);
-  }
-  if (exp == 31) return bits_to_f32(sign | 0x7f800000u | mant << 13);
-  return bits_to_f32(sign | (exp + 127 - 15) << 23 | mant << 13);
-}
+// IEEE half -> float; exact for every input. One definition shared with the CUDA kernels.
+static inline float f16_to_f32(uint16_t h) { return arith::f16_to_f32(h); }
 
 // float -> IEEE half, round to nearest even (what F16C and ds4's software path do).
 uint16_t f32_to_f16(float f);

@@ -96,6 +96,24 @@ TEST(Config, PinFlagAndEnum) {
   }
 }
 
+TEST(Config, EngineBackendFromFlagEnvAndDefault) {
+  using ds4::cuda::Backend;
+  Env env;
+  env.vars["DS4D_CONFIG"] = "";
+  EXPECT_EQ(load({}, env).engine.backend, Backend::automatic);
+  EXPECT_EQ(load({"--backend", "cuda"}, env).engine.backend, Backend::cuda);
+  env.vars["DS4D_ENGINE_BACKEND"] = "cpu";
+  EXPECT_EQ(load({}, env).engine.backend, Backend::cpu);
+  EXPECT_EQ(load({"--engine-backend", "auto"}, env).engine.backend, Backend::automatic);  // the flag wins
+  try {
+    load({"--backend", "gpu"}, env);
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("--engine-backend: 'gpu' is not one of auto, cpu, cuda"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(Config, FileErrorsNameFileLineAndColumn) {
   testing::TempDir d;
   const std::string bad_value = config_file(d, "[server]\n\nport = 70000\n");

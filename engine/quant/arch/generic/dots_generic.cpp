@@ -24,8 +24,8 @@ float dot_f32_generic(const void* w, const void* act, int64_t n) {
 float dot_f16_generic(const void* w, const void* act, int64_t n) {
   const uint16_t* h = static_cast<const uint16_t*>(w);
   const float* x = static_cast<const float*>(act);
-  float acc = 0.0f;
-  for (int64_t i = 0; i < n; i++) acc += f16_to_f32(h[i]) * x[i];
+  float acc = 0.0f;  // block_arith.hpp: the same steps the CUDA F16 matvec takes
+  for (int64_t i = 0; i < n; i++) acc = arith::accumulate(acc, arith::f16_term(h[i], x[i]));
   return acc;
 }
 
@@ -40,12 +40,9 @@ float dot_bf16_generic(const void* w, const void* act, int64_t n) {
 float dot_q8_0_generic(const void* w, const void* act, int64_t n) {
   const BlockQ8_0* a = static_cast<const BlockQ8_0*>(w);
   const BlockQ8_0Act* x = static_cast<const BlockQ8_0Act*>(act);
-  float acc = 0.0f;
-  for (int64_t b = 0; b < n / 32; b++) {
-    int32_t isum = 0;
-    for (int j = 0; j < 32; j++) isum += static_cast<int32_t>(a[b].qs[j]) * x[b].qs[j];
-    acc += f16_to_f32(a[b].d) * x[b].d * static_cast<float>(isum);
-  }
+  float acc = 0.0f;  // block_arith.hpp: the same steps the CUDA Q8_0 matvec takes
+  for (int64_t b = 0; b < n / 32; b++)
+    acc = arith::accumulate(acc, arith::q8_0_block_term(a[b].d, x[b].d, arith::q8_0_block_isum(a[b].qs, x[b].qs)));
   return acc;
 }
 

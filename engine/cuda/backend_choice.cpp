@@ -1,0 +1,52 @@
+// The backend decision. The device probe (device.cpp) never throws; the decision turns its
+// answer into the refusal or the log line.
+#include "engine/cuda/backend_choice.hpp"
+
+#include <stdexcept>
+#include <string>
+
+#include "engine/cuda/device.hpp"
+
+namespace ds4::cuda {
+
+const char* backend_name(Backend b) {
+  switch (b) {
+    case Backend::automatic: return "auto";
+    case Backend::cpu: return "cpu";
+    case Backend::cuda: return "cuda";
+  }
+  return "?";
+}
+
+Backend parse_backend(std::string_view s) {
+  if (s == "auto") return Backend::automatic;
+  if (s == "cpu") return Backend::cpu;
+  if (s == "cuda") return Backend::cuda;
+  throw std::invalid_argument("backend '" + std::string(s) + "' is not one of auto, cpu, cuda");
+}
+
+const char* device_coverage() {
+  return "on the device: Q8_0 and F16 matrix-vector kernels (widths 1..8, bit-identical to the CPU); not yet: "
+         "the forward pass (attention, compressors, indexer, MoE, the other weight formats, prefill GEMM, KV on the "
+         "device)";
+}
+
+BackendDecision choose_backend(Backend requested) {
+  BackendDecision d;
+  if (requested == Backend::cpu) return d;
+  const DeviceInfo info = probe();
+  if (requested == Backend::cuda) {
+    if (!info.usable) throw std::runtime_error("--backend cuda: no usable CUDA device: " + info.why_not);
+    throw std::runtime_error("--backend cuda: found " + info.name + " (compute capability " +
+                             std::to_string(info.cc_major) + "." + std::to_string(info.cc_minor) +
+                             "), but the CUDA backend cannot run the model yet -- " + device_coverage() +
+                             "; use --backend cpu or auto");
+  }
+  if (!info.usable) d.log_line = "backend auto: CPU (no CUDA: " + info.why_not + ")";
+  else
+    d.log_line = "backend auto: CPU (" + info.name +
+                 " found, but the forward pass is not on the device yet: " + device_coverage() + ")";
+  return d;
+}
+
+}  // namespace ds4::cuda

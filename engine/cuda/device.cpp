@@ -1,0 +1,175 @@
+// The device: driver (driver_api.cpp), primary context of device 0, and the module built from
+// the fatbin that CMake embeds (embedded_kernels.hpp). cuModuleLoadData picks the cubin for the
+// device's architecture or JIT-compiles the PTX on newer GPUs.
+#include "engine/cuda/device.hpp"
+
+#include <map>
+#include <mutex>
+#include <stdexcept>
+#include <utility>
+#include <vector>
+
+#include "engine/cuda/driver_api.hpp"
+#include "engine/cuda/embedded_kernels.hpp"
+
+namespace ds4::cuda {
+using detail::check;
+using detail::CUdevice;
+using detail::DriverApi;
+
+namespace {
+
+const DriverApi& api_or_throw() {
+  std::string why;
+  const DriverApi* api = detail::driver(&why);
+  if (api == nullptr) throw std::runtime_error(why);
+  return *api;
+}
+
+DeviceInfo probe_once() {
+  DeviceInfo d;
+  if (!compiled_in()) {
+    d.why_not = "this binary was built without the CUDA kernels (-DDS4D_CUDA=OFF or no nvcc at build time)";
+    return d;
+  }
+  const DriverApi* api = detail::driver(&d.why_not);
+  if (api == nullptr) return d;
+  api->cuDriverGetVersion(&d.driver_version);
+  int n = 0;
+  if (api->cuDeviceGetCount(&n) != 0 || n == 0) {
+    d.why_not = "the NVIDIA driver is loaded but reports no CUDA device";
+    return d;
+  }
+  CUdevice dev = 0;
+  if (api->cuDeviceGet(&dev, 0) != 0) {
+    d.why_not = "cuDeviceGet(0) failed";
+    return d;
+  }
+  char name[256] = {};
+  api->cuDeviceGetName(name, sizeof name, dev);
+  d.name = name;
+  api->cuDeviceGetAttribute(&d.cc_major, detail::kAttrComputeCapabilityMajor, dev);
+  api->cuDeviceGetAttribute(&d.cc_minor, detail::kAttrComputeCapabilityMinor, dev);
+  api->cuDeviceGetAttribute(&d.sm_count, detail::kAttrMultiprocessorCount, dev);
+  int l2 = 0;
+  api->cuDeviceGetAttribute(&l2, detail::kAttrL2CacheSize, dev);
+  d.l2_bytes = static_cast<size_t>(l2);
+  api->cuDeviceTotalMem(&d.total_memory, dev);
+  // Cubins exist for sm_90 and sm_121a; PTX (compute_121) JIT-compiles only on >= 12.1.
+  const int cc = d.cc_major * 10 + d.cc_minor;
+  if (cc < 90) {
+    d.why_not = d.name + " has compute capability " + std::to_string(d.cc_major) + "." + std::to_string(d.cc_minor) +
+                "; the embedded kernels need 9.0 (Hopper) or 12.1 (GB10) and newer";
+    return d;
+  }
+  d.usable = true;
+  return d;
+}
+
+}  // namespace
+
+bool compiled_in() { return detail::embedded_kernels().size != 0; }
+
+DeviceInfo probe() {
+  static const DeviceInfo info = probe_once();
+  return info;
+}
+
+DeviceBuffer::DeviceBuffer(size_t bytes) : bytes_(bytes) {
+  const DriverApi& a = api_or_throw();
+  Device::open();  // the context must be current
+  detail::CUdeviceptr p = 0;
+  check(a, a.cuMemAlloc(&p, bytes == 0 ? 1 : bytes), "cuMemAlloc");
+  ptr_ = p;
+}
+DeviceBuffer::~DeviceBuffer() {
+  if (ptr_ != 0) detail::driver(nullptr)->cuMemFree(ptr_);
+}
+DeviceBuffer::DeviceBuffer(DeviceBuffer&& o) noexcept
+    : ptr_(std::exchange(o.ptr_, 0)), bytes_(std::exchange(o.bytes_, 0)) {}
+DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
+  if (this != &o) {
+    if (ptr_ != 0) detail::driver(nullptr)->cuMemFree(ptr_);
+    ptr_ = std::exchange(o.ptr_, 0);
+    bytes_ = std::exchange(o.bytes_, 0);
+  }
+  return *this;
+}
+void DeviceBuffer::upload(const void* src, size_t bytes, size_t offset) {
+  if (offset + bytes > bytes_) throw std::out_of_range("DeviceBuffer::upload past the end of the buffer");
+  const DriverApi& a = api_or_throw();
+  check(a, a.cuMemcpyHtoD(ptr_ + offset, src, bytes), "cuMemcpyHtoD");
+}
+void DeviceBuffer::download(void* dst, size_t bytes, size_t offset) const {
+  if (offset + bytes > bytes_) throw std::out_of_range("DeviceBuffer::download past the end of the buffer");
+  const DriverApi& a = api_or_throw();
+  check(a, a.cuMemcpyDtoH(dst, ptr_ + offset, bytes), "cuMemcpyDtoH");
+}
+
+struct Device::Impl {
+  const DriverApi* api = nullptr;
+  CUdevice dev = 0;
+  detail::CUcontext ctx = nullptr;
+  detail::CUmodule module = nullptr;
+  std::map<std::string, detail::CUfunction, std::less<>> functions;
+  std::vector<detail::CUevent> events;
+};
+
+Device& Device::open() {
+  static Device d;
+  const DriverApi& a = *d.impl_->api;
+  check(a, a.cuCtxSetCurrent(d.impl_->ctx), "cuCtxSetCurrent");
+  return d;
+}
+
+Device::Device() : impl_(std::make_unique<Impl>()) {
+  info_ = probe();
+  if (!info_.usable) throw std::runtime_error("no usable CUDA device: " + info_.why_not);
+  const DriverApi& a = api_or_throw();
+  impl_->api = &a;
+  check(a, a.cuDeviceGet(&impl_->dev, 0), "cuDeviceGet");
+  check(a, a.cuDevicePrimaryCtxRetain(&impl_->ctx, impl_->dev), "cuDevicePrimaryCtxRetain");
+  check(a, a.cuCtxSetCurrent(impl_->ctx), "cuCtxSetCurrent");
+  check(a, a.cuModuleLoadData(&impl_->module, detail::embedded_kernels().data),
+        "cuModuleLoadData (embedded sm_90/sm_121a cubins, compute_121 PTX)");
+}
+
+Device::~Device() {
+  const DriverApi& a = *impl_->api;
+  for (detail::CUevent e : impl_->events) a.cuEventDestroy(e);
+  if (impl_->module != nullptr) a.cuModuleUnload(impl_->module);
+  a.cuDevicePrimaryCtxRelease(impl_->dev);
+}
+
+void Device::launch(const char* name, unsigned grid, unsigned block, unsigned shared_bytes, void** args) {
+  const DriverApi& a = *impl_->api;
+  auto it = impl_->functions.find(name);
+  if (it == impl_->functions.end()) {
+    detail::CUfunction f = nullptr;
+    check(a, a.cuModuleGetFunction(&f, impl_->module, name), name);
+    it = impl_->functions.emplace(name, f).first;
+  }
+  check(a, a.cuLaunchKernel(it->second, grid, 1, 1, block, 1, 1, shared_bytes, nullptr, args, nullptr), name);
+}
+
+void Device::synchronize() { check(*impl_->api, impl_->api->cuCtxSynchronize(), "cuCtxSynchronize"); }
+
+uint64_t Device::record() {
+  const DriverApi& a = *impl_->api;
+  detail::CUevent e = nullptr;
+  check(a, a.cuEventCreate(&e, 0), "cuEventCreate");
+  impl_->events.push_back(e);
+  check(a, a.cuEventRecord(e, nullptr), "cuEventRecord");
+  return impl_->events.size() - 1;
+}
+
+float Device::elapsed_since(uint64_t start_event) {
+  const DriverApi& a = *impl_->api;
+  const uint64_t end = record();
+  check(a, a.cuEventSynchronize(impl_->events[end]), "cuEventSynchronize");
+  float ms = 0;
+  check(a, a.cuEventElapsedTime(&ms, impl_->events[start_event], impl_->events[end]), "cuEventElapsedTime");
+  return ms;
+}
+
+}  // namespace ds4::cuda

@@ -1,0 +1,75 @@
+#pragma once
+// The CUDA device as the engine sees it: a probe that says whether a usable GPU exists (and if
+// not, exactly what is missing), and a Device that holds the primary context and the kernels
+// embedded in this binary (compiled by nvcc for sm_90 and sm_121a, plus PTX for newer GPUs).
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace ds4::cuda {
+
+struct DeviceInfo {
+  bool usable = false;
+  std::string why_not;  // when !usable: what is missing (driver, device, kernel image)
+  std::string name;
+  int cc_major = 0, cc_minor = 0;
+  int sm_count = 0;
+  size_t total_memory = 0, l2_bytes = 0;
+  int driver_version = 0;
+};
+
+// True when this binary was built with the CUDA kernels (-DDS4D_CUDA=ON).
+bool compiled_in();
+
+// Device 0: loads the driver on first use; never throws.
+DeviceInfo probe();
+
+// A GPU buffer; freed on destruction.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  explicit DeviceBuffer(size_t bytes);
+  ~DeviceBuffer();
+  DeviceBuffer(DeviceBuffer&& o) noexcept;
+  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept;
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  uint64_t ptr() const { return ptr_; }
+  size_t bytes() const { return bytes_; }
+  void upload(const void* src, size_t bytes, size_t offset = 0);
+  void download(void* dst, size_t bytes, size_t offset = 0) const;
+
+ private:
+  uint64_t ptr_ = 0;
+  size_t bytes_ = 0;
+};
+
+// The opened device: primary context current on the calling thread, embedded module loaded.
+// Throws std::runtime_error naming what is missing when no usable device exists.
+class Device {
+ public:
+  static Device& open();
+  const DeviceInfo& info() const { return info_; }
+  // Launches kernel `name` with a 1D grid; args as for cuLaunchKernel. Throws on a launch error.
+  void launch(const char* name, unsigned grid, unsigned block, unsigned shared_bytes, void** args);
+  void synchronize();
+  // Milliseconds `fn` takes on the device, measured with events around it (fn launches kernels).
+  template <class F>
+  float time_ms(F&& fn) {
+    const uint64_t start = record();
+    fn();
+    return elapsed_since(start);
+  }
+  ~Device();
+
+ private:
+  Device();
+  uint64_t record();
+  float elapsed_since(uint64_t start_event);
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  DeviceInfo info_;
+};
+
+}  // namespace ds4::cuda

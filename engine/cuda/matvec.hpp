@@ -1,0 +1,32 @@
+#pragma once
+// Matrix-vector products on the GPU for Q8_0 and F16 weights and 1..8 activation rows, each
+// output bit-identical to the generic CPU dot of the same weight row and activation row
+// (quant::dot with Isa::Scalar). The first device kernels of the CUDA backend (docs/cuda.md).
+#include <cstddef>
+#include <cstdint>
+
+#include "engine/cuda/device.hpp"
+#include "engine/quant/quant.hpp"
+
+namespace ds4::cuda {
+
+// A weight matrix in device memory: `rows` rows of `cols` elements in `type`'s GGUF layout.
+struct DeviceWeight {
+  quant::Type type;
+  int64_t rows = 0, cols = 0;
+  DeviceBuffer data;
+};
+
+// Copies a host weight to the device. Throws std::invalid_argument for a type without a device
+// kernel (anything but Q8_0 and F16) or cols not a whole number of blocks.
+DeviceWeight upload_weight(quant::Type type, const void* data, int64_t rows, int64_t cols);
+
+// The widest activation batch one call takes (the decode/verify widths).
+constexpr int kMaxMatvecWidth = 8;
+
+// out[t * w.rows + r] = dot(w row r, activation row t) for t < n. `act` holds n rows in the
+// weight's vec_dot layout (Q8_0: quant's Q8_0 activation blocks; F16: f32), act_row_bytes apart;
+// `out` holds n * w.rows floats. Asynchronous: download (or Device::synchronize) waits.
+void matvec(const DeviceWeight& w, const DeviceBuffer& act, size_t act_row_bytes, int n, DeviceBuffer& out);
+
+}  // namespace ds4::cuda

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# The GPU check (docs/cuda.md §gpu-check): on a machine with an NVIDIA GPU, its driver and CUDA 13
+# at /usr/local/cuda, configures and builds ONLY the CUDA parts (-DDS4D_CUDA_CHECK_ONLY=ON: the
+# quant formats, the CUDA backend, ds4-cuda-check and, when GoogleTest is installed, the GPU
+# tests) -- that configuration needs no Boost, spdlog, systemd or anything else the full build
+# does, because such a machine may lack the project's packages and cannot fetch them. Then runs
+# the GPU tests (where GoogleTest exists) and ds4-cuda-check: device facts, matvec bits vs the
+# CPU, copy bandwidth and the matvec kernels' GB/s over it. Finishes in a few minutes on 16 cores.
+#
+#   scripts/gpu-check.sh            # build in build-gpu/, write the log and summary to $OUT or ./gpu-check-out
+# Exit status: 0 when every comparison was bit-identical, else non-zero.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT_DIR=${OUT:-$PWD/gpu-check-out}
+mkdir -p "$OUT_DIR"
+LOG=$OUT_DIR/gpu-check.log
+BUILD_DIR=${BUILD_DIR:-build-gpu}
+NVCC=${DS4D_NVCC:-/usr/local/cuda/bin/nvcc}
+exec > >(tee "$LOG") 2>&1
+status=0
+step() { echo "== $* ($(date -u +%T))"; }
+
+step "machine"
+nproc; uname -r
+command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+"$NVCC" --version | tail -1
+
+step "configure (CUDA parts only)"
+GEN=()
+command -v ninja >/dev/null && GEN=(-G Ninja)
+cmake -S . -B "$BUILD_DIR" "${GEN[@]}" -DCMAKE_BUILD_TYPE=Release -DDS4D_CUDA_CHECK_ONLY=ON -DDS4D_CUDA=ON \
+  -DDS4D_NVCC="$NVCC" || { echo "configure failed"; exit 10; }
+
+step "build"
+targets=(ds4-cuda-check)
+# The GoogleTest suites exist only where GoogleTest is installed (find_package(GTest QUIET)).
+cmake --build "$BUILD_DIR" --target help 2>/dev/null | grep -q cuda_gpu_tests && targets+=(cuda_tests cuda_gpu_tests)
+cmake --build "$BUILD_DIR" -j "$(nproc)" --target "${targets[@]}" || { echo "build failed"; exit 11; }
+
+if [[ " ${targets[*]} " == *" cuda_gpu_tests "* ]]; then
+  step "GPU tests (GoogleTest)"
+  "$BUILD_DIR/tests/engine/cuda/cuda_tests" --gtest_brief=1 || status=1
+  "$BUILD_DIR/tests/engine/cuda/cuda_gpu_tests" || status=1
+else
+  step "GPU tests: GoogleTest not installed here; ds4-cuda-check below makes the same comparisons"
+fi
+
+step "ds4-cuda-check"
+timeout 300 "$BUILD_DIR/tools/cuda_check/ds4-cuda-check" | tee "$OUT_DIR/summary.txt"
+rc=${PIPESTATUS[0]}
+[ "$rc" -eq 0 ] || status=$rc
+
+step "done: status $status"
+exit "$status"

@@ -1,0 +1,47 @@
+// The device matvec kernels against the generic CPU dot (quant::dot with Isa::Scalar), bit for
+// bit, widths 1..8 (tools/cuda_check/matvec_compare.cpp does the comparing). Skips with the
+// reason where no GPU is usable.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "engine/cuda/device.hpp"
+#include "engine/cuda/matvec.hpp"
+#include "tools/cuda_check/matvec_compare.hpp"
+
+namespace {
+using ds4::quant::Type;
+
+// A macro, not a function: GTEST_SKIP returns from the function it is written in.
+#define SKIP_WITHOUT_GPU() \
+  if (!ds4::cuda::probe().usable) \
+  GTEST_SKIP() << "no usable CUDA device (" << ds4::cuda::probe().why_not << "): GPU comparison not run"
+
+class MatvecGpu : public ::testing::TestWithParam<Type> {};
+
+TEST_P(MatvecGpu, BitIdenticalToGenericCpuDot) {
+  SKIP_WITHOUT_GPU();
+  uint32_t seed = 1;
+  for (const auto& s : ds4::cuda_check::kShapes) {
+    const auto r = ds4::cuda_check::compare_matvec(GetParam(), s.rows, s.cols, s.special, seed++);
+    EXPECT_EQ(r.compared, static_cast<uint64_t>(s.rows) * 36);  // widths 1..8: 1+2+...+8 rows each
+    EXPECT_EQ(r.mismatched, 0u) << r.first_mismatch;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Formats, MatvecGpu, ::testing::Values(Type::Q8_0, Type::F16),
+                         [](const auto& i) { return std::string(ds4::quant::type_info(i.param).name); });
+
+TEST(MatvecGpuArgs, RejectsFormatsWithoutAKernelAndBadWidths) {
+  SKIP_WITHOUT_GPU();
+  std::vector<uint8_t> w(ds4::quant::row_bytes(Type::Q2_K, 256));
+  EXPECT_THROW(ds4::cuda::upload_weight(Type::Q2_K, w.data(), 1, 256), std::invalid_argument);
+  std::vector<uint8_t> q(34);
+  const auto dw = ds4::cuda::upload_weight(Type::Q8_0, q.data(), 1, 32);
+  ds4::cuda::DeviceBuffer act(36 * 9), out(4 * 9);
+  EXPECT_THROW(ds4::cuda::matvec(dw, act, 36, 9, out), std::invalid_argument);
+  EXPECT_THROW(ds4::cuda::matvec(dw, act, 36, 0, out), std::invalid_argument);
+}
+
+}  // namespace

@@ -1,0 +1,120 @@
+// ds4-cuda-check: what scripts/gpu-check.sh runs on a GPU machine. Prints the device, compares
+// the matvec kernels with the CPU bit for bit (every width, every shape of matvec_compare), then
+// measures in one run: the device's copy bandwidth (a grid-stride 16-byte copy, read + write
+// bytes) and each matvec kernel's weight bytes per second on a matrix far larger than L2, and
+// prints each as a ratio of the copy bandwidth. Exit status: 0 all identical, 1 a mismatch,
+// 2 no usable device (the reason printed).
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "engine/cuda/device.hpp"
+#include "engine/cuda/matvec.hpp"
+#include "engine/quant/quant.hpp"
+#include "tools/cuda_check/matvec_compare.hpp"
+
+namespace {
+using ds4::quant::Type;
+constexpr double kGB = 1e9;
+
+double copy_bandwidth_gbs(ds4::cuda::Device& dev, size_t bytes) {
+  ds4::cuda::DeviceBuffer a(bytes), b(bytes);
+  uint64_t src = a.ptr(), dst = b.ptr(), n = bytes / 16;
+  void* args[] = {&src, &dst, &n};
+  const unsigned grid = static_cast<unsigned>(dev.info().sm_count) * 8;
+  dev.launch("ds4_stream_copy", grid, 512, 0, args);  // warm up
+  const int reps = 10;
+  const float ms = dev.time_ms([&] {
+    for (int i = 0; i < reps; i++) dev.launch("ds4_stream_copy", grid, 512, 0, args);
+  });
+  return 2.0 * static_cast<double>(bytes) * reps / (ms * 1e-3) / kGB;
+}
+
+// Weight bytes per second of the matvec kernel at `width` on a matrix of about `bytes`.
+double matvec_gbs(ds4::cuda::Device& dev, Type type, int64_t cols, size_t bytes, int width) {
+  const size_t rb = ds4::quant::row_bytes(type, static_cast<uint64_t>(cols));
+  const int64_t rows = static_cast<int64_t>(bytes / rb);
+  // Fill the device matrix from one random 64 MiB host chunk (the values do not change the time).
+  std::vector<uint8_t> chunk_w;
+  {
+    const int64_t chunk_rows = std::min<int64_t>(rows, static_cast<int64_t>((64u << 20) / rb));
+    std::vector<float> row(cols);
+    std::mt19937 rng(1);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    chunk_w.resize(rb * chunk_rows);
+    for (int64_t r = 0; r < chunk_rows; r++) {
+      for (auto& v : row) v = nd(rng);
+      ds4::quant::quantize_row(type, row.data(), chunk_w.data() + r * rb, cols, nullptr);
+    }
+  }
+  ds4::cuda::DeviceWeight w{type, rows, cols, ds4::cuda::DeviceBuffer(rb * rows)};
+  for (size_t off = 0; off < w.data.bytes(); off += chunk_w.size())
+    w.data.upload(chunk_w.data(), std::min(chunk_w.size(), w.data.bytes() - off), off);
+  const Type vdt = ds4::quant::traits(type).vec_dot_type;
+  const size_t arb = ds4::quant::act_row_bytes(vdt, cols);
+  std::vector<uint8_t> act(arb * width);
+  std::vector<float> x(cols, 0.5f);
+  for (int t = 0; t < width; t++) ds4::quant::quantize_activation(vdt, x.data(), act.data() + t * arb, cols);
+  ds4::cuda::DeviceBuffer dact(act.size()), out(sizeof(float) * width * rows);
+  dact.upload(act.data(), act.size());
+  ds4::cuda::matvec(w, dact, arb, width, out);  // warm up
+  const int reps = 5;
+  const float ms = dev.time_ms([&] {
+    for (int i = 0; i < reps; i++) ds4::cuda::matvec(w, dact, arb, width, out);
+  });
+  return static_cast<double>(rb * rows) * reps / (ms * 1e-3) / kGB;
+}
+
+int run() {
+  const ds4::cuda::DeviceInfo info = ds4::cuda::probe();
+  if (!info.usable) {
+    std::printf("no usable CUDA device: %s\n", info.why_not.c_str());
+    return 2;
+  }
+  std::printf("device: %s, compute capability %d.%d, %d SMs, %.1f GiB, L2 %.1f MiB, driver %d\n", info.name.c_str(),
+              info.cc_major, info.cc_minor, info.sm_count, static_cast<double>(info.total_memory) / (1u << 30),
+              static_cast<double>(info.l2_bytes) / (1u << 20), info.driver_version);
+  ds4::cuda::Device& dev = ds4::cuda::Device::open();
+
+  bool identical = true;
+  uint32_t seed = 1;
+  for (Type type : {Type::Q8_0, Type::F16})
+    for (const auto& s : ds4::cuda_check::kShapes) {
+      const auto r = ds4::cuda_check::compare_matvec(type, s.rows, s.cols, s.special, seed++);
+      std::printf("bits %-5s %5lldx%-5lld widths 1..8: %llu outputs, %llu differ %s\n",
+                  std::string(ds4::quant::type_info(type).name).c_str(), static_cast<long long>(s.rows),
+                  static_cast<long long>(s.cols), static_cast<unsigned long long>(r.compared),
+                  static_cast<unsigned long long>(r.mismatched), r.first_mismatch.c_str());
+      identical = identical && r.mismatched == 0;
+    }
+
+  // "Far larger than L2": 64x the L2 size, at least 2 GiB, at most a quarter of device memory.
+  const size_t big = std::min(std::max<size_t>(info.l2_bytes * 64, size_t{2} << 30), info.total_memory / 4);
+  const double copy = copy_bandwidth_gbs(dev, big);
+  std::printf("copy bandwidth: %.0f GB/s (read+write, %.1f GiB buffers)\n", copy,
+              static_cast<double>(big) / (1u << 30));
+  for (Type type : {Type::Q8_0, Type::F16})
+    for (int width : {1, 2, 4, 8}) {
+      const double gbs = matvec_gbs(dev, type, 4096, big, width);
+      std::printf("matvec %-5s 4096 cols, %.1f GiB, width %d: %.0f GB/s = %.3f of copy bandwidth\n",
+                  std::string(ds4::quant::type_info(type).name).c_str(), static_cast<double>(big) / (1u << 30), width,
+                  gbs, gbs / copy);
+    }
+  std::printf("summary: bits %s; copy %.0f GB/s\n", identical ? "IDENTICAL" : "DIFFER", copy);
+  return identical ? 0 : 1;
+}
+
+}  // namespace
+
+int main() {
+  try {
+    return run();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ds4-cuda-check: %s\n", e.what());
+    return 3;
+  }
+}

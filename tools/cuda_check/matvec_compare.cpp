@@ -1,0 +1,64 @@
+// See matvec_compare.hpp.
+#include "tools/cuda_check/matvec_compare.hpp"
+
+#include <bit>
+#include <random>
+#include <sstream>
+#include <vector>
+
+#include "engine/cuda/device.hpp"
+#include "engine/cuda/matvec.hpp"
+
+namespace ds4::cuda_check {
+
+CompareResult compare_matvec(quant::Type type, int64_t rows, int64_t cols, bool special, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  const size_t rb = quant::row_bytes(type, static_cast<uint64_t>(cols));
+  std::vector<uint8_t> w(rb * rows);
+  std::vector<float> row(cols);
+  for (int64_t r = 0; r < rows; r++) {
+    for (auto& v : row) v = nd(rng) * (r % 7 == 0 ? 1e-6f : 1.0f);
+    quant::quantize_row(type, row.data(), w.data() + r * rb, cols, nullptr);
+  }
+  if (special && type == quant::Type::F16) {
+    auto* h = reinterpret_cast<uint16_t*>(w.data());
+    const uint16_t specials[] = {0x0001, 0x8001, 0x03ff, 0x0000, 0x8000, 0x7bff, 0xfbff};
+    for (int64_t i = 0; i < 7 * 13 && i < cols; i++) h[i * 3 % cols] = specials[i % 7];
+  }
+  const quant::Type vdt = quant::traits(type).vec_dot_type;
+  const size_t arb = quant::act_row_bytes(vdt, cols);
+  const int n = cuda::kMaxMatvecWidth;
+  std::vector<uint8_t> act(arb * n);
+  std::vector<float> x(cols);
+  for (int t = 0; t < n; t++) {
+    for (auto& v : x) v = nd(rng) * static_cast<float>(t + 1);
+    quant::quantize_activation(vdt, x.data(), act.data() + t * arb, cols);
+  }
+  const cuda::DeviceWeight dw = cuda::upload_weight(type, w.data(), rows, cols);
+  cuda::DeviceBuffer dact(act.size());
+  dact.upload(act.data(), act.size());
+  cuda::DeviceBuffer dout(sizeof(float) * n * rows);
+  CompareResult res;
+  std::vector<float> got(static_cast<size_t>(n) * rows);
+  for (int width = 1; width <= n; width++) {
+    cuda::matvec(dw, dact, arb, width, dout);
+    dout.download(got.data(), sizeof(float) * width * rows);
+    for (int t = 0; t < width; t++)
+      for (int64_t r = 0; r < rows; r++) {
+        const float want = quant::dot(type, w.data() + r * rb, act.data() + t * arb, cols, quant::Isa::Scalar);
+        const float g = got[static_cast<size_t>(t) * rows + r];
+        res.compared++;
+        if (std::bit_cast<uint32_t>(g) == std::bit_cast<uint32_t>(want)) continue;
+        if (res.mismatched++ == 0) {
+          std::ostringstream s;
+          s << quant::type_info(type).name << " " << rows << "x" << cols << " width " << width << " row " << r
+            << " act " << t << ": gpu " << g << " cpu " << want;
+          res.first_mismatch = s.str();
+        }
+      }
+  }
+  return res;
+}
+
+}  // namespace ds4::cuda_check

@@ -1,0 +1,29 @@
+#pragma once
+// The GPU-vs-CPU comparison of the matvec kernels, shared by the GoogleTest suite
+// (tests/engine/cuda/matvec_gpu_test.cpp) and ds4-cuda-check, which scripts/gpu-check.sh runs
+// even where GoogleTest is not installed.
+#include <cstdint>
+#include <string>
+
+#include "engine/quant/quant.hpp"
+
+namespace ds4::cuda_check {
+
+struct CompareResult {
+  uint64_t compared = 0, mismatched = 0;
+  std::string first_mismatch;  // empty when every output matched
+};
+
+// Random weights (every 7th row scaled by 1e-6; with `special`, F16 subnormals, signed zeros and
+// the largest half), 8 random activation rows, then every width 1..8 on the device against
+// quant::dot(Isa::Scalar), bit for bit. Needs a usable device.
+CompareResult compare_matvec(quant::Type type, int64_t rows, int64_t cols, bool special, uint32_t seed);
+
+// The shapes both runners use: one row, partial thread blocks, partial 32-term chunks, model rows.
+struct Shape {
+  int64_t rows, cols;
+  bool special;
+};
+inline constexpr Shape kShapes[] = {{1, 32, false}, {7, 32 * 33, false}, {131, 32 * 64, true}, {1030, 4096, false}};
+
+}  // namespace ds4::cuda_check
