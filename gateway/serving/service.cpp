@@ -1,5 +1,5 @@
 // The engine worker's life: model lifecycle, admission, the queue and the worker loop. One job's
-// run is in service_turn.cpp, prefix reuse in prefix_reuse.cpp. See service.hpp.
+// run is in service_turn.cpp; the restore points are the PrefixCache's. See service.hpp.
 #include "gateway/serving/service.hpp"
 
 #include <spdlog/spdlog.h>
@@ -55,7 +55,11 @@ const char* cache_source_name(CacheOutcome outcome) {
 }
 
 Service::Service(ServiceConfig config, Metrics& metrics)
-    : config_(config), metrics_(metrics), contracts_(config.contract_store_bytes), hot_(config.hot_bytes) {
+    : config_(config),
+      metrics_(metrics),
+      contracts_(config.contract_store_bytes),
+      cache_(PrefixCacheConfig{config.hot_bytes, config.cache_dir, config.disk_bytes, config.checkpoint_min_tokens},
+             metrics, contracts_) {
   metrics_.set_model_loaded(false);
   metrics_.set_load_progress_ratio(0);
   metrics_.set_queue_depth(0);
@@ -82,26 +86,7 @@ void Service::set_backend(std::shared_ptr<EngineBackend> backend) {
     backend_ = std::move(backend);
     // The checkpoint directory is indexed before the service reports ready, so the first
     // request after a restart already finds its checkpoint.
-    cache::DiskStoreConfig dc;
-    dc.dir = config_.cache_dir;
-    dc.budget_bytes = config_.disk_bytes;
-    dc.model_fingerprint = backend_->fingerprint();
-    disk_ =
-        std::make_unique<cache::DiskStore>(dc, [this](std::string_view event, std::string_view reason, uint64_t bytes) {
-          metrics_.count_checkpoint_event(event, reason, double(bytes));
-        });
-    if (!config_.cache_dir.empty() && config_.disk_bytes > 0 && !dc.model_fingerprint)
-      spdlog::warn("serving: the engine gives no model fingerprint; disk KV checkpoints are off");
-    metrics_.set_kv_cache_usage("disk", double(disk_->files()), double(disk_->bytes()));
-    // The echo contracts of the turns in those checkpoints: requests render against them before
-    // the worker loads anything, so they must be back before the first request.
-    disk_->for_each_contracts([this](const std::string& image) {
-      try {
-        contracts_.merge(image);
-      } catch (const std::exception& e) {
-        spdlog::warn("kv checkpoints: contract records unreadable: {}", e.what());
-      }
-    });
+    cache_.open(*backend_);
     state_ = ServiceState::ready;
     progress_ = 1;
     worker_ = std::thread([this] { worker_main(); });
@@ -239,30 +224,14 @@ void Service::stop(std::chrono::milliseconds drain) {
 
 void Service::publish_live_tokens() {
   size_t n = sequence_ ? sequence_->tokens().size() : 0;
-  metrics_.set_kv_cache_usage("warm", double(hot_.size()), double(hot_.bytes()));
-  if (disk_) metrics_.set_kv_cache_usage("disk", double(disk_->files()), double(disk_->bytes()));
+  cache_.publish();
   std::lock_guard lock(mu_);
   live_tokens_ = n;
-  hot_sessions_published_ = hot_.size();
-  hot_bytes_published_ = hot_.bytes();
 }
 
-std::string Service::cache_health() const {
-  std::lock_guard lock(mu_);
-  return disk_ ? disk_->health() : std::string();
-}
+std::string Service::cache_health() const { return cache_.health(); }
 
-Service::CacheStats Service::cache_stats() const {
-  std::lock_guard lock(mu_);
-  CacheStats s;
-  s.warm_sessions = hot_sessions_published_;
-  s.warm_bytes = hot_bytes_published_;
-  if (disk_) {
-    s.disk_files = disk_->files();
-    s.disk_bytes = disk_->bytes();
-  }
-  return s;
-}
+Service::CacheStats Service::cache_stats() const { return cache_.stats(); }
 
 void Service::finish_unrun(Queued& q, FinishReason reason, std::string error) {
   GenerationResult r;
@@ -319,7 +288,7 @@ void Service::worker_main() {
     idle_cv_.notify_all();
   }
   // Stopping: the queue is drained and nothing runs; what the RAM holds goes to disk.
-  if (sequence_) write_shutdown_checkpoints();
+  if (sequence_) cache_.write_shutdown_checkpoints(*sequence_);
 }
 
 }  // namespace ds4::serving

@@ -1,5 +1,5 @@
 // One job on the engine worker, as named steps: check the prompt, reuse the longest cached
-// prefix (prefix_reuse.cpp), prefill the rest, keep a restore point, decode, keep another,
+// prefix (the PrefixCache's choice), prefill the rest, keep a restore point, decode, keep another,
 // account. See service.hpp for what each restore point is for.
 #include <spdlog/spdlog.h>
 
@@ -55,14 +55,14 @@ void Service::run(Queued& q) {
   usage.queue_seconds = seconds_since(q.enqueued);
   try {
     check_prompt(job);
-    reuse_prefix(job, usage);
-    live_session_ = job.session;              // restore points kept from here on are this session's
+    cache_.reuse(*sequence_, job, usage);
+    cache_.set_session(job.session);          // restore points kept from here on are this session's
     usage.prompt_tokens = job.prompt.size();  // a byte-prefix match may have re-tokenized the tail
     metrics_.count_cache_outcome(cache_outcome_name(usage.cache));
     if (prefill_rest(turn)) {
       job.sink->on_prefilled(usage);
       decode_turn(turn);
-      keep_restore_point(cache::CheckpointReason::turn, false);
+      cache_.keep(*sequence_, cache::CheckpointReason::turn, false);
     }
     // else interrupted: a half-prefilled prompt is still a valid prefix of it; kept for a retry.
   } catch (const std::exception& e) {
@@ -72,9 +72,7 @@ void Service::run(Queued& q) {
     turn.result.error = e.what();
     // The state may be half-updated; start clean next time.
     try {
-      sequence_->clear();
-      live_saved_.clear();
-      restored_.reset();
+      cache_.clear_live(*sequence_);
     } catch (const std::exception& e2) {
       spdlog::error("serving: clearing the context failed too: {}", e2.what());
     }
@@ -107,7 +105,7 @@ bool Service::prefill_rest(Turn& turn) {
       // Reused up to the point or beyond it: the point is what was restored (kept already),
       // or, beyond it, one at the end of the prompt is the best there is.
       bool point_passed = seq.tokens().size() > point;
-      if (seq.tokens().size() == point) keep_restore_point(cache::CheckpointReason::cold, false);
+      if (seq.tokens().size() == point) cache_.keep(seq, cache::CheckpointReason::cold, false);
       std::span<const Token> rest(job.prompt.data() + seq.tokens().size(), job.prompt.size() - seq.tokens().size());
       while (!rest.empty() && !(stopped = turn.interrupted())) {
         const size_t before = seq.tokens().size();
@@ -120,21 +118,20 @@ bool Service::prefill_rest(Turn& turn) {
         const bool crossed = !rest.empty() && interval && before / interval != seq.tokens().size() / interval;
         // Nothing reused: this prompt is a new conversation's first restore point on disk too.
         if (seq.tokens().size() == point)
-          keep_restore_point(cache::CheckpointReason::cold, usage.cached_tokens == 0 || crossed);
-        else if (crossed) keep_restore_point(cache::CheckpointReason::interval, true);
+          cache_.keep(seq, cache::CheckpointReason::cold, usage.cached_tokens == 0 || crossed);
+        else if (crossed) cache_.keep(seq, cache::CheckpointReason::interval, true);
         if (!rest.empty()) job.sink->on_prefill_progress(job.prompt.size() - rest.size(), job.prompt.size());
       }
-      if (!stopped && point_passed) keep_restore_point(cache::CheckpointReason::cold, usage.cached_tokens == 0);
+      if (!stopped && point_passed) cache_.keep(seq, cache::CheckpointReason::cold, usage.cached_tokens == 0);
       break;
     } catch (const std::exception& e) {
       // A restore point that restored fine but breaks the engine must not fail every request
       // that finds it: delete it and prefill from scratch, once.
-      if (attempt > 0 || !restored_ || (usage.cache != CacheOutcome::warm && usage.cache != CacheOutcome::disk)) throw;
+      const std::optional<size_t> restored = cache_.restored_tokens();
+      if (attempt > 0 || !restored || (usage.cache != CacheOutcome::warm && usage.cache != CacheOutcome::disk)) throw;
       spdlog::warn("serving: the {} restore point of {} tokens failed in the engine ({}); removed it, prefilling cold",
-                   cache_outcome_name(usage.cache), restored_->tokens.size(), e.what());
-      forget_failed_restore();
-      seq.clear();
-      live_saved_.clear();
+                   cache_outcome_name(usage.cache), *restored, e.what());
+      cache_.drop_failed_restore(seq);
       usage.cache = CacheOutcome::miss;
       usage.cached_tokens = 0;
     }

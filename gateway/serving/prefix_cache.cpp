@@ -1,12 +1,13 @@
-// Prefix reuse: choosing and applying the restore point with the longest common token prefix,
-// keeping restore points (warm sessions in RAM, checkpoints on disk), and the shutdown writes.
-// See service.hpp for the policy.
+// PrefixCache: choosing and applying the restore point with the longest common token prefix,
+// keeping restore points (warm sessions in RAM, checkpoints on disk), spill and the shutdown
+// writes. See prefix_cache.hpp for the policy.
+#include "gateway/serving/prefix_cache.hpp"
+
 #include <spdlog/spdlog.h>
 
 #include <chrono>
 
 #include "gateway/cache/token_prefix.hpp"
-#include "gateway/serving/service.hpp"
 
 namespace ds4::serving {
 namespace {
@@ -73,8 +74,38 @@ uint64_t unix_now() {
 
 }  // namespace
 
-void Service::reuse_prefix(GenerationJob& job, GenerationUsage& usage) {
-  EngineSequence& seq = *sequence_;
+PrefixCache::PrefixCache(PrefixCacheConfig config, Metrics& metrics, protocol::ContractStore& contracts)
+    : config_(std::move(config)), metrics_(metrics), contracts_(contracts), hot_(config_.hot_bytes) {}
+
+void PrefixCache::open(const EngineBackend& backend) {
+  if (backend_) throw std::logic_error("PrefixCache::open: already open");
+  backend_ = &backend;
+  cache::DiskStoreConfig dc;
+  dc.dir = config_.cache_dir;
+  dc.budget_bytes = config_.disk_bytes;
+  dc.model_fingerprint = backend.fingerprint();
+  auto disk =
+      std::make_unique<cache::DiskStore>(dc, [this](std::string_view event, std::string_view reason, uint64_t bytes) {
+        metrics_.count_checkpoint_event(event, reason, double(bytes));
+      });
+  if (!config_.cache_dir.empty() && config_.disk_bytes > 0 && !dc.model_fingerprint)
+    spdlog::warn("serving: the engine gives no model fingerprint; disk KV checkpoints are off");
+  metrics_.set_kv_cache_usage("disk", double(disk->files()), double(disk->bytes()));
+  // The echo contracts of the turns in those checkpoints: requests render against them before
+  // the worker loads anything, so they must be back before the first request.
+  disk->for_each_contracts([this](const std::string& image) {
+    try {
+      contracts_.merge(image);
+    } catch (const std::exception& e) {
+      spdlog::warn("kv checkpoints: contract records unreadable: {}", e.what());
+    }
+  });
+  std::lock_guard lock(mu_);
+  disk_ = std::move(disk);
+}
+
+void PrefixCache::reuse(EngineSequence& seq, GenerationJob& job, GenerationUsage& usage) {
+  if (!backend_) throw std::logic_error("PrefixCache::reuse before open");
   const std::vector<Token>& live = seq.tokens();
   usage.cached_tokens = 0;
   // The live tokens are no token prefix of the prompt but their bytes are a prefix of its bytes,
@@ -87,7 +118,7 @@ void Service::reuse_prefix(GenerationJob& job, GenerationUsage& usage) {
       spdlog::debug("serving: text prefix match failed: {}", e.what());
     }
   }
-  match_restore_points_by_bytes(job);
+  match_restore_points_by_bytes(seq, job);
   const std::vector<Token>& prompt = job.prompt;
 
   // Live: extend, or take back to the first differing token when the rollback rings reach it.
@@ -102,12 +133,12 @@ void Service::reuse_prefix(GenerationJob& job, GenerationUsage& usage) {
   }
   std::optional<size_t> warm = hot_.find(prompt, prompt.size());
   const size_t warm_k = warm ? hot_.at(*warm).tokens.size() : 0;
-  std::optional<cache::DiskMatch> disk = disk_ && disk_->enabled() ? disk_->find(prompt, prompt.size()) : std::nullopt;
+  std::optional<cache::DiskMatch> disk = disk_on() ? disk_->find(prompt, prompt.size()) : std::nullopt;
   const size_t disk_k = disk ? disk->tokens : 0;
 
   if (live_k > 0 && live_k >= warm_k && live_k >= disk_k) {
     if (live_k < live.size()) {
-      save_live_before_switch({}, {});
+      save_live_before_switch(seq, {}, {});
       seq.truncate(live_k);
       live_saved_.clear();
     }
@@ -115,61 +146,65 @@ void Service::reuse_prefix(GenerationJob& job, GenerationUsage& usage) {
     usage.cached_tokens = live_k;
     return;
   }
-  if (warm_k > 0 && warm_k >= disk_k) {
-    const std::vector<Token> tokens = hot_.at(*warm).tokens;
-    save_live_before_switch(tokens, {});  // may reorder the store; the protected entry stays
-    if (auto again = hot_.find(prompt, tokens.size()); again && hot_.at(*again).tokens.size() == tokens.size()) {
-      seq.restore(hot_.use(*again).state);
-      restored_ = Restored{tokens, {}};
-      live_saved_ = tokens;
-      usage.cache = CacheOutcome::warm;
-      usage.cached_tokens = tokens.size();
-      return;
-    }
-  }
-  if (disk_k > 0) {
-    save_live_before_switch({}, disk->name);
-    if (auto checkpoint = disk_->load(disk->name)) {
-      try {
-        seq.restore(checkpoint->state);
-      } catch (const std::exception& e) {
-        spdlog::warn("kv checkpoints: {} does not restore into the engine ({}); removed", disk->name, e.what());
-        disk_->remove(disk->name, "restore_failed");
-        checkpoint.reset();
-      }
-      if (checkpoint) {
-        if (!checkpoint->contracts.empty()) {
-          try {
-            contracts_.merge(checkpoint->contracts);
-          } catch (const std::exception& e) {
-            spdlog::warn("kv checkpoints: the contract records of {} are unreadable: {}", disk->name, e.what());
-          }
-        }
-        restored_ = Restored{checkpoint->tokens, disk->name};
-        live_saved_ = checkpoint->tokens;
-        usage.cache = CacheOutcome::disk;
-        usage.cached_tokens = checkpoint->tokens.size();
-        // Warm from now on: the next switch back to this conversation is a copy, not a read.
-        if (hot_.budget() > 0) {
-          cache::HotEntry e;
-          e.tokens = std::move(checkpoint->tokens);
-          e.state = std::move(checkpoint->state);
-          e.reason = checkpoint->reason;
-          e.on_disk = true;
-          e.hits = 1;
-          e.session = job.session;
-          spill(hot_.insert(std::move(e)), std::vector<std::string>{disk->name});
-        }
-        return;
-      }
-    }
-  }
+  if (warm_k > 0 && warm_k >= disk_k && restore_warm(seq, *warm, prompt, usage)) return;
+  if (disk_k > 0 && restore_disk(seq, *disk, job, usage)) return;
   // Nothing to reuse.
-  save_live_before_switch({}, {});
+  save_live_before_switch(seq, {}, {});
   usage.cache = live.empty() ? CacheOutcome::cold : CacheOutcome::miss;
   seq.clear();
   live_saved_.clear();
   restored_.reset();
+}
+
+bool PrefixCache::restore_warm(EngineSequence& seq, size_t index, std::span<const Token> prompt,
+                               GenerationUsage& usage) {
+  const std::vector<Token> tokens = hot_.at(index).tokens;
+  save_live_before_switch(seq, tokens, {});  // may reorder the store; the protected entry stays
+  auto again = hot_.find(prompt, tokens.size());
+  if (!again || hot_.at(*again).tokens.size() != tokens.size()) return false;
+  seq.restore(hot_.use(*again).state);
+  restored_ = Restored{tokens, {}};
+  live_saved_ = tokens;
+  usage.cache = CacheOutcome::warm;
+  usage.cached_tokens = tokens.size();
+  return true;
+}
+
+bool PrefixCache::restore_disk(EngineSequence& seq, const cache::DiskMatch& match, const GenerationJob& job,
+                               GenerationUsage& usage) {
+  save_live_before_switch(seq, {}, match.name);
+  auto checkpoint = disk_->load(match.name);
+  if (!checkpoint) return false;
+  try {
+    seq.restore(checkpoint->state);
+  } catch (const std::exception& e) {
+    spdlog::warn("kv checkpoints: {} does not restore into the engine ({}); removed", match.name, e.what());
+    disk_->remove(match.name, "restore_failed");
+    return false;
+  }
+  if (!checkpoint->contracts.empty()) {
+    try {
+      contracts_.merge(checkpoint->contracts);
+    } catch (const std::exception& e) {
+      spdlog::warn("kv checkpoints: the contract records of {} are unreadable: {}", match.name, e.what());
+    }
+  }
+  restored_ = Restored{checkpoint->tokens, match.name};
+  live_saved_ = checkpoint->tokens;
+  usage.cache = CacheOutcome::disk;
+  usage.cached_tokens = checkpoint->tokens.size();
+  // Warm from now on: the next switch back to this conversation is a copy, not a read.
+  if (hot_.budget() > 0) {
+    cache::HotEntry e;
+    e.tokens = std::move(checkpoint->tokens);
+    e.state = std::move(checkpoint->state);
+    e.reason = checkpoint->reason;
+    e.on_disk = true;
+    e.hits = 1;
+    e.session = job.session;
+    spill(hot_.insert(std::move(e)), std::vector<std::string>{match.name});
+  }
+  return true;
 }
 
 // A turn end holds the tokens the model sampled; the next prompt re-renders that turn as text,
@@ -179,11 +214,11 @@ void Service::reuse_prefix(GenerationJob& job, GenerationUsage& usage) {
 // its previous turns. When a warm or disk restore point reaches further than every token match
 // and its bytes are a prefix of the prompt's bytes, the prompt becomes its tokens + the
 // tokenization of the remaining text (as for the live context), and the token match finds it.
-void Service::match_restore_points_by_bytes(GenerationJob& job) {
-  const bool disk_on = disk_ && disk_->enabled() && disk_->files() > 0;
+void PrefixCache::match_restore_points_by_bytes(const EngineSequence& seq, GenerationJob& job) {
+  const bool disk_on = this->disk_on() && disk_->files() > 0;
   if (hot_.size() == 0 && !disk_on) return;
   const std::vector<Token>& prompt = job.prompt;
-  size_t best = cache::common_prefix<Token>(sequence_->tokens(), prompt);
+  size_t best = cache::common_prefix<Token>(seq.tokens(), prompt);
   if (auto w = hot_.find(prompt, prompt.size())) best = std::max(best, hot_.at(*w).tokens.size());
   if (disk_on)
     if (auto d = disk_->find(prompt, prompt.size())) best = std::max(best, d->tokens);
@@ -202,12 +237,11 @@ void Service::match_restore_points_by_bytes(GenerationJob& job) {
   }
 }
 
-void Service::keep_restore_point(cache::CheckpointReason reason, bool to_disk) {
-  EngineSequence& seq = *sequence_;
+void PrefixCache::keep(const EngineSequence& seq, cache::CheckpointReason reason, bool to_disk) {
   const std::vector<Token>& tokens = seq.tokens();
   if (tokens.empty() || tokens.size() < config_.checkpoint_min_tokens) return;
   const bool want_hot = hot_.budget() > 0 && reason != cache::CheckpointReason::interval;
-  const bool want_disk = to_disk && disk_ && disk_->enabled() && !disk_->contains(tokens);
+  const bool want_disk = to_disk && disk_on() && !disk_->contains(tokens);
   if (!want_disk && (!want_hot || live_saved_ == tokens)) return;
   std::vector<uint8_t> state = seq.snapshot();
   if (state.empty()) return;  // this engine has no snapshots
@@ -217,18 +251,18 @@ void Service::keep_restore_point(cache::CheckpointReason reason, bool to_disk) {
     e.tokens = tokens;
     e.state = std::move(state);
     e.reason = reason;
-    e.on_disk = disk_ && disk_->enabled() && disk_->contains(tokens);
+    e.on_disk = disk_on() && disk_->contains(tokens);
     e.session = live_session_;
     spill(hot_.insert(std::move(e)), {});
     live_saved_ = tokens;
   }
 }
 
-void Service::save_live_before_switch(std::span<const Token> protect, const std::string& protect_name) {
-  EngineSequence& seq = *sequence_;
+void PrefixCache::save_live_before_switch(const EngineSequence& seq, std::span<const Token> protect,
+                                          const std::string& protect_name) {
   const std::vector<Token>& tokens = seq.tokens();
   if (tokens.empty() || tokens.size() < config_.checkpoint_min_tokens || live_saved_ == tokens) return;
-  const bool to_disk = disk_ && disk_->enabled();
+  const bool to_disk = disk_on();
   if (hot_.budget() == 0 && !to_disk) return;
   std::vector<uint8_t> state = seq.snapshot();
   if (state.empty()) return;
@@ -248,15 +282,15 @@ void Service::save_live_before_switch(std::span<const Token> protect, const std:
   live_saved_ = tokens;
 }
 
-void Service::spill(std::vector<cache::HotEntry> evicted, std::span<const std::string> keep) {
+void PrefixCache::spill(std::vector<cache::HotEntry> evicted, std::span<const std::string> keep) {
   for (cache::HotEntry& e : evicted)
-    if (!e.on_disk && disk_ && disk_->enabled())
+    if (!e.on_disk && disk_on())
       store_on_disk(cache::CheckpointReason::evict, std::move(e.tokens), std::move(e.state), keep);
 }
 
-void Service::store_on_disk(cache::CheckpointReason reason, std::vector<Token> tokens, std::vector<uint8_t> state,
-                            std::span<const std::string> keep) {
-  if (!disk_ || !disk_->enabled()) return;
+void PrefixCache::store_on_disk(cache::CheckpointReason reason, std::vector<Token> tokens, std::vector<uint8_t> state,
+                                std::span<const std::string> keep) {
+  if (!disk_on()) return;
   cache::Checkpoint c;
   c.reason = reason;
   c.created_unix = unix_now();
@@ -271,21 +305,35 @@ void Service::store_on_disk(cache::CheckpointReason reason, std::vector<Token> t
   if (disk_->store(c, keep)) hot_.mark_on_disk(c.tokens);
 }
 
-void Service::forget_failed_restore() {
-  if (!restored_) return;
-  hot_.erase(restored_->tokens);
-  if (!restored_->disk_name.empty() && disk_) disk_->remove(restored_->disk_name, "load_failed");
-  else if (disk_ && disk_->contains(restored_->tokens))
-    disk_->remove(cache::checkpoint_file_name(disk_->config().model_fingerprint, restored_->tokens), "load_failed");
-  restored_.reset();
+std::optional<size_t> PrefixCache::restored_tokens() const {
+  if (!restored_) return std::nullopt;
+  return restored_->tokens.size();
 }
 
-void Service::write_shutdown_checkpoints() {
-  if (!disk_ || !disk_->enabled()) return;
+void PrefixCache::drop_failed_restore(EngineSequence& seq) {
+  if (restored_) {
+    hot_.erase(restored_->tokens);
+    if (!restored_->disk_name.empty() && disk_) disk_->remove(restored_->disk_name, "load_failed");
+    else if (disk_ && disk_->contains(restored_->tokens))
+      disk_->remove(cache::checkpoint_file_name(disk_->config().model_fingerprint, restored_->tokens), "load_failed");
+    restored_.reset();
+  }
+  seq.clear();
+  live_saved_.clear();
+}
+
+void PrefixCache::clear_live(EngineSequence& seq) {
+  live_saved_.clear();
+  restored_.reset();
+  seq.clear();
+}
+
+void PrefixCache::write_shutdown_checkpoints(const EngineSequence& seq) {
+  if (!disk_on()) return;
   try {
-    const std::vector<Token>& live = sequence_->tokens();
+    const std::vector<Token>& live = seq.tokens();
     if (!live.empty() && live.size() >= config_.checkpoint_min_tokens && !disk_->contains(live)) {
-      std::vector<uint8_t> state = sequence_->snapshot();
+      std::vector<uint8_t> state = seq.snapshot();
       if (!state.empty()) store_on_disk(cache::CheckpointReason::shutdown, live, std::move(state));
     }
     for (cache::HotEntry& e : hot_.drain())
@@ -294,6 +342,31 @@ void Service::write_shutdown_checkpoints() {
   } catch (const std::exception& e) {
     spdlog::error("kv checkpoints: shutdown checkpoints failed: {}", e.what());
   }
+}
+
+void PrefixCache::publish() {
+  metrics_.set_kv_cache_usage("warm", double(hot_.size()), double(hot_.bytes()));
+  if (disk_) metrics_.set_kv_cache_usage("disk", double(disk_->files()), double(disk_->bytes()));
+  std::lock_guard lock(mu_);
+  hot_sessions_published_ = hot_.size();
+  hot_bytes_published_ = hot_.bytes();
+}
+
+std::string PrefixCache::health() const {
+  std::lock_guard lock(mu_);
+  return disk_ ? disk_->health() : std::string();
+}
+
+PrefixCache::Stats PrefixCache::stats() const {
+  std::lock_guard lock(mu_);
+  Stats s;
+  s.warm_sessions = hot_sessions_published_;
+  s.warm_bytes = hot_bytes_published_;
+  if (disk_) {
+    s.disk_files = disk_->files();
+    s.disk_bytes = disk_->bytes();
+  }
+  return s;
 }
 
 }  // namespace ds4::serving
