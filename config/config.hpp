@@ -45,7 +45,7 @@ struct Config {
     uint32_t max_connections = 512;                   // open connections (idle ones are shed first)
     uint64_t max_inflight_body_bytes = 128ull << 20;  // request bodies held at once (503 beyond)
     std::string contracts = "warn";                   // echo contracts: off | warn | strict
-    // The rest of the HTTP server's settings (gateway/http/server.hpp ServerConfig), with its
+    // The rest of the HTTP server's settings (gateway/transport/server.hpp ServerConfig), with its
     // defaults; daemon/http_server_config.cpp maps them and a test keeps the defaults equal.
     uint32_t io_threads = 2;                             // connection I/O threads
     uint32_t handler_threads = 2;                        // threads parsing and rendering POST bodies

@@ -30,7 +30,7 @@
 #include "engine/model/model.hpp"
 #include "engine/planner/byte_size.hpp"
 #include "engine/tokenizer/tokenizer.hpp"
-#include "gateway/http/server.hpp"
+#include "gateway/api/api_server.hpp"
 #include "gateway/serving/ds4_backend.hpp"
 #include "gateway/serving/metrics.hpp"
 #include "gateway/serving/service.hpp"
@@ -189,7 +189,7 @@ int run_daemon(const config::Config& given) {
   };
   try {
     hc.api_key = read_api_key(cfg.server.api_key_file);
-    server = std::make_unique<http::Server>(hc, service, metrics);
+    server = http::make_api_server(hc, service, metrics);
     failure_code = config::kExitRuntime;
     server->start();
   } catch (const http::ServerConfigError& e) {

@@ -36,10 +36,10 @@ namespace ds4::serving {
 
 struct PrefixCacheConfig {
   // 0 bytes or an empty dir turn that level off.
-  uint64_t hot_bytes = 0;               // warm sessions in RAM
-  std::filesystem::path cache_dir;      // disk KV checkpoints
-  uint64_t disk_bytes = 0;              // disk budget for them
-  size_t checkpoint_min_tokens = 256;   // shorter contexts get no snapshot/checkpoint
+  uint64_t hot_bytes = 0;              // warm sessions in RAM
+  std::filesystem::path cache_dir;     // disk KV checkpoints
+  uint64_t disk_bytes = 0;             // disk budget for them
+  size_t checkpoint_min_tokens = 256;  // shorter contexts get no snapshot/checkpoint
 };
 
 class PrefixCache {

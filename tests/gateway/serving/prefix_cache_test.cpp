@@ -4,11 +4,10 @@
 #include "gateway/serving/prefix_cache.hpp"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <random>
-
-#include <unistd.h>
 
 #include "tests/gateway/scripted_backend.hpp"
 
