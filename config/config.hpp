@@ -20,7 +20,7 @@
 
 namespace ds4::config {
 
-enum class PinMode { none, lock, cuda };
+enum class PinMode { None, Lock, Cuda };
 const char* pin_mode_name(PinMode m);
 
 struct Config {
@@ -29,7 +29,7 @@ struct Config {
     std::optional<uint64_t>
         context;  // tokens; unset = auto (planner/auto_budget.hpp); 0 = the model's trained context_length
     uint32_t prefill_cap = 2048;  // prefill ubatch the memory plan assumes
-    PinMode pin = PinMode::lock;
+    PinMode pin = PinMode::Lock;
     uint32_t threads = 0;  // engine CPU threads; 0 = all cores
   } model;
   struct Server {

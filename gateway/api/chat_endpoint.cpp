@@ -62,7 +62,7 @@ class ChatFormat final : public TurnFormat {
   }
 
   std::string close(const TurnOutcome& o) override {
-    std::string out = openai::sse_data(openai::chat_chunk_finish(meta_, o.finish, &o.ds4d));
+    std::string out = openai::sse_data(openai::chat_chunk_finish(meta_, openai_finish_reason(o.finish), &o.ds4d));
     if (include_usage_) out += openai::sse_data(openai::chat_chunk_usage(meta_, o.usage));
     out += openai::kSseDone;
     return out;
@@ -74,7 +74,7 @@ class ChatFormat final : public TurnFormat {
     output.reasoning = o.message->reasoning;
     for (const auto& call : o.message->calls)
       if (call.closed) output.tool_calls.push_back({call.id, call.name, call.arguments_json});
-    json::object body = openai::chat_completion(meta_, output, o.finish, o.usage, &o.ds4d);
+    json::object body = openai::chat_completion(meta_, output, openai_finish_reason(o.finish), o.usage, &o.ds4d);
     if (logprobs_) body["choices"].as_array()[0].as_object()["logprobs"] = chat_logprobs(o.result.logprobs);
     return json_head(200, json::serialize(body));
   }

@@ -42,7 +42,7 @@ class CompletionFormat final : public TurnFormat {
   }
 
   std::string close(const TurnOutcome& o) override {
-    json::object last = openai::text_completion_chunk(meta_, "", o.finish);
+    json::object last = openai::text_completion_chunk(meta_, "", openai_finish_reason(o.finish));
     last["ds4d"] = openai::ds4d_json(o.ds4d);
     std::string out = openai::sse_data(last);
     if (include_usage_) out += openai::sse_data(openai::text_completion_usage_chunk(meta_, o.usage));
@@ -51,7 +51,7 @@ class CompletionFormat final : public TurnFormat {
   }
 
   ResponseHead whole(const TurnOutcome& o) override {
-    json::object body = openai::text_completion(meta_, o.text, o.finish, o.usage, &o.ds4d);
+    json::object body = openai::text_completion(meta_, o.text, openai_finish_reason(o.finish), o.usage, &o.ds4d);
     if (logprobs_) body["choices"].as_array()[0].as_object()["logprobs"] = completion_logprobs(o.result.logprobs);
     return json_head(200, json::serialize(body));
   }

@@ -37,10 +37,10 @@ BackendOrReply require_backend(serving::Service& service, ApiStyle style) {
   out.backend = service.backend();
   if (out.backend) return out;
   switch (service.state()) {
-    case serving::ServiceState::loading:
+    case serving::ServiceState::Loading:
       out.reply = refusal_reply({503, "loading", "the model is still loading", std::chrono::seconds(5)}, style);
       break;
-    case serving::ServiceState::failed:
+    case serving::ServiceState::Failed:
       out.reply = refusal_reply({503, "load_failed", "the model failed to load: " + service.failure(), {}}, style);
       break;
     default: out.reply = refusal_reply({503, "shutting_down", "the server is shutting down", {}}, style);

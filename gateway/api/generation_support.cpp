@@ -52,17 +52,27 @@ size_t max_tokens_for(std::optional<uint32_t> requested) {
   return *requested;
 }
 
-protocol::openai::FinishReason client_finish_reason(serving::FinishReason reason) {
-  using F = protocol::openai::FinishReason;
+const char* openai_finish_reason(ClientFinish finish) {
+  switch (finish) {
+    case ClientFinish::Stop: return "stop";
+    case ClientFinish::Length: return "length";
+    case ClientFinish::ToolCalls: return "tool_calls";
+    case ClientFinish::Error: return "error";
+  }
+  return "stop";
+}
+
+ClientFinish client_finish_reason(serving::FinishReason reason) {
+  using F = ClientFinish;
   switch (reason) {
-    case serving::FinishReason::eos:
-    case serving::FinishReason::stop_sequence:
-    case serving::FinishReason::consumer_stop: return F::Stop;
-    case serving::FinishReason::max_tokens:
-    case serving::FinishReason::context_full:
-    case serving::FinishReason::timeout: return F::Length;
-    case serving::FinishReason::cancelled:
-    case serving::FinishReason::error: return F::Error;
+    case serving::FinishReason::Eos:
+    case serving::FinishReason::StopSequence:
+    case serving::FinishReason::ConsumerStop: return F::Stop;
+    case serving::FinishReason::MaxTokens:
+    case serving::FinishReason::ContextFull:
+    case serving::FinishReason::Timeout: return F::Length;
+    case serving::FinishReason::Cancelled:
+    case serving::FinishReason::Error: return F::Error;
   }
   return F::Error;
 }

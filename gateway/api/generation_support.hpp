@@ -37,7 +37,12 @@ sampler::SamplerConfig sampling_for(const protocol::SamplingParams& params, prot
 size_t max_tokens_for(std::optional<uint32_t> requested);
 
 // Finish reason clients see for a serving outcome (tool calls are decided by the caller).
-protocol::openai::FinishReason client_finish_reason(serving::FinishReason reason);
+// How a turn ended, as the client APIs see it; each maps it onto its own field at the edge
+// (OpenAI's finish_reason, Anthropic's stop_reason, the Responses status).
+enum class ClientFinish { Stop, Length, ToolCalls, Error };
+// OpenAI's finish_reason for it: "stop", "length", "tool_calls", "error".
+const char* openai_finish_reason(ClientFinish finish);
+ClientFinish client_finish_reason(serving::FinishReason reason);
 
 // `prompt` tokenizes the rendered text (its token bytes concatenate to it); `client_spans` are
 // sorted, disjoint byte ranges of that text.

@@ -38,9 +38,9 @@ namespace anthropic = protocol::anthropic;
 namespace {
 
 anthropic::StopReason stop_reason_of(const TurnOutcome& o) {
-  if (o.finish == openai::FinishReason::ToolCalls) return anthropic::StopReason::ToolUse;
-  if (o.finish == openai::FinishReason::Length) return anthropic::StopReason::MaxTokens;
-  if (o.result.finish == serving::FinishReason::stop_sequence) return anthropic::StopReason::StopSequence;
+  if (o.finish == ClientFinish::ToolCalls) return anthropic::StopReason::ToolUse;
+  if (o.finish == ClientFinish::Length) return anthropic::StopReason::MaxTokens;
+  if (o.result.finish == serving::FinishReason::StopSequence) return anthropic::StopReason::StopSequence;
   return anthropic::StopReason::EndTurn;
 }
 
@@ -88,7 +88,7 @@ class MessagesFormat final : public TurnFormat {
   std::string close(const TurnOutcome& o) override {
     std::string out;
     leave(out);
-    if (o.finish == openai::FinishReason::Error) {
+    if (o.finish == ClientFinish::Error) {
       out += anthropic::sse_event("error", anthropic::stream_error("api_error", failure_text(o)));
       return out;
     }
@@ -103,7 +103,7 @@ class MessagesFormat final : public TurnFormat {
   }
 
   ResponseHead whole(const TurnOutcome& o) override {
-    if (o.finish == openai::FinishReason::Error) return error(500, failure_text(o));
+    if (o.finish == ClientFinish::Error) return error(500, failure_text(o));
     anthropic::MessageOutput output;
     output.thinking = o.message->reasoning;
     output.signature = id_;

@@ -41,8 +41,8 @@ namespace responses = protocol::responses;
 namespace {
 
 responses::Status status_of(const TurnOutcome& o) {
-  if (o.finish == openai::FinishReason::Error) return responses::Status::Failed;
-  if (o.finish == openai::FinishReason::Length) return responses::Status::Incomplete;
+  if (o.finish == ClientFinish::Error) return responses::Status::Failed;
+  if (o.finish == ClientFinish::Length) return responses::Status::Incomplete;
   return responses::Status::Completed;
 }
 

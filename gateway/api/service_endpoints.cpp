@@ -28,7 +28,7 @@ void add_service_endpoints(Router& router, EndpointEnv env) {
       "GET", "/health",
       [&service](RequestContext&) {
         switch (service.state()) {
-          case serving::ServiceState::ready: {
+          case serving::ServiceState::Ready: {
             // Serving, but refusing new work (the memory floor): not ready for more.
             if (auto reason = service.admission_refusal())
               return Reply::json(503, json::object{{"status", "degraded"}, {"reason", *reason}});
@@ -47,11 +47,11 @@ void add_service_endpoints(Router& router, EndpointEnv env) {
             o["cache"] = std::move(cache);
             return Reply::json(200, std::move(o));
           }
-          case serving::ServiceState::loading:
+          case serving::ServiceState::Loading:
             return Reply::json(503, json::object{{"status", "loading"}, {"progress", service.load_progress()}});
-          case serving::ServiceState::failed:
+          case serving::ServiceState::Failed:
             return Reply::json(503, json::object{{"status", "failed"}, {"error", service.failure()}});
-          case serving::ServiceState::stopping: break;
+          case serving::ServiceState::Stopping: break;
         }
         return Reply::json(503, json::object{{"status", "stopping"}});
       },

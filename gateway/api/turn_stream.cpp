@@ -109,42 +109,42 @@ bool TurnStream::on_text(std::string_view bytes) {
   return !(parser_ && parser_->tool_calls_done());
 }
 
-openai::FinishReason turn_finish_reason(const serving::GenerationResult& result, const protocol::ParsedMessage* msg,
-                                        bool client_limited) {
-  openai::FinishReason finish = client_finish_reason(result.finish);
-  if (msg && msg->status == protocol::ToolCallsStatus::Complete) finish = openai::FinishReason::ToolCalls;
+ClientFinish turn_finish_reason(const serving::GenerationResult& result, const protocol::ParsedMessage* msg,
+                                bool client_limited) {
+  ClientFinish finish = client_finish_reason(result.finish);
+  if (msg && msg->status == protocol::ToolCallsStatus::Complete) finish = ClientFinish::ToolCalls;
   // Ended inside a block: a cut by max_tokens (or the context, or the deadline) is a length stop,
   // as the APIs report any cut, so the client knows to retry with more room; anything else (a
   // stop sequence) a stop. The unclosed call is left out of the answer either way. Retrying
   // would sample the same output again, so a model output is never an error.
   // The client asked for no limit: the context's end is none it could raise (Codex fails a turn
   // on an `incomplete` it did not ask for). Cut text stays as sampled; an unclosed call is left out.
-  if (!client_limited && result.finish == serving::FinishReason::context_full && finish == openai::FinishReason::Length)
-    finish = openai::FinishReason::Stop;
+  if (!client_limited && result.finish == serving::FinishReason::ContextFull && finish == ClientFinish::Length)
+    finish = ClientFinish::Stop;
   return finish;
 }
 
 void TurnStream::on_finished(const serving::GenerationResult& result) {
   auto channel = channel_.lock();
-  if (result.finish == serving::FinishReason::cancelled && (!channel || channel->consumer_gone())) {
+  if (result.finish == serving::FinishReason::Cancelled && (!channel || channel->consumer_gone())) {
     if (channel) channel->finish();
     return;  // the client left; nobody to answer
   }
   if (!channel) return;
-  if (result.finish == serving::FinishReason::error && (!head_sent_ || !options_.stream) &&
+  if (result.finish == serving::FinishReason::Error && (!head_sent_ || !options_.stream) &&
       result.usage.completion_tokens == 0) {
     answer(*channel, format_->error(500, "generation failed: " + result.error));
     channel->finish();
     return;
   }
-  if (result.finish == serving::FinishReason::cancelled && !result.error.empty() && !options_.stream &&
+  if (result.finish == serving::FinishReason::Cancelled && !result.error.empty() && !options_.stream &&
       result.usage.completion_tokens == 0) {
     // Dropped unrun (the server stops): say so instead of an empty completion.
     answer(*channel, format_->error(503, result.error + "; retry against the restarted service"));
     channel->finish();
     return;
   }
-  if (result.finish == serving::FinishReason::error)
+  if (result.finish == serving::FinishReason::Error)
     spdlog::warn("{}: generation failed after {} tokens: {}", options_.label, result.usage.completion_tokens,
                  result.error);
 
@@ -153,8 +153,8 @@ void TurnStream::on_finished(const serving::GenerationResult& result) {
   const protocol::ParsedMessage* msg = parser_ ? &parser_->message() : nullptr;
 
   // Remember the turn as generated, so its echo can be replayed exactly.
-  if (msg && options_.contracts_of && result.finish != serving::FinishReason::error &&
-      result.finish != serving::FinishReason::cancelled)
+  if (msg && options_.contracts_of && result.finish != serving::FinishReason::Error &&
+      result.finish != serving::FinishReason::Cancelled)
     options_.contracts_of->contracts().remember(protocol::make_turn_contract(options_.turn_anchor, *msg));
 
   TurnOutcome outcome{result,

@@ -36,6 +36,7 @@
 #include <string_view>
 #include <vector>
 
+#include "gateway/api/generation_support.hpp"
 #include "gateway/protocol/dsml_parser.hpp"
 #include "gateway/protocol/openai_shapes.hpp"
 #include "gateway/protocol/utf8_assembler.hpp"
@@ -53,7 +54,7 @@ struct TurnOutcome {
   const serving::GenerationResult& result;
   const protocol::ParsedMessage* message = nullptr;  // chat mode; null in text mode
   std::string_view text;                             // text mode: all generated text
-  protocol::openai::FinishReason finish = protocol::openai::FinishReason::Stop;
+  ClientFinish finish = ClientFinish::Stop;
   protocol::openai::Usage usage;
   protocol::openai::Ds4dExtension ds4d;
 };
@@ -134,7 +135,7 @@ class TurnStream final : public serving::GenerationSink {
 // left out: a model output is a completed turn, never a server error); error only for an engine
 // failure or a cancellation.
 // Without a client limit (`client_limited` false) the end of the context is a normal end (stop).
-protocol::openai::FinishReason turn_finish_reason(const serving::GenerationResult& result,
-                                                  const protocol::ParsedMessage* message, bool client_limited = true);
+ClientFinish turn_finish_reason(const serving::GenerationResult& result, const protocol::ParsedMessage* message,
+                                bool client_limited = true);
 
 }  // namespace ds4::http

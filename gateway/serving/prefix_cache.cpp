@@ -142,7 +142,7 @@ void PrefixCache::reuse(EngineSequence& seq, GenerationJob& job, GenerationUsage
       seq.truncate(live_k);
       live_saved_.clear();
     }
-    usage.cache = CacheOutcome::live;
+    usage.cache = CacheOutcome::Live;
     usage.cached_tokens = live_k;
     return;
   }
@@ -150,7 +150,7 @@ void PrefixCache::reuse(EngineSequence& seq, GenerationJob& job, GenerationUsage
   if (disk_k > 0 && restore_disk(seq, *disk, job, usage)) return;
   // Nothing to reuse.
   save_live_before_switch(seq, {}, {});
-  usage.cache = live.empty() ? CacheOutcome::cold : CacheOutcome::miss;
+  usage.cache = live.empty() ? CacheOutcome::Cold : CacheOutcome::Miss;
   seq.clear();
   live_saved_.clear();
   restored_.reset();
@@ -165,7 +165,7 @@ bool PrefixCache::restore_warm(EngineSequence& seq, size_t index, std::span<cons
   seq.restore(hot_.use(*again).state);
   restored_ = Restored{tokens, {}};
   live_saved_ = tokens;
-  usage.cache = CacheOutcome::warm;
+  usage.cache = CacheOutcome::Warm;
   usage.cached_tokens = tokens.size();
   return true;
 }
@@ -191,7 +191,7 @@ bool PrefixCache::restore_disk(EngineSequence& seq, const cache::DiskMatch& matc
   }
   restored_ = Restored{checkpoint->tokens, match.name};
   live_saved_ = checkpoint->tokens;
-  usage.cache = CacheOutcome::disk;
+  usage.cache = CacheOutcome::Disk;
   usage.cached_tokens = checkpoint->tokens.size();
   // Warm from now on: the next switch back to this conversation is a copy, not a read.
   if (hot_.budget() > 0) {
@@ -240,7 +240,7 @@ void PrefixCache::match_restore_points_by_bytes(const EngineSequence& seq, Gener
 void PrefixCache::keep(const EngineSequence& seq, cache::CheckpointReason reason, bool to_disk) {
   const std::vector<Token>& tokens = seq.tokens();
   if (tokens.empty() || tokens.size() < config_.checkpoint_min_tokens) return;
-  const bool want_hot = hot_.budget() > 0 && reason != cache::CheckpointReason::interval;
+  const bool want_hot = hot_.budget() > 0 && reason != cache::CheckpointReason::Interval;
   const bool want_disk = to_disk && disk_on() && !disk_->contains(tokens);
   if (!want_disk && (!want_hot || live_saved_ == tokens)) return;
   std::vector<uint8_t> state = seq.snapshot();
@@ -272,12 +272,12 @@ void PrefixCache::save_live_before_switch(const EngineSequence& seq, std::span<c
     cache::HotEntry e;
     e.tokens = tokens;
     e.state = std::move(state);
-    e.reason = cache::CheckpointReason::evict;
+    e.reason = cache::CheckpointReason::Evict;
     e.on_disk = to_disk && disk_->contains(tokens);
     e.session = live_session_;
     spill(hot_.insert(std::move(e), protect), keep);
   } else {
-    store_on_disk(cache::CheckpointReason::evict, tokens, std::move(state), keep);
+    store_on_disk(cache::CheckpointReason::Evict, tokens, std::move(state), keep);
   }
   live_saved_ = tokens;
 }
@@ -285,7 +285,7 @@ void PrefixCache::save_live_before_switch(const EngineSequence& seq, std::span<c
 void PrefixCache::spill(std::vector<cache::HotEntry> evicted, std::span<const std::string> keep) {
   for (cache::HotEntry& e : evicted)
     if (!e.on_disk && disk_on())
-      store_on_disk(cache::CheckpointReason::evict, std::move(e.tokens), std::move(e.state), keep);
+      store_on_disk(cache::CheckpointReason::Evict, std::move(e.tokens), std::move(e.state), keep);
 }
 
 void PrefixCache::store_on_disk(cache::CheckpointReason reason, std::vector<Token> tokens, std::vector<uint8_t> state,
@@ -334,11 +334,11 @@ void PrefixCache::write_shutdown_checkpoints(const EngineSequence& seq) {
     const std::vector<Token>& live = seq.tokens();
     if (!live.empty() && live.size() >= config_.checkpoint_min_tokens && !disk_->contains(live)) {
       std::vector<uint8_t> state = seq.snapshot();
-      if (!state.empty()) store_on_disk(cache::CheckpointReason::shutdown, live, std::move(state));
+      if (!state.empty()) store_on_disk(cache::CheckpointReason::Shutdown, live, std::move(state));
     }
     for (cache::HotEntry& e : hot_.drain())
       if (!e.on_disk && !disk_->contains(e.tokens))
-        store_on_disk(cache::CheckpointReason::shutdown, std::move(e.tokens), std::move(e.state));
+        store_on_disk(cache::CheckpointReason::Shutdown, std::move(e.tokens), std::move(e.state));
   } catch (const std::exception& e) {
     spdlog::error("kv checkpoints: shutdown checkpoints failed: {}", e.what());
   }

@@ -20,36 +20,36 @@ double seconds_since(Clock::time_point t) { return std::chrono::duration<double>
 
 const char* finish_reason_name(FinishReason reason) {
   switch (reason) {
-    case FinishReason::eos: return "eos";
-    case FinishReason::stop_sequence: return "stop_sequence";
-    case FinishReason::consumer_stop: return "consumer_stop";
-    case FinishReason::max_tokens: return "max_tokens";
-    case FinishReason::context_full: return "context_full";
-    case FinishReason::cancelled: return "cancelled";
-    case FinishReason::timeout: return "timeout";
-    case FinishReason::error: return "error";
+    case FinishReason::Eos: return "eos";
+    case FinishReason::StopSequence: return "stop_sequence";
+    case FinishReason::ConsumerStop: return "consumer_stop";
+    case FinishReason::MaxTokens: return "max_tokens";
+    case FinishReason::ContextFull: return "context_full";
+    case FinishReason::Cancelled: return "cancelled";
+    case FinishReason::Timeout: return "timeout";
+    case FinishReason::Error: return "error";
   }
   return "unknown";
 }
 
 const char* cache_outcome_name(CacheOutcome outcome) {
   switch (outcome) {
-    case CacheOutcome::cold: return "cold";
-    case CacheOutcome::live: return "live";
-    case CacheOutcome::miss: return "miss";
-    case CacheOutcome::warm: return "warm";
-    case CacheOutcome::disk: return "disk";
+    case CacheOutcome::Cold: return "cold";
+    case CacheOutcome::Live: return "live";
+    case CacheOutcome::Miss: return "miss";
+    case CacheOutcome::Warm: return "warm";
+    case CacheOutcome::Disk: return "disk";
   }
   return "unknown";
 }
 
 const char* cache_source_name(CacheOutcome outcome) {
   switch (outcome) {
-    case CacheOutcome::live: return "live";
-    case CacheOutcome::warm: return "warm";
-    case CacheOutcome::disk: return "disk";
-    case CacheOutcome::cold:
-    case CacheOutcome::miss: return "none";
+    case CacheOutcome::Live: return "live";
+    case CacheOutcome::Warm: return "warm";
+    case CacheOutcome::Disk: return "disk";
+    case CacheOutcome::Cold:
+    case CacheOutcome::Miss: return "none";
   }
   return "none";
 }
@@ -82,12 +82,12 @@ void Service::set_backend(std::shared_ptr<EngineBackend> backend) {
   {
     std::lock_guard lock(mu_);
     if (backend_) throw std::logic_error("Service::set_backend: a model is already set");
-    if (state_ == ServiceState::stopping) return;
+    if (state_ == ServiceState::Stopping) return;
     backend_ = std::move(backend);
     // The checkpoint directory is indexed before the service reports ready, so the first
     // request after a restart already finds its checkpoint.
     cache_.open(*backend_);
-    state_ = ServiceState::ready;
+    state_ = ServiceState::Ready;
     progress_ = 1;
     worker_ = std::thread([this] { worker_main(); });
     ticker_ = std::thread([this] { ticker_main(); });
@@ -99,8 +99,8 @@ void Service::set_backend(std::shared_ptr<EngineBackend> backend) {
 
 void Service::set_load_failed(std::string reason) {
   std::lock_guard lock(mu_);
-  if (state_ == ServiceState::loading) {
-    state_ = ServiceState::failed;
+  if (state_ == ServiceState::Loading) {
+    state_ = ServiceState::Failed;
     failure_ = std::move(reason);
   }
 }
@@ -149,16 +149,16 @@ std::optional<Refusal> Service::submit(GenerationJob job) {
   {
     std::lock_guard lock(mu_);
     switch (state_) {
-      case ServiceState::loading:
+      case ServiceState::Loading:
         metrics_.count_rejection("loading");
         return Refusal{503, "loading", "the model is still loading", std::chrono::seconds(5)};
-      case ServiceState::failed:
+      case ServiceState::Failed:
         metrics_.count_rejection("load_failed");
         return Refusal{503, "load_failed", "the model failed to load: " + failure_, {}};
-      case ServiceState::stopping:
+      case ServiceState::Stopping:
         metrics_.count_rejection("shutting_down");
         return Refusal{503, "shutting_down", "the server is shutting down", {}};
-      case ServiceState::ready: break;
+      case ServiceState::Ready: break;
     }
     gate = gate_;
   }
@@ -182,7 +182,7 @@ std::optional<Refusal> Service::submit(GenerationJob job) {
         ++it;
       }
     }
-    if (state_ != ServiceState::ready) {
+    if (state_ != ServiceState::Ready) {
       metrics_.count_rejection("shutting_down");
       refusal = Refusal{503, "shutting_down", "the server is shutting down", {}};
     } else if (queue_.size() >= config_.max_queued_jobs) {
@@ -198,7 +198,7 @@ std::optional<Refusal> Service::submit(GenerationJob job) {
     }
     metrics_.set_queue_depth(static_cast<long>(queue_.size()));
   }
-  for (auto& q : gone) finish_unrun(q, FinishReason::cancelled);
+  for (auto& q : gone) finish_unrun(q, FinishReason::Cancelled);
   return refusal;
 }
 
@@ -206,11 +206,11 @@ void Service::stop(std::chrono::milliseconds drain) {
   std::deque<Queued> dropped;
   {
     std::unique_lock lock(mu_);
-    if (state_ != ServiceState::stopping) state_ = ServiceState::stopping;
+    if (state_ != ServiceState::Stopping) state_ = ServiceState::Stopping;
     dropped.swap(queue_);
     metrics_.set_queue_depth(0);
   }
-  for (auto& q : dropped) finish_unrun(q, FinishReason::cancelled, "the server is shutting down");
+  for (auto& q : dropped) finish_unrun(q, FinishReason::Cancelled, "the server is shutting down");
   {
     std::unique_lock lock(mu_);
     if (!idle_cv_.wait_for(lock, drain, [&] { return !running_; }) && running_cancel_) running_cancel_->store(true);
@@ -259,7 +259,7 @@ void Service::worker_main() {
   } catch (const std::exception& e) {
     spdlog::error("serving: cannot create the engine context: {}", e.what());
     std::lock_guard lock(mu_);
-    state_ = ServiceState::failed;
+    state_ = ServiceState::Failed;
     failure_ = std::string("cannot create the engine context: ") + e.what();
   }
   for (;;) {
@@ -275,9 +275,9 @@ void Service::worker_main() {
       running_cancel_ = q.job.cancelled;
     }
     metrics_.set_requests_running(1);
-    if (!sequence_) finish_unrun(q, FinishReason::error, "no engine context");
-    else if (q.job.cancelled->load()) finish_unrun(q, FinishReason::cancelled);
-    else if (Clock::now() >= q.job.deadline) finish_unrun(q, FinishReason::timeout, "timed out in the queue");
+    if (!sequence_) finish_unrun(q, FinishReason::Error, "no engine context");
+    else if (q.job.cancelled->load()) finish_unrun(q, FinishReason::Cancelled);
+    else if (Clock::now() >= q.job.deadline) finish_unrun(q, FinishReason::Timeout, "timed out in the queue");
     else run(q);
     metrics_.set_requests_running(0);
     {

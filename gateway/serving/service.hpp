@@ -63,7 +63,7 @@ struct Refusal {
   std::chrono::seconds retry_after{0};  // 0: no Retry-After header
 };
 
-enum class ServiceState { loading, ready, failed, stopping };
+enum class ServiceState { Loading, Ready, Failed, Stopping };
 
 class Service {
  public:
@@ -136,7 +136,7 @@ class Service {
   std::condition_variable cv_;
   std::condition_variable idle_cv_;
   std::deque<Queued> queue_;
-  ServiceState state_ = ServiceState::loading;
+  ServiceState state_ = ServiceState::Loading;
   double progress_ = 0;
   std::string failure_;
   AdmissionGate gate_;

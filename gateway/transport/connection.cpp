@@ -45,24 +45,24 @@ void apply_head(bhttp::response<Body>& res, ResponseHead& head, bool keep_alive)
 
 // What a socket says about its peer, without taking any bytes.
 enum class PeerState {
-  quiet,        // nothing new (a spurious wake-up)
-  data,         // bytes to read (a pipelined request)
-  half_closed,  // the peer shut down its sending side (FIN); it may still read
-  gone,         // reset or closed for good
+  Quiet,       // nothing new (a spurious wake-up)
+  Data,        // bytes to read (a pipelined request)
+  HalfClosed,  // the peer shut down its sending side (FIN); it may still read
+  Gone,        // reset or closed for good
 };
 
 PeerState peer_state(tcp::socket& socket) {
   pollfd p{socket.native_handle(), POLLIN | POLLRDHUP, 0};
   int r = ::poll(&p, 1, 0);
-  if (r < 0) return errno == EINTR ? PeerState::quiet : PeerState::gone;
-  if (r == 0) return PeerState::quiet;
-  if (p.revents & (POLLERR | POLLHUP | POLLNVAL)) return PeerState::gone;
+  if (r < 0) return errno == EINTR ? PeerState::Quiet : PeerState::Gone;
+  if (r == 0) return PeerState::Quiet;
+  if (p.revents & (POLLERR | POLLHUP | POLLNVAL)) return PeerState::Gone;
   beast::error_code ec;
   size_t available = socket.available(ec);
-  if (ec) return PeerState::gone;
-  if (available > 0) return PeerState::data;
-  if (p.revents & POLLRDHUP) return PeerState::half_closed;
-  return PeerState::quiet;
+  if (ec) return PeerState::Gone;
+  if (available > 0) return PeerState::Data;
+  if (p.revents & POLLRDHUP) return PeerState::HalfClosed;
+  return PeerState::Quiet;
 }
 
 // RFC 9112 6.1/6.3: a request body framed by Transfer-Encoding must end with `chunked`, applied
@@ -357,7 +357,7 @@ net::awaitable<bool> Connection::watch_half_closed_peer(const HttpRequest& req, 
   net::steady_timer tick(stream_.get_executor(), std::chrono::milliseconds(50));
   auto which = co_await (channel.signal().async_wait(kNoThrow) || tick.async_wait(kNoThrow));
   if (which.index() == 0) co_return true;
-  co_return peer_state(stream_.socket()) != PeerState::gone;
+  co_return peer_state(stream_.socket()) != PeerState::Gone;
 }
 
 net::awaitable<bool> Connection::write_deferred(const HttpRequest& req, ResponseChannel& channel, bool keep_alive,
@@ -453,13 +453,13 @@ net::awaitable<bool> Connection::write_deferred(const HttpRequest& req, Response
     auto [wec] = std::get<1>(which);
     // A wake-up is only a hint: the reactor can report readiness for bytes an earlier read
     // already took (the body of a request sent in two parts, say). Ask the socket itself.
-    PeerState peer = wec ? PeerState::gone : peer_state(stream_.socket());
-    if (peer == PeerState::quiet) continue;
-    if (peer == PeerState::gone) {
+    PeerState peer = wec ? PeerState::Gone : peer_state(stream_.socket());
+    if (peer == PeerState::Quiet) continue;
+    if (peer == PeerState::Gone) {
       channel.consumer_closed();
       co_return false;
     }
-    if (peer == PeerState::half_closed) {
+    if (peer == PeerState::HalfClosed) {
       // The client sent its request and shut down its sending side: it still reads the answer.
       peer_half_closed_ = true;
       continue;

@@ -13,7 +13,7 @@ flags=(-std=c++20 -O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,addre
   -fno-sanitize-recover=undefined -DSPDLOG_COMPILED_LIB -DSPDLOG_FMT_EXTERNAL -DSPDLOG_SHARED_LIB -I"$root")
 main="$root/tests/gateway/fuzz/client_text_fuzz.cpp"
 # Boost.JSON's implementation (the build links the compiled library instead).
-boost_json_src="$root/gateway/protocol/fuzz/boost_json_src.cpp"
+boost_json_src="$root/tests/gateway/protocol/fuzz/boost_json_src.cpp"
 # Recompile a source when it or any header of the folders compiled is newer than its object.
 mapfile -t dirs < <(cut -d' ' -f1 "$list" | xargs -n1 dirname | sort -u)
 newest_header=$(for d in "${dirs[@]}"; do ls "$d"/*.hpp 2>/dev/null || true; done | xargs ls -t | head -n 1)

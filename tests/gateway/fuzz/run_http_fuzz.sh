@@ -18,7 +18,7 @@ case "$TARGET" in
   *) echo "run_http_fuzz.sh: unknown target $TARGET" >&2; exit 2 ;;
 esac
 # Boost.JSON's implementation (the build links the compiled library instead).
-BOOST_JSON_SRC="$ROOT/gateway/protocol/fuzz/boost_json_src.cpp"
+BOOST_JSON_SRC="$ROOT/tests/gateway/protocol/fuzz/boost_json_src.cpp"
 FLAGS="-std=c++20 -O1 -g -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined
   -DSPDLOG_COMPILED_LIB -DSPDLOG_FMT_EXTERNAL -DSPDLOG_SHARED_LIB -I$ROOT"
 # Each gateway source is compiled once into OUT/obj and shared by the targets (OUT is the same

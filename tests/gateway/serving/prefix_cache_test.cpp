@@ -74,24 +74,24 @@ constexpr uint64_t warm_bytes(size_t n) { return 12 + 8 * uint64_t(n); }
 TEST(PrefixCache, AWarmSessionWinsOverAShorterLiveMatch) {
   Fixture f(1 << 20);
   f.live("shared prefix, first conversation");
-  f.cache->keep(*f.seq, CheckpointReason::turn, false);
+  f.cache->keep(*f.seq, CheckpointReason::Turn, false);
   f.live("shared prefix, second");
   const auto u = f.reuse("shared prefix, first conversation goes on");
-  EXPECT_EQ(u.cache, CacheOutcome::warm);
+  EXPECT_EQ(u.cache, CacheOutcome::Warm);
   EXPECT_EQ(u.cached_tokens, std::string("shared prefix, first conversation").size());
   EXPECT_EQ(f.live_text(), "shared prefix, first conversation");
   EXPECT_EQ(f.backend->restores, 1);
   // The replaced live context was kept as a warm session before the switch.
   EXPECT_EQ(f.stats().warm_sessions, 2u);
-  EXPECT_EQ(f.reuse("shared prefix, second and more").cache, CacheOutcome::warm);
+  EXPECT_EQ(f.reuse("shared prefix, second and more").cache, CacheOutcome::Warm);
 }
 
 TEST(PrefixCache, TiesGoToTheLiveContextWithoutARestore) {
   Fixture f(1 << 20);
   f.live("the same conversation");
-  f.cache->keep(*f.seq, CheckpointReason::turn, false);
+  f.cache->keep(*f.seq, CheckpointReason::Turn, false);
   const auto u = f.reuse("the same conversation, next turn");
-  EXPECT_EQ(u.cache, CacheOutcome::live);
+  EXPECT_EQ(u.cache, CacheOutcome::Live);
   EXPECT_EQ(u.cached_tokens, std::string("the same conversation").size());
   EXPECT_EQ(f.backend->restores, 0);
 }
@@ -100,14 +100,14 @@ TEST(PrefixCache, ADiskCheckpointWinsOverAShorterWarmSessionAndBecomesWarm) {
   TempDir d;
   Fixture f(1 << 20, d.path);
   f.live("a long conversation");
-  f.cache->keep(*f.seq, CheckpointReason::turn, false);  // warm only
+  f.cache->keep(*f.seq, CheckpointReason::Turn, false);  // warm only
   f.live("a long conversation that went on");
-  f.cache->keep(*f.seq, CheckpointReason::interval, true);  // disk only
+  f.cache->keep(*f.seq, CheckpointReason::Interval, true);  // disk only
   EXPECT_EQ(f.stats().warm_sessions, 1u);
   EXPECT_EQ(f.stats().disk_files, 1u);
   f.live("something else entirely");
   const auto u = f.reuse("a long conversation that went on and on");
-  EXPECT_EQ(u.cache, CacheOutcome::disk);
+  EXPECT_EQ(u.cache, CacheOutcome::Disk);
   EXPECT_EQ(u.cached_tokens, std::string("a long conversation that went on").size());
   EXPECT_EQ(f.live_text(), "a long conversation that went on");
   ASSERT_TRUE(f.cache->restored_tokens().has_value());
@@ -115,15 +115,15 @@ TEST(PrefixCache, ADiskCheckpointWinsOverAShorterWarmSessionAndBecomesWarm) {
   // Restored from disk, it is warm from now on (and the replaced live context too).
   EXPECT_EQ(f.stats().warm_sessions, 3u);
   f.live("unrelated");
-  EXPECT_EQ(f.reuse("a long conversation that went on, again").cache, CacheOutcome::warm);
+  EXPECT_EQ(f.reuse("a long conversation that went on, again").cache, CacheOutcome::Warm);
 }
 
 TEST(PrefixCache, NothingSharedIsAMissAndClearsTheLiveContext) {
   Fixture f(1 << 20);
-  EXPECT_EQ(f.reuse("first prompt").cache, CacheOutcome::cold);
+  EXPECT_EQ(f.reuse("first prompt").cache, CacheOutcome::Cold);
   f.live("first prompt and its reply");
   const auto u = f.reuse("zzz");
-  EXPECT_EQ(u.cache, CacheOutcome::miss);
+  EXPECT_EQ(u.cache, CacheOutcome::Miss);
   EXPECT_EQ(u.cached_tokens, 0u);
   EXPECT_TRUE(f.seq->tokens().empty());
   EXPECT_FALSE(f.cache->restored_tokens().has_value());
@@ -135,17 +135,17 @@ TEST(PrefixCache, WarmSessionsEvictedFromRamSpillToDisk) {
   ASSERT_EQ(a.size(), b.size());
   Fixture f(warm_bytes(a.size()) + 8, d.path);  // room for one of them
   f.live(a);
-  f.cache->keep(*f.seq, CheckpointReason::turn, false);
+  f.cache->keep(*f.seq, CheckpointReason::Turn, false);
   EXPECT_EQ(f.stats().disk_files, 0u);
   f.live(b);
-  f.cache->keep(*f.seq, CheckpointReason::turn, false);
+  f.cache->keep(*f.seq, CheckpointReason::Turn, false);
   const auto s = f.stats();
   EXPECT_EQ(s.warm_sessions, 1u);
   EXPECT_LE(s.warm_bytes, warm_bytes(a.size()) + 8);
   EXPECT_EQ(s.disk_files, 1u);  // A, evicted, went to disk
   f.live("other");
   const auto u = f.reuse(a + " goes on");
-  EXPECT_EQ(u.cache, CacheOutcome::disk);
+  EXPECT_EQ(u.cache, CacheOutcome::Disk);
   EXPECT_EQ(u.cached_tokens, a.size());
 }
 
@@ -153,12 +153,12 @@ TEST(PrefixCache, WithoutADiskEvictedWarmSessionsAreGone) {
   const std::string a = "conversation A!", b = "conversation B!";
   Fixture f(warm_bytes(a.size()) + 8);
   f.live(a);
-  f.cache->keep(*f.seq, CheckpointReason::turn, false);
+  f.cache->keep(*f.seq, CheckpointReason::Turn, false);
   f.live(b);
-  f.cache->keep(*f.seq, CheckpointReason::turn, false);
+  f.cache->keep(*f.seq, CheckpointReason::Turn, false);
   EXPECT_EQ(f.stats().disk_files, 0u);
   f.live("other");
-  EXPECT_EQ(f.reuse(a + " goes on").cache, CacheOutcome::miss);
+  EXPECT_EQ(f.reuse(a + " goes on").cache, CacheOutcome::Miss);
 }
 
 TEST(PrefixCache, ShutdownCheckpointsHoldTheLiveContextAndTheWarmSessionsForTheNextStart) {
@@ -166,7 +166,7 @@ TEST(PrefixCache, ShutdownCheckpointsHoldTheLiveContextAndTheWarmSessionsForTheN
   {
     Fixture f(1 << 20, d.path);
     f.live("a warm conversation");
-    f.cache->keep(*f.seq, CheckpointReason::turn, false);
+    f.cache->keep(*f.seq, CheckpointReason::Turn, false);
     f.live("the live conversation");
     EXPECT_EQ(f.stats().disk_files, 0u);
     f.cache->write_shutdown_checkpoints(*f.seq);
@@ -176,7 +176,7 @@ TEST(PrefixCache, ShutdownCheckpointsHoldTheLiveContextAndTheWarmSessionsForTheN
   EXPECT_EQ(next.stats().disk_files, 2u);
   for (const std::string p : {"the live conversation", "a warm conversation"}) {
     const auto u = next.reuse(p + std::string(", next turn"));
-    EXPECT_EQ(u.cache, CacheOutcome::disk) << p;
+    EXPECT_EQ(u.cache, CacheOutcome::Disk) << p;
     EXPECT_EQ(u.cached_tokens, p.size()) << p;
   }
 }
@@ -192,15 +192,15 @@ TEST(PrefixCache, ARestorePointThatFailedInTheEngineIsDeletedEverywhere) {
   TempDir d;
   Fixture f(1 << 20, d.path);
   f.live("a conversation that breaks the engine");
-  f.cache->keep(*f.seq, CheckpointReason::cold, true);  // warm and disk
+  f.cache->keep(*f.seq, CheckpointReason::Cold, true);  // warm and disk
   EXPECT_EQ(f.stats().disk_files, 1u);
   f.live("other");
-  ASSERT_EQ(f.reuse("a conversation that breaks the engine, again").cache, CacheOutcome::warm);
+  ASSERT_EQ(f.reuse("a conversation that breaks the engine, again").cache, CacheOutcome::Warm);
   f.cache->drop_failed_restore(*f.seq);
   EXPECT_TRUE(f.seq->tokens().empty());
   EXPECT_FALSE(f.cache->restored_tokens().has_value());
   EXPECT_EQ(f.stats().disk_files, 0u);
-  EXPECT_EQ(f.reuse("a conversation that breaks the engine, again").cache, CacheOutcome::cold);
+  EXPECT_EQ(f.reuse("a conversation that breaks the engine, again").cache, CacheOutcome::Cold);
 }
 
 TEST(PrefixCache, ReuseBeforeOpenIsALogicError) {

@@ -117,14 +117,14 @@ TEST(PrefixReuse, RegeneratedTurnReusesThePromptUpToItsWarmRestorePoint) {
   Harness h(warm_only());
   const std::string p = kSys + "user: first question. assistant: ";
   auto [r1, t1] = h.run(p);
-  EXPECT_EQ(r1.usage.cache, CacheOutcome::cold);
+  EXPECT_EQ(r1.usage.cache, CacheOutcome::Cold);
   // The live context is p + the reply: the same prompt again goes back to p's restore point,
   // two tokens before its end (the reply's opening), and prefills only those two.
   const size_t margin = h.config.prompt_point_margin_tokens;
   ASSERT_EQ(margin, 2u);
   serving::GenerationResult r2;
   const long prefilled = h.prefilled_by(p, &r2);
-  EXPECT_EQ(r2.usage.cache, CacheOutcome::warm);
+  EXPECT_EQ(r2.usage.cache, CacheOutcome::Warm);
   EXPECT_EQ(r2.usage.cached_tokens, p.size() - margin);
   EXPECT_EQ(prefilled, long(margin));
 }
@@ -140,7 +140,7 @@ TEST(PrefixReuse, EditedLastMessageGoesBackToTheLastTurnEnd) {
   serving::GenerationResult r;
   const long prefilled = h.prefilled_by(edited, &r);
   const size_t common = (turn1 + "Hello there user: q2").size();
-  EXPECT_EQ(r.usage.cache, CacheOutcome::warm);
+  EXPECT_EQ(r.usage.cache, CacheOutcome::Warm);
   EXPECT_EQ(r.usage.cached_tokens, (turn1 + "Hello there").size());  // the turn-end restore point
   EXPECT_LE(r.usage.cached_tokens, common);
   EXPECT_EQ(prefilled, long(edited.size() - r.usage.cached_tokens));
@@ -156,13 +156,13 @@ TEST(PrefixReuse, LiveContextIsTakenBackToTheFirstDifferingTokenWithinTheRollbac
   serving::GenerationResult r;
   const long prefilled = h.prefilled_by(edited, &r);
   const size_t common = (a + "Hello there user: q2").size();
-  EXPECT_EQ(r.usage.cache, CacheOutcome::live);
+  EXPECT_EQ(r.usage.cache, CacheOutcome::Live);
   EXPECT_EQ(r.usage.cached_tokens, common);
   EXPECT_EQ(prefilled, long(edited.size() - common));
   // Beyond the ring: the live context cannot go back that far, and without snapshots it is a miss.
   const std::string far = kSys + "user: something else entirely. assistant: ";
   auto [r2, t2] = h.run(far);
-  EXPECT_EQ(r2.usage.cache, CacheOutcome::miss);
+  EXPECT_EQ(r2.usage.cache, CacheOutcome::Miss);
   EXPECT_EQ(r2.usage.cached_tokens, 0u);
 }
 
@@ -186,7 +186,7 @@ TEST(PrefixReuse, InterleavedConversationsEachHitTheirOwnPrefix) {
     const std::string prompt = history[id];
     auto [r, prefilled] = next_turn(id);
     if (prompt == conv(id)) continue;  // C's first turn
-    EXPECT_NE(r.usage.cache, CacheOutcome::miss) << id;
+    EXPECT_NE(r.usage.cache, CacheOutcome::Miss) << id;
     EXPECT_EQ(r.usage.cached_tokens, prompt.size() - kMore.size())
         << id << " " << serving::cache_outcome_name(r.usage.cache);
     EXPECT_EQ(prefilled, long(kMore.size())) << id;
@@ -236,7 +236,7 @@ TEST(PrefixReuse, WarmSessionsStayWithinHotBytesAndSpillToDisk) {
   // The first conversation comes back from disk.
   serving::GenerationResult r;
   h.prefilled_by(std::string("conversation A says hi. assistant: Hello there user: again. assistant: "), &r);
-  EXPECT_EQ(r.usage.cache, CacheOutcome::disk);
+  EXPECT_EQ(r.usage.cache, CacheOutcome::Disk);
   EXPECT_EQ(r.usage.cached_tokens, std::string("conversation A says hi. assistant: Hello there").size());
 }
 
@@ -253,7 +253,7 @@ TEST(PrefixReuse, Regression5a_ShutdownCheckpointIsFoundAfterRestartForTheLaterC
     serving::GenerationResult r;
     const std::string next = p + "Hello there user: next. assistant: ";
     const long prefilled = h.prefilled_by(next, &r);
-    EXPECT_EQ(r.usage.cache, CacheOutcome::disk) << p;
+    EXPECT_EQ(r.usage.cache, CacheOutcome::Disk) << p;
     EXPECT_EQ(r.usage.cached_tokens, (p + "Hello there").size()) << p;
     EXPECT_EQ(prefilled, long(next.size() - r.usage.cached_tokens)) << p;
   }
@@ -273,8 +273,8 @@ TEST(PrefixReuse, Regression5e_ACheckpointThatFailsInTheEngineIsRemovedAndTheReq
   const std::string next = p + "Hello there user: q2. assistant: ";
   serving::GenerationResult r;
   const long prefilled = h.prefilled_by(next, &r);
-  EXPECT_EQ(r.finish, serving::FinishReason::eos);
-  EXPECT_EQ(r.usage.cache, CacheOutcome::miss);
+  EXPECT_EQ(r.finish, serving::FinishReason::Eos);
+  EXPECT_EQ(r.usage.cache, CacheOutcome::Miss);
   EXPECT_EQ(r.usage.cached_tokens, 0u);
   EXPECT_EQ(prefilled, long(next.size()));
   EXPECT_GE(h.backend->restores, 1);
@@ -297,7 +297,7 @@ TEST(PrefixReuse, AReplyCutByMaxTokensIsFollowedFromThePromptPointAfterAWarmOrDi
     Harness h(c, /*rollback=*/64);
     const std::string head = kSys + "user: call the weather tool. ";
     auto [cut, cut_text] = h.run(head + "A<", {}, 5);
-    ASSERT_EQ(cut.finish, serving::FinishReason::max_tokens);
+    ASSERT_EQ(cut.finish, serving::FinishReason::MaxTokens);
     ASSERT_EQ(cut_text, "Hello");
     // Another conversation in between (the context is switched away), or a daemon restart.
     if (restart) h.restart();
@@ -305,7 +305,7 @@ TEST(PrefixReuse, AReplyCutByMaxTokensIsFollowedFromThePromptPointAfterAWarmOrDi
     const std::string next = head + "A/Hello tool: sunny. A<";
     serving::GenerationResult r;
     const long prefilled = h.prefilled_by(next, &r);
-    EXPECT_EQ(r.usage.cache, restart ? CacheOutcome::disk : CacheOutcome::warm) << restart;
+    EXPECT_EQ(r.usage.cache, restart ? CacheOutcome::Disk : CacheOutcome::Warm) << restart;
     EXPECT_EQ(r.usage.cached_tokens, head.size()) << restart;  // everything before "A<"
     EXPECT_EQ(prefilled, long(next.size() - head.size())) << restart;
   }
@@ -332,7 +332,7 @@ TEST(PrefixReuse, ATurnEndWhoseSampledTokensTheTokenizerSplitsDifferentlyIsReuse
     ASSERT_EQ(h.backend->encode(next).size(), next.size() - 1);  // the reply's "ll" is one token
     serving::GenerationResult r;
     const long prefilled = h.prefilled_by(next, &r);
-    EXPECT_EQ(r.usage.cache, restart ? CacheOutcome::disk : CacheOutcome::warm) << restart;
+    EXPECT_EQ(r.usage.cache, restart ? CacheOutcome::Disk : CacheOutcome::Warm) << restart;
     EXPECT_EQ(r.usage.cached_tokens, (turn1 + "Hello there").size()) << restart;  // the sampled tokens
     EXPECT_EQ(r.usage.prompt_tokens, next.size()) << restart;                     // the sampled turn + the rest
     EXPECT_EQ(prefilled, long(more.size())) << restart;
@@ -352,7 +352,7 @@ TEST(PrefixReuse, ALiveContextWhoseSampledTokensTheTokenizerSplitsDifferentlyIsC
   ASSERT_EQ(h.backend->encode(next).size(), next.size() - 1);  // the reply's "ll" is one token
   serving::GenerationResult r;
   const long prefilled = h.prefilled_by(next, &r);
-  EXPECT_EQ(r.usage.cache, CacheOutcome::live);
+  EXPECT_EQ(r.usage.cache, CacheOutcome::Live);
   EXPECT_EQ(r.usage.cached_tokens, (turn1 + "Hello there").size());  // the sampled tokens
   EXPECT_EQ(r.usage.prompt_tokens, next.size());                     // the sampled turn + the rest
   EXPECT_EQ(prefilled, long(more.size()));
@@ -363,7 +363,7 @@ TEST(PrefixReuse, EnginesWithoutRestorePointsKeepTheOldLiveOnlyBehaviour) {
   const std::string p = kSys + "user: hi. assistant: ";
   h.run(p);
   auto [r, t] = h.run(p);
-  EXPECT_EQ(r.usage.cache, CacheOutcome::miss);  // live is p + reply; it cannot go back
+  EXPECT_EQ(r.usage.cache, CacheOutcome::Miss);  // live is p + reply; it cannot go back
   EXPECT_EQ(h.service->cache_stats().warm_sessions, 0u);
 }
 
