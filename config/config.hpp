@@ -22,7 +22,7 @@
 
 namespace ds4::config {
 
-enum class PinMode { none, lock, cuda };
+enum class PinMode { None, Lock, Cuda };
 const char* pin_mode_name(PinMode m);
 
 struct Config {
@@ -31,11 +31,11 @@ struct Config {
     std::optional<uint64_t>
         context;  // tokens; unset = auto (planner/auto_budget.hpp); 0 = the model's trained context_length
     uint32_t prefill_cap = 2048;  // prefill ubatch the memory plan assumes
-    PinMode pin = PinMode::lock;
+    PinMode pin = PinMode::Lock;
     uint32_t threads = 0;  // engine CPU threads; 0 = all cores
   } model;
   struct Engine {
-    cuda::Backend backend = cuda::Backend::automatic;  // auto | cpu | cuda (engine/cuda/backend_choice.hpp)
+    cuda::Backend backend = cuda::Backend::Automatic;  // auto | cpu | cuda (engine/cuda/backend_choice.hpp)
   } engine;
   struct Server {
     std::string host = "127.0.0.1";
@@ -50,7 +50,7 @@ struct Config {
     uint32_t max_connections = 512;                   // open connections (idle ones are shed first)
     uint64_t max_inflight_body_bytes = 128ull << 20;  // request bodies held at once (503 beyond)
     std::string contracts = "warn";                   // echo contracts: off | warn | strict
-    // The rest of the HTTP server's settings (gateway/http/server.hpp ServerConfig), with its
+    // The rest of the HTTP server's settings (gateway/transport/server.hpp ServerConfig), with its
     // defaults; daemon/http_server_config.cpp maps them and a test keeps the defaults equal.
     uint32_t io_threads = 2;                             // connection I/O threads
     uint32_t handler_threads = 2;                        // threads parsing and rendering POST bodies

@@ -78,7 +78,7 @@ std::string fmt_double(double v) { return fmt::format("{}", v); }
 
 struct Builder {
   std::vector<ConfigKey> keys;
-  void add(std::string path, std::string type, std::string help, Set set, Get get, KeyScope scope = KeyScope::both,
+  void add(std::string path, std::string type, std::string help, Set set, Get get, KeyScope scope = KeyScope::Both,
            std::string alias = {}) {
     ConfigKey k;
     k.path = path;
@@ -127,10 +127,10 @@ std::vector<ConfigKey> build() {
   constexpr uint64_t u32max = std::numeric_limits<uint32_t>::max();
   Builder b;
   // [model]
-  b.add("model.path", "path", "target model GGUF", STR(model.path), KeyScope::both, "--model");
+  b.add("model.path", "path", "target model GGUF", STR(model.path), KeyScope::Both, "--model");
   b.add("model.context", "tokens|auto",
         "context length in tokens (auto: sized from the model and MemTotal; 0: the model's trained context_length)",
-        AUTO_UINT(model.context, uint64_t{1} << 40), KeyScope::both, "--context");
+        AUTO_UINT(model.context, uint64_t{1} << 40), KeyScope::Both, "--context");
   b.add("model.prefill_cap", "tokens", "prefill batch the memory plan assumes (it sizes the GPU raw KV ring)",
         UINT(model.prefill_cap, 65536));
   b.add(
@@ -139,10 +139,10 @@ std::vector<ConfigKey> build() {
       "LimitMEMLOCK=infinity), cuda (cudaHostRegister via libcudart.so)",
       [](Config& c, const std::string& v) {
         const std::string s = choice(v, {"none", "lock", "cuda"});
-        c.model.pin = s == "none" ? PinMode::none : s == "lock" ? PinMode::lock : PinMode::cuda;
+        c.model.pin = s == "none" ? PinMode::None : s == "lock" ? PinMode::Lock : PinMode::Cuda;
       },
-      [](const Config& c) { return std::string(pin_mode_name(c.model.pin)); }, KeyScope::both, "--pin");
-  b.add("model.threads", "count", "engine CPU threads (0: all cores)", UINT(model.threads, 4096), KeyScope::daemon);
+      [](const Config& c) { return std::string(pin_mode_name(c.model.pin)); }, KeyScope::Both, "--pin");
+  b.add("model.threads", "count", "engine CPU threads (0: all cores)", UINT(model.threads, 4096), KeyScope::Daemon);
   // [engine]
   b.add(
       "engine.backend", "auto|cpu|cuda",
@@ -151,36 +151,36 @@ std::vector<ConfigKey> build() {
       [](Config& c, const std::string& v) {
         c.engine.backend = cuda::parse_backend(choice(v, {"auto", "cpu", "cuda"}));
       },
-      [](const Config& c) { return std::string(cuda::backend_name(c.engine.backend)); }, KeyScope::daemon, "--backend");
+      [](const Config& c) { return std::string(cuda::backend_name(c.engine.backend)); }, KeyScope::Daemon, "--backend");
   // [server]
-  b.add("server.host", "address", "HTTP bind address", STR(server.host), KeyScope::daemon, "--host");
-  b.add("server.port", "port", "HTTP port", UINT(server.port, 65535), KeyScope::daemon, "--port");
+  b.add("server.host", "address", "HTTP bind address", STR(server.host), KeyScope::Daemon, "--host");
+  b.add("server.port", "port", "HTTP port", UINT(server.port, 65535), KeyScope::Daemon, "--port");
   b.add("server.max_queue", "count", "requests waiting for the engine before new ones get 429",
-        UINT(server.max_queue, 1 << 20), KeyScope::daemon);
+        UINT(server.max_queue, 1 << 20), KeyScope::Daemon);
   b.add("server.drain_timeout_s", "seconds", "on SIGTERM, how long in-flight requests may finish",
-        UINT(server.drain_timeout_s, 86400), KeyScope::daemon);
+        UINT(server.drain_timeout_s, 86400), KeyScope::Daemon);
   b.add("server.api_key_file", "path", "file holding the bearer API key (empty: no authentication)",
-        STR(server.api_key_file), KeyScope::daemon);
+        STR(server.api_key_file), KeyScope::Daemon);
   b.add("server.engine_stall_s", "seconds",
         "an engine call (prefill chunk, decode step) running longer than this counts as stuck and stops "
         "the WATCHDOG=1 pings",
-        UINT(server.engine_stall_s, 86400), KeyScope::daemon);
+        UINT(server.engine_stall_s, 86400), KeyScope::Daemon);
   b.add("server.cors_origins", "list",
         "comma-separated browser origins (scheme://host[:port], or *) that may call the API; requests with "
         "any other Origin get 403 (empty: none)",
-        STR(server.cors_origins), KeyScope::daemon);
+        STR(server.cors_origins), KeyScope::Daemon);
   b.add("server.allowed_hosts", "list",
         "comma-separated Host names accepted besides loopback names and the bind address (*: any); checked "
         "when no API key is set or when this is given (DNS rebinding)",
-        STR(server.allowed_hosts), KeyScope::daemon);
+        STR(server.allowed_hosts), KeyScope::Daemon);
   b.add("server.allow_unauthenticated_remote", "bool",
         "allow a non-loopback server.host without server.api_key_file (refused otherwise)",
-        BOOL(server.allow_unauthenticated_remote), KeyScope::daemon);
+        BOOL(server.allow_unauthenticated_remote), KeyScope::Daemon);
   b.add("server.max_connections", "count", "open HTTP connections at most (idle keep-alive ones are closed first)",
-        UINT(server.max_connections, 1 << 20), KeyScope::daemon);
+        UINT(server.max_connections, 1 << 20), KeyScope::Daemon);
   b.add("server.max_inflight_body_bytes", "bytes",
         "request body bytes held by all requests together; a request beyond it gets 503",
-        BYTES(server.max_inflight_body_bytes), KeyScope::daemon);
+        BYTES(server.max_inflight_body_bytes), KeyScope::Daemon);
   b.add(
       "server.contracts", "off|warn|strict",
       "echo contracts (reasoning and tool-call replay): off (no checks), warn (repair what can be repaired and "
@@ -188,32 +188,32 @@ std::vector<ConfigKey> build() {
       [](Config& c, const std::string& v) {
         c.server.contracts = choice(v, {"off", "warn", "strict"});
       },
-      [](const Config& c) { return c.server.contracts; }, KeyScope::daemon);
-  b.add("server.io_threads", "count", "HTTP connection I/O threads", UINT(server.io_threads, 256), KeyScope::daemon);
+      [](const Config& c) { return c.server.contracts; }, KeyScope::Daemon);
+  b.add("server.io_threads", "count", "HTTP connection I/O threads", UINT(server.io_threads, 256), KeyScope::Daemon);
   b.add("server.handler_threads", "count",
         "threads that parse, render and tokenize POST bodies off the I/O threads (so /health stays fast)",
-        UINT(server.handler_threads, 256), KeyScope::daemon);
+        UINT(server.handler_threads, 256), KeyScope::Daemon);
   b.add("server.max_header_bytes", "bytes", "largest request head (larger: 431)", BYTES(server.max_header_bytes),
-        KeyScope::daemon);
+        KeyScope::Daemon);
   b.add("server.max_body_bytes", "bytes", "largest request body (larger: 413)", BYTES(server.max_body_bytes),
-        KeyScope::daemon);
+        KeyScope::Daemon);
   b.add("server.max_tokenize_response_bytes", "bytes", "largest /tokenize answer (longer: 413)",
-        BYTES(server.max_tokenize_response_bytes), KeyScope::daemon);
+        BYTES(server.max_tokenize_response_bytes), KeyScope::Daemon);
   b.add("server.read_timeout_s", "seconds", "time to read one request once it started",
-        UINT(server.read_timeout_s, 86400), KeyScope::daemon);
+        UINT(server.read_timeout_s, 86400), KeyScope::Daemon);
   b.add("server.idle_timeout_s", "seconds", "keep-alive wait for a connection's next request",
-        UINT(server.idle_timeout_s, 86400), KeyScope::daemon);
+        UINT(server.idle_timeout_s, 86400), KeyScope::Daemon);
   b.add("server.write_timeout_s", "seconds", "one write to a client that does not read",
-        UINT(server.write_timeout_s, 86400), KeyScope::daemon);
+        UINT(server.write_timeout_s, 86400), KeyScope::Daemon);
   b.add("server.request_timeout_s", "seconds",
         "one generation, time in the queue included (then it ends with finish reason 'length')",
-        UINT(server.request_timeout_s, 30 * 86400), KeyScope::daemon);
+        UINT(server.request_timeout_s, 30 * 86400), KeyScope::Daemon);
   b.add("server.model_name", "name", "model name clients see in /v1/models and responses (empty: the model's id)",
-        STR(server.model_name), KeyScope::daemon);
+        STR(server.model_name), KeyScope::Daemon);
   b.add("server.model_aliases", "list",
         "comma-separated other names a request's model may give (exact, or a prefix ending in '*'; '*': any "
         "name); others get 404 model_not_found. Exact aliases are listed in /v1/models",
-        STR(server.model_aliases), KeyScope::daemon);
+        STR(server.model_aliases), KeyScope::Daemon);
   // [memory]
   b.add("memory.floor", "bytes|auto",
         "minimum MemAvailable (and planned headroom) for admitting new work (auto: 4 GiB scaled to MemTotal)",
@@ -231,21 +231,21 @@ std::vector<ConfigKey> build() {
   b.add(
       "memory.psi_full_avg10_limit", "percent", "refuse new work while PSI memory 'full' avg10 is above this",
       [](Config& c, const std::string& v) { c.memory.psi_full_avg10_limit = parse_double(v, 0, 100); },
-      [](const Config& c) { return fmt_double(c.memory.psi_full_avg10_limit); }, KeyScope::daemon);
-  b.add("memory.poll_ms", "milliseconds", "memory watch period", UINT(memory.poll_ms, 60000), KeyScope::daemon);
+      [](const Config& c) { return fmt_double(c.memory.psi_full_avg10_limit); }, KeyScope::Daemon);
+  b.add("memory.poll_ms", "milliseconds", "memory watch period", UINT(memory.poll_ms, 60000), KeyScope::Daemon);
   b.add("memory.meminfo_path", "path", "meminfo file (tests point it elsewhere)", STR(memory.meminfo_path));
-  b.add("memory.psi_path", "path", "PSI memory file (empty: do not watch PSI)", STR(memory.psi_path), KeyScope::daemon);
+  b.add("memory.psi_path", "path", "PSI memory file (empty: do not watch PSI)", STR(memory.psi_path), KeyScope::Daemon);
   b.add("memory.swap_size", "bytes|auto",
         "supervisor: ensure at least this much swap (0: leave swap alone; auto: 16 GiB scaled to MemTotal)",
-        AUTO_BYTES(memory.swap_size), KeyScope::supervisor);
+        AUTO_BYTES(memory.swap_size), KeyScope::Supervisor);
   b.add("memory.swap_file", "path", "supervisor: swap file to create when swap is short", STR(memory.swap_file),
-        KeyScope::supervisor);
+        KeyScope::Supervisor);
   b.add(
       "memory.oom_score_adj", "-1000..1000", "supervisor: the daemon's oom_score_adj",
       [](Config& c, const std::string& v) { c.memory.oom_score_adj = static_cast<int>(parse_int(v, -1000, 1000)); },
-      [](const Config& c) { return std::to_string(c.memory.oom_score_adj); }, KeyScope::supervisor);
+      [](const Config& c) { return std::to_string(c.memory.oom_score_adj); }, KeyScope::Supervisor);
   b.add("memory.earlyoom", "bool", "supervisor: write the earlyoom drop-in when earlyoom is installed",
-        BOOL(memory.earlyoom), KeyScope::supervisor);
+        BOOL(memory.earlyoom), KeyScope::Supervisor);
   b.add(
       "memory.earlyoom_term_percent", "percent", "earlyoom SIGTERM level, % of MemTotal (unset: floor/2)",
       [](Config& c, const std::string& v) {
@@ -255,7 +255,7 @@ std::vector<ConfigKey> build() {
       [](const Config& c) {
         return c.memory.earlyoom_term_percent ? fmt_double(*c.memory.earlyoom_term_percent) : std::string();
       },
-      KeyScope::supervisor);
+      KeyScope::Supervisor);
   b.add(
       "memory.earlyoom_kill_percent", "percent", "earlyoom SIGKILL level, % of MemTotal (unset: floor/4)",
       [](Config& c, const std::string& v) {
@@ -265,30 +265,30 @@ std::vector<ConfigKey> build() {
       [](const Config& c) {
         return c.memory.earlyoom_kill_percent ? fmt_double(*c.memory.earlyoom_kill_percent) : std::string();
       },
-      KeyScope::supervisor);
+      KeyScope::Supervisor);
   b.add("memory.earlyoom_dropin", "path", "supervisor: where the earlyoom drop-in is written",
-        STR(memory.earlyoom_dropin), KeyScope::supervisor);
+        STR(memory.earlyoom_dropin), KeyScope::Supervisor);
   // [cache]
   b.add("cache.hot_bytes", "bytes|auto",
         "warm sessions (conversation snapshots) kept in RAM; counted in the memory plan (auto: up to 12 GiB of "
         "what the plan leaves)",
-        AUTO_BYTES(cache.hot_bytes), KeyScope::both, "--hot-cache");
+        AUTO_BYTES(cache.hot_bytes), KeyScope::Both, "--hot-cache");
   b.add("cache.dir", "path", "directory for disk KV checkpoints, mode 0700 (empty: none)", STR(cache.dir),
-        KeyScope::daemon);
+        KeyScope::Daemon);
   b.add("cache.disk_bytes", "bytes", "disk budget for KV checkpoints; the least valuable go first (0: none)",
-        BYTES(cache.disk_bytes), KeyScope::daemon);
+        BYTES(cache.disk_bytes), KeyScope::Daemon);
   b.add("cache.checkpoint_min_tokens", "tokens", "prompts shorter than this get no warm session or checkpoint",
-        UINT(cache.checkpoint_min_tokens, u32max), KeyScope::daemon);
+        UINT(cache.checkpoint_min_tokens, u32max), KeyScope::Daemon);
   b.add("cache.checkpoint_interval_tokens", "tokens", "long prefills write a disk checkpoint this often (0: never)",
-        UINT(cache.checkpoint_interval_tokens, u32max), KeyScope::daemon);
+        UINT(cache.checkpoint_interval_tokens, u32max), KeyScope::Daemon);
   // [speculation]
   b.add(
       "speculation.drafter", "none|ngram|mtp:FILE",
       "exact speculative decoding: none, ngram (prompt lookup) or mtp:FILE (an MTP sidecar GGUF)",
       [](Config& c, const std::string& v) { c.speculation.drafter = drafter_name(parse_drafter(v)); },
-      [](const Config& c) { return c.speculation.drafter; }, KeyScope::both, "--drafter");
+      [](const Config& c) { return c.speculation.drafter; }, KeyScope::Both, "--drafter");
   b.add("speculation.k", "tokens", "drafts verified per decode step (0: no speculation)",
-        UINT(speculation.k, kMaxSpeculationK), KeyScope::daemon);
+        UINT(speculation.k, kMaxSpeculationK), KeyScope::Daemon);
   b.add("speculation.sidecar_bytes", "bytes", "plan size of the drafter (0: its file size)",
         BYTES(speculation.sidecar_bytes));
   // [log]
@@ -307,18 +307,18 @@ std::vector<ConfigKey> build() {
       [](const Config& c) { return c.log.format; });
   // [supervisor]
   b.add("supervisor.user", "user", "service user the daemon runs as (when the supervisor is root)",
-        STR(supervisor.user), KeyScope::supervisor);
-  b.add("supervisor.daemon", "path", "the ds4d executable", STR(supervisor.daemon), KeyScope::supervisor);
+        STR(supervisor.user), KeyScope::Supervisor);
+  b.add("supervisor.daemon", "path", "the ds4d executable", STR(supervisor.daemon), KeyScope::Supervisor);
   b.add("supervisor.restart_delay_s", "seconds", "delay before the first restart after a crash (doubles)",
-        UINT(supervisor.restart_delay_s, 3600), KeyScope::supervisor);
+        UINT(supervisor.restart_delay_s, 3600), KeyScope::Supervisor);
   b.add("supervisor.restart_max_delay_s", "seconds", "longest restart delay",
-        UINT(supervisor.restart_max_delay_s, 86400), KeyScope::supervisor);
+        UINT(supervisor.restart_max_delay_s, 86400), KeyScope::Supervisor);
   b.add("supervisor.max_restarts", "count", "crashes within restart_window_s before the supervisor gives up",
-        UINT(supervisor.max_restarts, 1000), KeyScope::supervisor);
+        UINT(supervisor.max_restarts, 1000), KeyScope::Supervisor);
   b.add("supervisor.restart_window_s", "seconds", "window for max_restarts", UINT(supervisor.restart_window_s, u32max),
-        KeyScope::supervisor);
+        KeyScope::Supervisor);
   b.add("supervisor.stop_timeout_s", "seconds", "SIGKILL the daemon this long after forwarding SIGTERM",
-        UINT(supervisor.stop_timeout_s, 86400), KeyScope::supervisor);
+        UINT(supervisor.stop_timeout_s, 86400), KeyScope::Supervisor);
   return b.keys;
 }
 
@@ -333,9 +333,9 @@ std::vector<ConfigKey> build() {
 
 const char* pin_mode_name(PinMode m) {
   switch (m) {
-    case PinMode::none: return "none";
-    case PinMode::lock: return "lock";
-    case PinMode::cuda: return "cuda";
+    case PinMode::None: return "none";
+    case PinMode::Lock: return "lock";
+    case PinMode::Cuda: return "cuda";
   }
   return "?";
 }

@@ -9,7 +9,7 @@
 
 namespace ds4::config {
 
-enum class KeyScope { both, daemon, supervisor };
+enum class KeyScope { Both, Daemon, Supervisor };
 
 struct ConfigKey {
   std::string path;   // "server.port"
@@ -18,7 +18,7 @@ struct ConfigKey {
   std::string env;    // "DS4D_SERVER_PORT"
   std::string type;   // "bytes", "integer", "path", ...
   std::string help;
-  KeyScope scope = KeyScope::both;
+  KeyScope scope = KeyScope::Both;
   // Parses text into the config; throws std::invalid_argument with a message naming the problem
   // (the caller adds where the text came from).
   std::function<void(Config&, const std::string&)> set;

@@ -14,7 +14,7 @@ namespace {
 
 // `wanted` both: every key (the supervisor takes all flags, forwarding the daemon's to ds4d).
 bool in_scope(KeyScope key, KeyScope wanted) {
-  return wanted == KeyScope::both || key == KeyScope::both || key == wanted;
+  return wanted == KeyScope::Both || key == KeyScope::Both || key == wanted;
 }
 
 std::string toml_scalar_text(const toml::node& n) {
@@ -152,7 +152,7 @@ Config ConfigLoader::load(const EnvLookup& env_in) {
 std::vector<std::string> ConfigLoader::given_flags(KeyScope scope) const {
   std::vector<std::string> out;
   for (const Bound& b : bound_)
-    if (b.option->count() > 0 && (b.key->scope == KeyScope::both || b.key->scope == scope))
+    if (b.option->count() > 0 && (b.key->scope == KeyScope::Both || b.key->scope == scope))
       out.push_back(b.key->flag + "=" + *b.value);
   return out;
 }

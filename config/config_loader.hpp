@@ -36,7 +36,7 @@ using EnvLookup = std::function<const char*(const char*)>;
 
 class ConfigLoader {
  public:
-  // Keys whose scope is `KeyScope::both` or `scope` get flags; `scope` both: every key does.
+  // Keys whose scope is `KeyScope::Both` or `scope` get flags; `scope` both: every key does.
   ConfigLoader(CLI::App& app, KeyScope scope);
 
   // Call after app.parse(). `env` defaults to ::getenv.

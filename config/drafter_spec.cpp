@@ -9,12 +9,12 @@ DrafterSpec parse_drafter(const std::string& value) {
   DrafterSpec s;
   if (value.empty() || value == "none") return s;
   if (value == "ngram") {
-    s.kind = DrafterKind::ngram;
+    s.kind = DrafterKind::Ngram;
     return s;
   }
   const std::string mtp = "mtp:";
   if (value.rfind(mtp, 0) == 0) {
-    s.kind = DrafterKind::mtp;
+    s.kind = DrafterKind::Mtp;
     s.path = value.substr(mtp.size());
     if (s.path.empty()) throw std::invalid_argument("'mtp:' needs a file: mtp:/path/to/model.mtp.gguf");
     return s;
@@ -25,9 +25,9 @@ DrafterSpec parse_drafter(const std::string& value) {
 
 std::string drafter_name(const DrafterSpec& spec) {
   switch (spec.kind) {
-    case DrafterKind::ngram: return "ngram";
-    case DrafterKind::mtp: return "mtp:" + spec.path;
-    case DrafterKind::none: break;
+    case DrafterKind::Ngram: return "ngram";
+    case DrafterKind::Mtp: return "mtp:" + spec.path;
+    case DrafterKind::None: break;
   }
   return "none";
 }

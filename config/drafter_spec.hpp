@@ -8,10 +8,10 @@
 
 namespace ds4::config {
 
-enum class DrafterKind { none, ngram, mtp };
+enum class DrafterKind { None, Ngram, Mtp };
 
 struct DrafterSpec {
-  DrafterKind kind = DrafterKind::none;
+  DrafterKind kind = DrafterKind::None;
   std::string path;  // mtp only
 };
 

@@ -11,7 +11,7 @@ planner::Plan plan_for_config(const Config& cfg, uint64_t mem_total_bytes) {
   r.model_path = cfg.model.path;
   // Only an MTP drafter has weights of its own; ngram costs nothing the plan counts.
   const DrafterSpec drafter = parse_drafter(cfg.speculation.drafter);
-  if (drafter.kind == DrafterKind::mtp) r.drafter_path = drafter.path;
+  if (drafter.kind == DrafterKind::Mtp) r.drafter_path = drafter.path;
   if (cfg.speculation.sidecar_bytes != 0) r.sidecar_bytes = cfg.speculation.sidecar_bytes;
   r.budgets.context_tokens = cfg.model.context;
   r.budgets.hot_cache_bytes = cfg.cache.hot_bytes;

@@ -57,7 +57,7 @@ int main(int argc, char** argv) {
   app.footer(kFooter);
   bool print_config = false;
   app.add_flag("--print-config", print_config, "print the effective configuration with each value's origin and exit");
-  config::ConfigLoader loader(app, config::KeyScope::daemon);
+  config::ConfigLoader loader(app, config::KeyScope::Daemon);
   CLI11_PARSE(app, argc, argv);
   config::Config cfg;
   if (auto done =

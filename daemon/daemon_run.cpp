@@ -31,7 +31,7 @@
 #include "engine/loaded_model/loaded_model.hpp"
 #include "engine/model/model.hpp"
 #include "engine/planner/byte_size.hpp"
-#include "gateway/http/server.hpp"
+#include "gateway/api/api_server.hpp"
 #include "gateway/serving/ds4_backend.hpp"
 #include "gateway/serving/metrics.hpp"
 #include "gateway/serving/service.hpp"
@@ -72,14 +72,14 @@ void load_model(const config::Config& cfg, serving::Service& service, std::share
   try {
     LoadOptions lo;
     lo.threads = cfg.model.threads;
-    lo.populate = cfg.model.pin == config::PinMode::lock;  // MAP_POPULATE before mlock
+    lo.populate = cfg.model.pin == config::PinMode::Lock;  // MAP_POPULATE before mlock
     LoadedModel loaded = load_model(cfg.model.path, lo, [&](double f, std::string_view) {
       progress.store(f);
       service.set_load_progress(f);
     });
     const auto& file = loaded.model->gguf();
     pin = WeightPin::pin(cfg.model.pin, file.base(), file.size());
-    if (cfg.model.pin != config::PinMode::none)
+    if (cfg.model.pin != config::PinMode::None)
       spdlog::info("weights pinned ({}): {}", config::pin_mode_name(cfg.model.pin), planner::format_gib(pin.bytes()));
     ContextOptions co;
     co.context_length = static_cast<uint32_t>(cfg.model.context.value_or(0));
@@ -113,7 +113,7 @@ std::optional<config::Config> with_budgets(const config::Config& given) {
                  planner::verdict_name(plan.verdict), *cfg.model.context,
                  planner::format_bytes_exact(*cfg.cache.hot_bytes), planner::format_bytes_exact(*cfg.memory.floor),
                  planner::format_gib(plan.total_bytes), planner::format_gib(mem_total));
-    if (plan.verdict != planner::Verdict::fits)
+    if (plan.verdict != planner::Verdict::Fits)
       spdlog::warn("the memory plan says '{}' (ds4d-supervisor would refuse it):\n{}",
                    planner::verdict_name(plan.verdict), planner::render_report(plan));
     return cfg;
@@ -172,7 +172,7 @@ int run_daemon(const config::Config& given) {
   sc.checkpoint_min_tokens = cfg.cache.checkpoint_min_tokens;
   sc.checkpoint_interval_tokens = cfg.cache.checkpoint_interval_tokens;
   // check_drafter() has refused every drafter but these two.
-  if (config::parse_drafter(cfg.speculation.drafter).kind == config::DrafterKind::ngram && cfg.speculation.k > 0) {
+  if (config::parse_drafter(cfg.speculation.drafter).kind == config::DrafterKind::Ngram && cfg.speculation.k > 0) {
     sc.drafter = serving::make_ngram_drafter();
     sc.speculation_k = cfg.speculation.k;
     spdlog::info("speculative decoding: ngram drafter, k = {}", cfg.speculation.k);
@@ -201,7 +201,7 @@ int run_daemon(const config::Config& given) {
   };
   try {
     hc.api_key = read_api_key(cfg.server.api_key_file);
-    server = std::make_unique<http::Server>(hc, service, metrics);
+    server = http::make_api_server(hc, service, metrics);
     failure_code = config::kExitRuntime;
     server->start();
   } catch (const http::ServerConfigError& e) {

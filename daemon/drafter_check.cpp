@@ -13,7 +13,7 @@ namespace ds4::daemon {
 
 void check_drafter(const config::Config& cfg) {
   const config::DrafterSpec spec = config::parse_drafter(cfg.speculation.drafter);
-  if (spec.kind != config::DrafterKind::mtp) return;  // none and ngram need no file
+  if (spec.kind != config::DrafterKind::Mtp) return;  // none and ngram need no file
   const std::string what = "speculation.drafter " + config::drafter_name(spec) + ": ";
   std::error_code ec;
   if (!std::filesystem::exists(spec.path, ec)) throw std::runtime_error(what + "no such file");

@@ -1,12 +1,12 @@
 #pragma once
-// The HTTP server's configuration (gateway/http/server.hpp ServerConfig) from the [server] keys.
+// The HTTP server's configuration (gateway/transport/server.hpp ServerConfig) from the [server] keys.
 // Every field comes from a key, with the server's own default (a test compares them), except
 // api_key, which run_daemon reads from server.api_key_file. ServerConfig is a plain struct.
 #include <string>
 #include <vector>
 
 #include "config/config.hpp"
-#include "gateway/http/server.hpp"
+#include "gateway/transport/server.hpp"
 
 namespace ds4::daemon {
 

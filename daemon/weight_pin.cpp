@@ -36,13 +36,13 @@ WeightPin WeightPin::pin(config::PinMode mode, const void* base, size_t bytes) {
   p.mode_ = mode;
   p.base_ = base;
   p.bytes_ = bytes;
-  if (mode == config::PinMode::none || bytes == 0) return p;
-  if (mode == config::PinMode::lock) {
+  if (mode == config::PinMode::None || bytes == 0) return p;
+  if (mode == config::PinMode::Lock) {
     if (mlock(base, bytes) != 0) {
       const int err = errno;
       rlimit rl{};
       getrlimit(RLIMIT_MEMLOCK, &rl);
-      p.mode_ = config::PinMode::none;
+      p.mode_ = config::PinMode::None;
       throw PinError("--pin lock: mlock of " + planner::format_gib(bytes) + " of weights failed (" +
                      std::strerror(err) + "): RLIMIT_MEMLOCK is " + limit_text(rl.rlim_cur) + " (soft) / " +
                      limit_text(rl.rlim_max) +
@@ -53,7 +53,7 @@ WeightPin WeightPin::pin(config::PinMode mode, const void* base, size_t bytes) {
   }
   void* h = open_cudart();
   if (h == nullptr) {
-    p.mode_ = config::PinMode::none;
+    p.mode_ = config::PinMode::None;
     throw PinError(std::string("--pin cuda: cannot load libcudart.so (") + dlerror() +
                    "); install the CUDA runtime or use --pin lock");
   }
@@ -61,14 +61,14 @@ WeightPin WeightPin::pin(config::PinMode mode, const void* base, size_t bytes) {
   auto err_str = reinterpret_cast<CudaGetErrorStringFn>(dlsym(h, "cudaGetErrorString"));
   if (reg == nullptr) {
     dlclose(h);
-    p.mode_ = config::PinMode::none;
+    p.mode_ = config::PinMode::None;
     throw PinError("--pin cuda: libcudart.so has no cudaHostRegister");
   }
   const int rc = reg(const_cast<void*>(base), bytes, kCudaHostRegisterMapped | kCudaHostRegisterReadOnly);
   if (rc != 0) {
     const std::string why = err_str ? err_str(rc) : ("error " + std::to_string(rc));
     dlclose(h);
-    p.mode_ = config::PinMode::none;
+    p.mode_ = config::PinMode::None;
     throw PinError("--pin cuda: cudaHostRegister of " + planner::format_gib(bytes) + " failed: " + why +
                    " (the device must support host registration; try --pin lock)");
   }
@@ -77,13 +77,13 @@ WeightPin WeightPin::pin(config::PinMode mode, const void* base, size_t bytes) {
 }
 
 void WeightPin::release() noexcept {
-  if (mode_ == config::PinMode::lock && base_ != nullptr) munlock(base_, bytes_);
-  if (mode_ == config::PinMode::cuda && cudart_ != nullptr) {
+  if (mode_ == config::PinMode::Lock && base_ != nullptr) munlock(base_, bytes_);
+  if (mode_ == config::PinMode::Cuda && cudart_ != nullptr) {
     if (auto unreg = reinterpret_cast<CudaHostUnregisterFn>(dlsym(cudart_, "cudaHostUnregister")))
       unreg(const_cast<void*>(base_));
     dlclose(cudart_);
   }
-  mode_ = config::PinMode::none;
+  mode_ = config::PinMode::None;
   base_ = nullptr;
   bytes_ = 0;
   cudart_ = nullptr;
@@ -92,7 +92,7 @@ void WeightPin::release() noexcept {
 WeightPin::~WeightPin() { release(); }
 
 WeightPin::WeightPin(WeightPin&& o) noexcept
-    : mode_(std::exchange(o.mode_, config::PinMode::none)),
+    : mode_(std::exchange(o.mode_, config::PinMode::None)),
       base_(std::exchange(o.base_, nullptr)),
       bytes_(std::exchange(o.bytes_, 0)),
       cudart_(std::exchange(o.cudart_, nullptr)) {}
@@ -100,7 +100,7 @@ WeightPin::WeightPin(WeightPin&& o) noexcept
 WeightPin& WeightPin::operator=(WeightPin&& o) noexcept {
   if (this != &o) {
     release();
-    mode_ = std::exchange(o.mode_, config::PinMode::none);
+    mode_ = std::exchange(o.mode_, config::PinMode::None);
     base_ = std::exchange(o.base_, nullptr);
     bytes_ = std::exchange(o.bytes_, 0);
     cudart_ = std::exchange(o.cudart_, nullptr);

@@ -40,7 +40,7 @@ class WeightPin {
 
  private:
   void release() noexcept;
-  config::PinMode mode_ = config::PinMode::none;
+  config::PinMode mode_ = config::PinMode::None;
   const void* base_ = nullptr;
   size_t bytes_ = 0;
   void* cudart_ = nullptr;  // dlopen handle (cuda mode)

@@ -122,7 +122,7 @@ Timed first_token(ds4::serving::Service& s, const std::vector<Token>& prompt, si
   Timed out;
   out.result = fut.get();
   out.seconds = seconds_since(t);
-  if (out.result.finish == ds4::serving::FinishReason::error) throw std::runtime_error(out.result.error);
+  if (out.result.finish == ds4::serving::FinishReason::Error) throw std::runtime_error(out.result.error);
   return out;
 }
 

@@ -50,10 +50,10 @@ std::string render_earlyoom_dropin(const EarlyoomPolicy& p, const std::string& b
 
 const char* earlyoom_result_name(EarlyoomResult r) {
   switch (r) {
-    case EarlyoomResult::not_managed: return "not managed";
-    case EarlyoomResult::not_installed: return "earlyoom not installed";
-    case EarlyoomResult::unchanged: return "drop-in unchanged";
-    case EarlyoomResult::updated: return "drop-in written, earlyoom restarted";
+    case EarlyoomResult::NotManaged: return "not managed";
+    case EarlyoomResult::NotInstalled: return "earlyoom not installed";
+    case EarlyoomResult::Unchanged: return "drop-in unchanged";
+    case EarlyoomResult::Updated: return "drop-in written, earlyoom restarted";
   }
   return "?";
 }
@@ -61,22 +61,22 @@ const char* earlyoom_result_name(EarlyoomResult r) {
 EarlyoomResult ensure_earlyoom_dropin(const EarlyoomSettings& s, const EarlyoomPolicy& p, SystemChanges& changes) {
   if (!s.manage) {
     changes.note("earlyoom: not managed (memory.earlyoom = false)");
-    return EarlyoomResult::not_managed;
+    return EarlyoomResult::NotManaged;
   }
   const Sysroot& root = changes.root();
   const bool installed = std::filesystem::exists(root.path("/lib/systemd/system/earlyoom.service")) ||
                          std::filesystem::exists(root.path("/usr/lib/systemd/system/earlyoom.service"));
   if (!installed) {
     changes.note("earlyoom: not installed; no drop-in written");
-    return EarlyoomResult::not_installed;
+    return EarlyoomResult::NotInstalled;
   }
   if (!changes.write_file_if_changed(s.dropin_path, render_earlyoom_dropin(p, s.binary), 0644)) {
     changes.note("earlyoom: drop-in " + s.dropin_path + " is current; not restarting earlyoom");
-    return EarlyoomResult::unchanged;
+    return EarlyoomResult::Unchanged;
   }
   changes.run_checked({"systemctl", "daemon-reload"});
   changes.run_checked({"systemctl", "try-restart", "earlyoom.service"});
-  return EarlyoomResult::updated;
+  return EarlyoomResult::Updated;
 }
 
 }  // namespace ds4::host

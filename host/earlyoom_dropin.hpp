@@ -47,7 +47,7 @@ struct EarlyoomSettings {
   std::string binary = "/usr/bin/earlyoom";
 };
 
-enum class EarlyoomResult { not_managed, not_installed, unchanged, updated };
+enum class EarlyoomResult { NotManaged, NotInstalled, Unchanged, Updated };
 const char* earlyoom_result_name(EarlyoomResult r);
 
 // earlyoom counts as installed when its unit file exists under /lib/systemd/system or

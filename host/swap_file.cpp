@@ -132,11 +132,11 @@ bool swapon_found_it_active(SystemChanges& changes, const std::string& real) {
 
 const char* swap_result_name(SwapResult r) {
   switch (r) {
-    case SwapResult::disabled: return "disabled";
-    case SwapResult::already_enough: return "already enough swap";
-    case SwapResult::already_active: return "swap file already active";
-    case SwapResult::activated_existing: return "activated existing swap file";
-    case SwapResult::created: return "created swap file";
+    case SwapResult::Disabled: return "disabled";
+    case SwapResult::AlreadyEnough: return "already enough swap";
+    case SwapResult::AlreadyActive: return "swap file already active";
+    case SwapResult::ActivatedExisting: return "activated existing swap file";
+    case SwapResult::Created: return "created swap file";
   }
   return "?";
 }
@@ -174,7 +174,7 @@ SwapResult ensure_swap(const SwapRequest& req, SystemChanges& changes) {
   using planner::format_gib;
   if (req.size_bytes == 0) {
     changes.note("swap: not managed (memory.swap_size = 0)");
-    return SwapResult::disabled;
+    return SwapResult::Disabled;
   }
   const Sysroot& root = changes.root();
   const MemInfo mem = read_meminfo(root.path("/proc/meminfo"));
@@ -185,13 +185,13 @@ SwapResult ensure_swap(const SwapRequest& req, SystemChanges& changes) {
     changes.note("swap: " + format_gib(mem.swap_total) + " present in " + std::to_string(active.size()) +
                  " area(s) (+" + std::to_string(header_bytes) + " B of swap headers), at least " +
                  format_gib(req.size_bytes) + " wanted; nothing to do");
-    return SwapResult::already_enough;
+    return SwapResult::AlreadyEnough;
   }
   const std::string real = root.path(req.file);
   const auto already_active = [&](const std::string& how) {
     changes.note("swap: " + req.file + " is already active (" + how + "); SwapTotal " + format_gib(mem.swap_total) +
                  " is below the wanted " + format_gib(req.size_bytes) + " (grow it by hand: swapoff, remove, restart)");
-    return SwapResult::already_active;
+    return SwapResult::AlreadyActive;
   };
   if (std::find(active.begin(), active.end(), req.file) != active.end()) return already_active("listed in /proc/swaps");
   if (is_active_swap_file(real)) return already_active("fallocate refused with ETXTBSY");
@@ -205,7 +205,7 @@ SwapResult ensure_swap(const SwapRequest& req, SystemChanges& changes) {
           if (chmod(real.c_str(), 0600) != 0) throw sys_error("chmod 600 " + real);
         });
       if (swapon_found_it_active(changes, real)) return already_active("swapon: Device or resource busy");
-      return SwapResult::activated_existing;
+      return SwapResult::ActivatedExisting;
     }
     if (!S_ISREG(st.st_mode))
       throw std::runtime_error("swap file path " + real + " exists and is not a regular file; refusing to replace it");
@@ -220,7 +220,7 @@ SwapResult ensure_swap(const SwapRequest& req, SystemChanges& changes) {
                   [&] { create_swap_file(real, req.size_bytes); });
   changes.run_checked({"mkswap", real});
   changes.run_checked({"swapon", real});
-  return SwapResult::created;
+  return SwapResult::Created;
 }
 
 }  // namespace ds4::host

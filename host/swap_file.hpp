@@ -34,7 +34,7 @@ struct SwapRequest {
   uint64_t size_bytes = 16ull << 30;  // wanted SwapTotal, and the size of our file; 0 disables
 };
 
-enum class SwapResult { disabled, already_enough, already_active, activated_existing, created };
+enum class SwapResult { Disabled, AlreadyEnough, AlreadyActive, ActivatedExisting, Created };
 const char* swap_result_name(SwapResult r);
 
 // Throws std::runtime_error with the path and the failing step (e.g. not enough free space on the

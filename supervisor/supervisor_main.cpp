@@ -76,7 +76,7 @@ int main(int argc, char** argv) {
       ->group("Supervisor");
   app.add_flag("--print-config", print_config, "print the effective configuration with each value's origin and exit")
       ->group("Supervisor");
-  config::ConfigLoader loader(app, config::KeyScope::both);  // every key; daemon ones are forwarded
+  config::ConfigLoader loader(app, config::KeyScope::Both);  // every key; daemon ones are forwarded
   CLI11_PARSE(app, argc, argv);
 
   config::Config cfg;
@@ -95,7 +95,7 @@ int main(int argc, char** argv) {
     return config::kExitConfigError;
   }
   const std::string report = planner::render_report(plan);
-  if (plan.verdict != planner::Verdict::fits) {
+  if (plan.verdict != planner::Verdict::Fits) {
     std::cerr << report;
     spdlog::error("refusing to start ds4d: the memory plan says '{}'", planner::verdict_name(plan.verdict));
     supervisor::notify_upstream(std::string("STATUS=Refusing to start: memory plan ") +
@@ -129,10 +129,10 @@ int main(int argc, char** argv) {
     loop.launch.argv.push_back("--config");
     loop.launch.argv.push_back(loader.config_file());
   }
-  for (const std::string& f : loader.given_flags(config::KeyScope::daemon)) loop.launch.argv.push_back(f);
+  for (const std::string& f : loader.given_flags(config::KeyScope::Daemon)) loop.launch.argv.push_back(f);
   loop.launch.oom_score_adj = cfg.memory.oom_score_adj;
   const bool root_user = geteuid() == 0;
-  loop.launch.unlimited_memlock = root_user && cfg.model.pin == config::PinMode::lock;
+  loop.launch.unlimited_memlock = root_user && cfg.model.pin == config::PinMode::Lock;
   std::string as_user = "the current user";
   if (root_user && !cfg.supervisor.user.empty() && cfg.supervisor.user != "root") {
     try {

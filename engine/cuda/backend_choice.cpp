@@ -11,17 +11,17 @@ namespace ds4::cuda {
 
 const char* backend_name(Backend b) {
   switch (b) {
-    case Backend::automatic: return "auto";
-    case Backend::cpu: return "cpu";
-    case Backend::cuda: return "cuda";
+    case Backend::Automatic: return "auto";
+    case Backend::Cpu: return "cpu";
+    case Backend::Cuda: return "cuda";
   }
   return "?";
 }
 
 Backend parse_backend(std::string_view s) {
-  if (s == "auto") return Backend::automatic;
-  if (s == "cpu") return Backend::cpu;
-  if (s == "cuda") return Backend::cuda;
+  if (s == "auto") return Backend::Automatic;
+  if (s == "cpu") return Backend::Cpu;
+  if (s == "cuda") return Backend::Cuda;
   throw std::invalid_argument("backend '" + std::string(s) + "' is not one of auto, cpu, cuda");
 }
 
@@ -33,9 +33,9 @@ const char* device_coverage() {
 
 BackendDecision choose_backend(Backend requested) {
   BackendDecision d;
-  if (requested == Backend::cpu) return d;
+  if (requested == Backend::Cpu) return d;
   const DeviceInfo info = probe();
-  if (requested == Backend::cuda) {
+  if (requested == Backend::Cuda) {
     if (!info.usable) throw std::runtime_error("--backend cuda: no usable CUDA device: " + info.why_not);
     throw std::runtime_error("--backend cuda: found " + info.name + " (compute capability " +
                              std::to_string(info.cc_major) + "." + std::to_string(info.cc_minor) +

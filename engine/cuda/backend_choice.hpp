@@ -8,13 +8,13 @@
 
 namespace ds4::cuda {
 
-enum class Backend { automatic, cpu, cuda };
+enum class Backend { Automatic, Cpu, Cuda };
 const char* backend_name(Backend b);  // "auto", "cpu", "cuda"
 // Throws std::invalid_argument naming the value for anything but auto, cpu, cuda.
 Backend parse_backend(std::string_view s);
 
 struct BackendDecision {
-  Backend use = Backend::cpu;  // what runs the forward: cpu until the device forward exists
+  Backend use = Backend::Cpu;  // what runs the forward: cpu until the device forward exists
   std::string log_line;        // for auto: the one line saying what was chosen and why; else empty
 };
 

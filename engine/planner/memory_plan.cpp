@@ -45,26 +45,26 @@ Plan compute_plan(const PlanInput& in) {
   if (t > static_cast<uint64_t>(INT64_MAX) || in.mem_total_bytes > static_cast<uint64_t>(INT64_MAX))
     throw std::overflow_error("plan figures exceed 8 EiB");
   p.headroom_bytes = static_cast<int64_t>(in.mem_total_bytes) - static_cast<int64_t>(t);
-  if (p.headroom_bytes < 0) p.verdict = Verdict::does_not_fit;
-  else if (static_cast<uint64_t>(p.headroom_bytes) < in.floor_bytes) p.verdict = Verdict::below_floor;
-  else p.verdict = Verdict::fits;
+  if (p.headroom_bytes < 0) p.verdict = Verdict::DoesNotFit;
+  else if (static_cast<uint64_t>(p.headroom_bytes) < in.floor_bytes) p.verdict = Verdict::BelowFloor;
+  else p.verdict = Verdict::Fits;
   return p;
 }
 
 const char* verdict_name(Verdict v) {
   switch (v) {
-    case Verdict::fits: return "fits";
-    case Verdict::below_floor: return "below floor";
-    case Verdict::does_not_fit: return "does not fit";
+    case Verdict::Fits: return "fits";
+    case Verdict::BelowFloor: return "below floor";
+    case Verdict::DoesNotFit: return "does not fit";
   }
   return "?";
 }
 
 int exit_code(Verdict v) {
   switch (v) {
-    case Verdict::fits: return kExitFits;
-    case Verdict::below_floor: return kExitBelowFloor;
-    case Verdict::does_not_fit: return kExitDoesNotFit;
+    case Verdict::Fits: return kExitFits;
+    case Verdict::BelowFloor: return kExitBelowFloor;
+    case Verdict::DoesNotFit: return kExitDoesNotFit;
   }
   return kExitError;
 }
@@ -90,16 +90,16 @@ std::string render_report(const Plan& p) {
   s += line("swap", in.swap_bytes, chose(kAutoSwap));
   s += fmt::format("verdict: {}", verdict_name(p.verdict));
   switch (p.verdict) {
-    case Verdict::fits:
+    case Verdict::Fits:
       s += fmt::format(" ({} above the floor)\n", format_gib(static_cast<uint64_t>(p.headroom_bytes) - in.floor_bytes));
       break;
-    case Verdict::below_floor:
+    case Verdict::BelowFloor:
       s += fmt::format(
           ": headroom is {} short of the floor; lower the context, the hot cache or "
           "the floor, or drop the sidecar\n",
           format_gib(in.floor_bytes - static_cast<uint64_t>(p.headroom_bytes)));
       break;
-    case Verdict::does_not_fit:
+    case Verdict::DoesNotFit:
       s += fmt::format(
           ": {} over MemTotal before any headroom; lower the context or the hot cache, "
           "drop the sidecar, or use a smaller quantization\n",

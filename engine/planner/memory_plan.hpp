@@ -40,7 +40,7 @@ struct PlanInput {
   unsigned auto_terms = 0;       // AutoTerm bits (auto_budget.hpp): which figures `auto` chose
 };
 
-enum class Verdict { fits, below_floor, does_not_fit };
+enum class Verdict { Fits, BelowFloor, DoesNotFit };
 
 // Process exit codes of `ds4ctl plan` (and the values the supervisor reports).
 inline constexpr int kExitFits = 0;
@@ -53,7 +53,7 @@ struct Plan {
   uint64_t kv_bytes = 0;
   uint64_t total_bytes = 0;
   int64_t headroom_bytes = 0;  // MemTotal − total; negative when it does not fit
-  Verdict verdict = Verdict::does_not_fit;
+  Verdict verdict = Verdict::DoesNotFit;
 };
 
 Plan compute_plan(const PlanInput& in);

@@ -134,11 +134,11 @@ uint64_t file_size_of(const std::filesystem::path& path) {
 
 const char* checkpoint_reason_name(CheckpointReason reason) {
   switch (reason) {
-    case CheckpointReason::cold: return "cold";
-    case CheckpointReason::interval: return "interval";
-    case CheckpointReason::evict: return "evict";
-    case CheckpointReason::shutdown: return "shutdown";
-    case CheckpointReason::turn: return "turn";
+    case CheckpointReason::Cold: return "cold";
+    case CheckpointReason::Interval: return "interval";
+    case CheckpointReason::Evict: return "evict";
+    case CheckpointReason::Shutdown: return "shutdown";
+    case CheckpointReason::Turn: return "turn";
   }
   return "unknown";
 }

@@ -27,12 +27,12 @@ inline constexpr const char* kCheckpointSuffix = ".kvc";
 inline constexpr const char* kTempPrefix = ".tmp-";
 
 // Why a checkpoint was written (kept in the file, shown in logs).
-enum class CheckpointReason : uint32_t { cold = 1, interval = 2, evict = 3, shutdown = 4, turn = 5 };
+enum class CheckpointReason : uint32_t { Cold = 1, Interval = 2, Evict = 3, Shutdown = 4, Turn = 5 };
 const char* checkpoint_reason_name(CheckpointReason reason);
 
 struct Checkpoint {
   uint64_t model_fingerprint = 0;
-  CheckpointReason reason = CheckpointReason::cold;
+  CheckpointReason reason = CheckpointReason::Cold;
   uint64_t created_unix = 0;
   std::vector<Token> tokens;   // exactly the tokens the state covers
   std::string contracts;       // ContractStore image (may be empty)
@@ -49,7 +49,7 @@ struct CheckpointError : std::runtime_error {
 // The part of a file the index needs: everything but the contract and state sections.
 struct CheckpointHeader {
   uint64_t model_fingerprint = 0;
-  CheckpointReason reason = CheckpointReason::cold;
+  CheckpointReason reason = CheckpointReason::Cold;
   uint64_t created_unix = 0;
   std::vector<Token> tokens;
   uint64_t file_bytes = 0;

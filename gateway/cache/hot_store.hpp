@@ -31,7 +31,7 @@ namespace ds4::cache {
 struct HotEntry {
   std::vector<Token> tokens;
   std::vector<uint8_t> state;
-  CheckpointReason reason = CheckpointReason::turn;
+  CheckpointReason reason = CheckpointReason::Turn;
   bool on_disk = false;  // a disk checkpoint of exactly these tokens exists
   std::string session;   // the client's session hint; empty: none
   double hits = 0;

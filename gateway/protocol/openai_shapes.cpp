@@ -41,16 +41,6 @@ json::object violation_json(const ContractViolation& v) {
 
 }  // namespace
 
-const char* finish_reason_name(FinishReason reason) {
-  switch (reason) {
-    case FinishReason::Stop: return "stop";
-    case FinishReason::Length: return "length";
-    case FinishReason::ToolCalls: return "tool_calls";
-    case FinishReason::Error: return "error";
-  }
-  return "stop";
-}
-
 json::object usage_json(const Usage& usage) {
   json::object o;
   o["prompt_tokens"] = usage.prompt_tokens;
@@ -88,7 +78,7 @@ json::object ds4d_json(const Ds4dExtension& extension) {
   return o;
 }
 
-json::object chat_completion(const ResponseMeta& meta, const AssistantOutput& output, FinishReason finish,
+json::object chat_completion(const ResponseMeta& meta, const AssistantOutput& output, std::string_view finish_reason,
                              const Usage& usage, const Ds4dExtension* extension) {
   json::object o = envelope(meta, "chat.completion");
   json::object message;
@@ -108,7 +98,7 @@ json::object chat_completion(const ResponseMeta& meta, const AssistantOutput& ou
   choice["index"] = 0;
   choice["message"] = std::move(message);
   choice["logprobs"] = nullptr;
-  choice["finish_reason"] = finish_reason_name(finish);
+  choice["finish_reason"] = finish_reason;
   o["choices"] = json::array{std::move(choice)};
   o["usage"] = usage_json(usage);
   if (extension) o["ds4d"] = ds4d_json(*extension);
@@ -141,8 +131,9 @@ json::object chat_chunk_tool_call_arguments(const ResponseMeta& meta, size_t ind
   return chunk(meta, json::object{{"tool_calls", json::array{std::move(call)}}});
 }
 
-json::object chat_chunk_finish(const ResponseMeta& meta, FinishReason finish, const Ds4dExtension* extension) {
-  json::object o = chunk(meta, json::object{}, json::value(finish_reason_name(finish)));
+json::object chat_chunk_finish(const ResponseMeta& meta, std::string_view finish_reason,
+                               const Ds4dExtension* extension) {
+  json::object o = chunk(meta, json::object{}, json::value(finish_reason));
   if (extension) o["ds4d"] = ds4d_json(*extension);
   return o;
 }
@@ -154,11 +145,10 @@ json::object chat_chunk_usage(const ResponseMeta& meta, const Usage& usage) {
   return o;
 }
 
-json::object text_completion(const ResponseMeta& meta, std::string_view text, FinishReason finish, const Usage& usage,
-                             const Ds4dExtension* extension) {
+json::object text_completion(const ResponseMeta& meta, std::string_view text, std::string_view finish_reason,
+                             const Usage& usage, const Ds4dExtension* extension) {
   json::object o = envelope(meta, "text_completion");
-  json::object choice{
-      {"text", text}, {"index", 0}, {"logprobs", nullptr}, {"finish_reason", finish_reason_name(finish)}};
+  json::object choice{{"text", text}, {"index", 0}, {"logprobs", nullptr}, {"finish_reason", finish_reason}};
   o["choices"] = json::array{std::move(choice)};
   o["usage"] = usage_json(usage);
   if (extension) o["ds4d"] = ds4d_json(*extension);
@@ -166,10 +156,10 @@ json::object text_completion(const ResponseMeta& meta, std::string_view text, Fi
 }
 
 json::object text_completion_chunk(const ResponseMeta& meta, std::string_view text,
-                                   std::optional<FinishReason> finish) {
+                                   std::optional<std::string_view> finish_reason) {
   json::object o = envelope(meta, "text_completion");
   json::object choice{{"text", text}, {"index", 0}, {"logprobs", nullptr}};
-  choice["finish_reason"] = finish ? json::value(finish_reason_name(*finish)) : json::value(nullptr);
+  choice["finish_reason"] = finish_reason ? json::value(*finish_reason) : json::value(nullptr);
   o["choices"] = json::array{std::move(choice)};
   return o;
 }

@@ -30,8 +30,8 @@
 
 namespace ds4::protocol::openai {
 
-enum class FinishReason { Stop, Length, ToolCalls, Error };
-const char* finish_reason_name(FinishReason reason);  // "stop","length","tool_calls","error"
+// `finish_reason` below is the wire value ("stop", "length", "tool_calls", "error"); the API
+// layer maps how a turn ended onto it (gateway/api/turn_stream.hpp, openai_finish_reason).
 
 struct ResponseMeta {
   std::string id;       // "chatcmpl-…" / "cmpl-…"
@@ -87,8 +87,9 @@ struct AssistantOutput {
 boost::json::object usage_json(const Usage& usage);
 boost::json::object ds4d_json(const Ds4dExtension& extension);
 
-boost::json::object chat_completion(const ResponseMeta& meta, const AssistantOutput& output, FinishReason finish,
-                                    const Usage& usage, const Ds4dExtension* extension = nullptr);
+boost::json::object chat_completion(const ResponseMeta& meta, const AssistantOutput& output,
+                                    std::string_view finish_reason, const Usage& usage,
+                                    const Ds4dExtension* extension = nullptr);
 
 boost::json::object chat_chunk_role(const ResponseMeta& meta);
 boost::json::object chat_chunk_content(const ResponseMeta& meta, std::string_view text);
@@ -96,14 +97,14 @@ boost::json::object chat_chunk_reasoning(const ResponseMeta& meta, std::string_v
 boost::json::object chat_chunk_tool_call_begin(const ResponseMeta& meta, size_t index, std::string_view id,
                                                std::string_view name);
 boost::json::object chat_chunk_tool_call_arguments(const ResponseMeta& meta, size_t index, std::string_view fragment);
-boost::json::object chat_chunk_finish(const ResponseMeta& meta, FinishReason finish,
+boost::json::object chat_chunk_finish(const ResponseMeta& meta, std::string_view finish_reason,
                                       const Ds4dExtension* extension = nullptr);
 boost::json::object chat_chunk_usage(const ResponseMeta& meta, const Usage& usage);
 
-boost::json::object text_completion(const ResponseMeta& meta, std::string_view text, FinishReason finish,
+boost::json::object text_completion(const ResponseMeta& meta, std::string_view text, std::string_view finish_reason,
                                     const Usage& usage, const Ds4dExtension* extension = nullptr);
 boost::json::object text_completion_chunk(const ResponseMeta& meta, std::string_view text,
-                                          std::optional<FinishReason> finish = std::nullopt);
+                                          std::optional<std::string_view> finish_reason = std::nullopt);
 boost::json::object text_completion_usage_chunk(const ResponseMeta& meta, const Usage& usage);
 
 boost::json::object error_body(std::string_view message, std::string_view type,

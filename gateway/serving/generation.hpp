@@ -20,24 +20,24 @@
 namespace ds4::serving {
 
 enum class FinishReason {
-  eos,            // the model ended its turn
-  stop_sequence,  // a client stop string was found
-  consumer_stop,  // the sink asked to stop (e.g. a tool-call block closed)
-  max_tokens,     // the request's max_tokens
-  context_full,   // no room left in the context
-  cancelled,      // client went away or the server is stopping
-  timeout,        // the request's deadline passed
-  error,          // the engine failed; see GenerationResult::error
+  Eos,           // the model ended its turn
+  StopSequence,  // a client stop string was found
+  ConsumerStop,  // the sink asked to stop (e.g. a tool-call block closed)
+  MaxTokens,     // the request's max_tokens
+  ContextFull,   // no room left in the context
+  Cancelled,     // client went away or the server is stopping
+  Timeout,       // the request's deadline passed
+  Error,         // the engine failed; see GenerationResult::error
 };
 const char* finish_reason_name(FinishReason reason);
 
 // Where the reused prompt prefix came from (see service.hpp).
 enum class CacheOutcome {
-  cold,  // nothing reused, the live context was empty
-  live,  // the live context, extended or taken back to the first differing token
-  miss,  // nothing reused, the live context diverged from the prompt
-  warm,  // a warm session (snapshot in RAM) was restored
-  disk,  // a disk KV checkpoint was restored
+  Cold,  // nothing reused, the live context was empty
+  Live,  // the live context, extended or taken back to the first differing token
+  Miss,  // nothing reused, the live context diverged from the prompt
+  Warm,  // a warm session (snapshot in RAM) was restored
+  Disk,  // a disk KV checkpoint was restored
 };
 const char* cache_outcome_name(CacheOutcome outcome);  // "cold", "live", "miss", "warm", "disk"
 // The client-facing source: "live", "warm", "disk" or "none" (cold and miss).
@@ -47,7 +47,7 @@ struct GenerationUsage {
   size_t prompt_tokens = 0;
   size_t cached_tokens = 0;      // prompt tokens reused from a restore point (not prefilled)
   size_t completion_tokens = 0;  // sampled tokens, EOS excluded
-  CacheOutcome cache = CacheOutcome::cold;
+  CacheOutcome cache = CacheOutcome::Cold;
   double queue_seconds = 0;
   double prefill_seconds = 0;
   double decode_seconds = 0;
@@ -66,7 +66,7 @@ struct TokenLogprob {
 };
 
 struct GenerationResult {
-  FinishReason finish = FinishReason::eos;
+  FinishReason finish = FinishReason::Eos;
   std::string error;
   GenerationUsage usage;
   std::vector<Token> completion;       // sampled tokens, EOS excluded

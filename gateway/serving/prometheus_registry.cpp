@@ -80,25 +80,25 @@ MetricFamily::Series& MetricFamily::series_locked(const LabelValues& labels) {
     throw std::invalid_argument(
         fmt::format("metric {}: {} label values for {} labels", name_, labels.size(), label_names_.size()));
   auto [it, inserted] = series_.try_emplace(labels);
-  if (inserted && kind_ == Kind::histogram) it->second.buckets.assign(bounds_.size(), 0);
+  if (inserted && kind_ == Kind::Histogram) it->second.buckets.assign(bounds_.size(), 0);
   return it->second;
 }
 
 void MetricFamily::add(const LabelValues& labels, double amount) {
-  if (kind_ == Kind::histogram) throw std::logic_error("metric " + name_ + ": add on a histogram");
-  if (kind_ == Kind::counter && amount < 0) throw std::invalid_argument("counter " + name_ + ": negative increment");
+  if (kind_ == Kind::Histogram) throw std::logic_error("metric " + name_ + ": add on a histogram");
+  if (kind_ == Kind::Counter && amount < 0) throw std::invalid_argument("counter " + name_ + ": negative increment");
   std::lock_guard lock(mu_);
   series_locked(labels).value += amount;
 }
 
 void MetricFamily::set(const LabelValues& labels, double value) {
-  if (kind_ != Kind::gauge) throw std::logic_error("metric " + name_ + ": set on a non-gauge");
+  if (kind_ != Kind::Gauge) throw std::logic_error("metric " + name_ + ": set on a non-gauge");
   std::lock_guard lock(mu_);
   series_locked(labels).value = value;
 }
 
 void MetricFamily::observe(const LabelValues& labels, double value) {
-  if (kind_ != Kind::histogram) throw std::logic_error("metric " + name_ + ": observe on a non-histogram");
+  if (kind_ != Kind::Histogram) throw std::logic_error("metric " + name_ + ": observe on a non-histogram");
   std::lock_guard lock(mu_);
   Series& s = series_locked(labels);
   for (size_t i = 0; i < bounds_.size(); ++i)
@@ -114,7 +114,7 @@ double MetricFamily::value(const LabelValues& labels) const {
   std::lock_guard lock(mu_);
   auto it = series_.find(labels);
   if (it == series_.end()) return 0;
-  return kind_ == Kind::histogram ? static_cast<double>(it->second.count) : it->second.value;
+  return kind_ == Kind::Histogram ? static_cast<double>(it->second.count) : it->second.value;
 }
 
 void MetricFamily::render(std::string& out) const {
@@ -124,7 +124,7 @@ void MetricFamily::render(std::string& out) const {
   std::lock_guard lock(mu_);
   // A family without labels always shows its one series, so dashboards see 0 rather than nothing.
   if (series_.empty() && label_names_.empty()) {
-    if (kind_ == Kind::histogram) {
+    if (kind_ == Kind::Histogram) {
       std::string inf = "+Inf";
       out += name_ + "_bucket";
       append_labels(out, {}, {}, &inf);
@@ -135,7 +135,7 @@ void MetricFamily::render(std::string& out) const {
     return;
   }
   for (const auto& [labels, s] : series_) {
-    if (kind_ != Kind::histogram) {
+    if (kind_ != Kind::Histogram) {
       out += name_;
       append_labels(out, label_names_, labels);
       out += ' ' + format_number(s.value) + '\n';
@@ -172,17 +172,17 @@ MetricFamily& PrometheusRegistry::add(std::unique_ptr<MetricFamily> family) {
 
 MetricFamily& PrometheusRegistry::counter(std::string name, std::string help, std::vector<std::string> labels) {
   return add(
-      std::make_unique<MetricFamily>(std::move(name), std::move(help), MetricFamily::Kind::counter, std::move(labels)));
+      std::make_unique<MetricFamily>(std::move(name), std::move(help), MetricFamily::Kind::Counter, std::move(labels)));
 }
 
 MetricFamily& PrometheusRegistry::gauge(std::string name, std::string help, std::vector<std::string> labels) {
   return add(
-      std::make_unique<MetricFamily>(std::move(name), std::move(help), MetricFamily::Kind::gauge, std::move(labels)));
+      std::make_unique<MetricFamily>(std::move(name), std::move(help), MetricFamily::Kind::Gauge, std::move(labels)));
 }
 
 MetricFamily& PrometheusRegistry::histogram(std::string name, std::string help, std::vector<double> bounds,
                                             std::vector<std::string> labels) {
-  return add(std::make_unique<MetricFamily>(std::move(name), std::move(help), MetricFamily::Kind::histogram,
+  return add(std::make_unique<MetricFamily>(std::move(name), std::move(help), MetricFamily::Kind::Histogram,
                                             std::move(labels), std::move(bounds)));
 }
 

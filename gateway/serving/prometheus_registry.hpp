@@ -22,7 +22,7 @@ using LabelValues = std::vector<std::string>;
 
 class MetricFamily {
  public:
-  enum class Kind { counter, gauge, histogram };
+  enum class Kind { Counter, Gauge, Histogram };
 
   MetricFamily(std::string name, std::string help, Kind kind, std::vector<std::string> label_names,
                std::vector<double> bucket_bounds = {});

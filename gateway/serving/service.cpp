@@ -1,5 +1,5 @@
 // The engine worker's life: model lifecycle, admission, the queue and the worker loop. One job's
-// run is in service_turn.cpp, prefix reuse in prefix_reuse.cpp. See service.hpp.
+// run is in service_turn.cpp; the restore points are the PrefixCache's. See service.hpp.
 #include "gateway/serving/service.hpp"
 
 #include <spdlog/spdlog.h>
@@ -20,42 +20,46 @@ double seconds_since(Clock::time_point t) { return std::chrono::duration<double>
 
 const char* finish_reason_name(FinishReason reason) {
   switch (reason) {
-    case FinishReason::eos: return "eos";
-    case FinishReason::stop_sequence: return "stop_sequence";
-    case FinishReason::consumer_stop: return "consumer_stop";
-    case FinishReason::max_tokens: return "max_tokens";
-    case FinishReason::context_full: return "context_full";
-    case FinishReason::cancelled: return "cancelled";
-    case FinishReason::timeout: return "timeout";
-    case FinishReason::error: return "error";
+    case FinishReason::Eos: return "eos";
+    case FinishReason::StopSequence: return "stop_sequence";
+    case FinishReason::ConsumerStop: return "consumer_stop";
+    case FinishReason::MaxTokens: return "max_tokens";
+    case FinishReason::ContextFull: return "context_full";
+    case FinishReason::Cancelled: return "cancelled";
+    case FinishReason::Timeout: return "timeout";
+    case FinishReason::Error: return "error";
   }
   return "unknown";
 }
 
 const char* cache_outcome_name(CacheOutcome outcome) {
   switch (outcome) {
-    case CacheOutcome::cold: return "cold";
-    case CacheOutcome::live: return "live";
-    case CacheOutcome::miss: return "miss";
-    case CacheOutcome::warm: return "warm";
-    case CacheOutcome::disk: return "disk";
+    case CacheOutcome::Cold: return "cold";
+    case CacheOutcome::Live: return "live";
+    case CacheOutcome::Miss: return "miss";
+    case CacheOutcome::Warm: return "warm";
+    case CacheOutcome::Disk: return "disk";
   }
   return "unknown";
 }
 
 const char* cache_source_name(CacheOutcome outcome) {
   switch (outcome) {
-    case CacheOutcome::live: return "live";
-    case CacheOutcome::warm: return "warm";
-    case CacheOutcome::disk: return "disk";
-    case CacheOutcome::cold:
-    case CacheOutcome::miss: return "none";
+    case CacheOutcome::Live: return "live";
+    case CacheOutcome::Warm: return "warm";
+    case CacheOutcome::Disk: return "disk";
+    case CacheOutcome::Cold:
+    case CacheOutcome::Miss: return "none";
   }
   return "none";
 }
 
 Service::Service(ServiceConfig config, Metrics& metrics)
-    : config_(config), metrics_(metrics), contracts_(config.contract_store_bytes), hot_(config.hot_bytes) {
+    : config_(config),
+      metrics_(metrics),
+      contracts_(config.contract_store_bytes),
+      cache_(PrefixCacheConfig{config.hot_bytes, config.cache_dir, config.disk_bytes, config.checkpoint_min_tokens},
+             metrics, contracts_) {
   metrics_.set_model_loaded(false);
   metrics_.set_load_progress_ratio(0);
   metrics_.set_queue_depth(0);
@@ -78,31 +82,12 @@ void Service::set_backend(std::shared_ptr<EngineBackend> backend) {
   {
     std::lock_guard lock(mu_);
     if (backend_) throw std::logic_error("Service::set_backend: a model is already set");
-    if (state_ == ServiceState::stopping) return;
+    if (state_ == ServiceState::Stopping) return;
     backend_ = std::move(backend);
     // The checkpoint directory is indexed before the service reports ready, so the first
     // request after a restart already finds its checkpoint.
-    cache::DiskStoreConfig dc;
-    dc.dir = config_.cache_dir;
-    dc.budget_bytes = config_.disk_bytes;
-    dc.model_fingerprint = backend_->fingerprint();
-    disk_ =
-        std::make_unique<cache::DiskStore>(dc, [this](std::string_view event, std::string_view reason, uint64_t bytes) {
-          metrics_.count_checkpoint_event(event, reason, double(bytes));
-        });
-    if (!config_.cache_dir.empty() && config_.disk_bytes > 0 && !dc.model_fingerprint)
-      spdlog::warn("serving: the engine gives no model fingerprint; disk KV checkpoints are off");
-    metrics_.set_kv_cache_usage("disk", double(disk_->files()), double(disk_->bytes()));
-    // The echo contracts of the turns in those checkpoints: requests render against them before
-    // the worker loads anything, so they must be back before the first request.
-    disk_->for_each_contracts([this](const std::string& image) {
-      try {
-        contracts_.merge(image);
-      } catch (const std::exception& e) {
-        spdlog::warn("kv checkpoints: contract records unreadable: {}", e.what());
-      }
-    });
-    state_ = ServiceState::ready;
+    cache_.open(*backend_);
+    state_ = ServiceState::Ready;
     progress_ = 1;
     worker_ = std::thread([this] { worker_main(); });
     ticker_ = std::thread([this] { ticker_main(); });
@@ -114,8 +99,8 @@ void Service::set_backend(std::shared_ptr<EngineBackend> backend) {
 
 void Service::set_load_failed(std::string reason) {
   std::lock_guard lock(mu_);
-  if (state_ == ServiceState::loading) {
-    state_ = ServiceState::failed;
+  if (state_ == ServiceState::Loading) {
+    state_ = ServiceState::Failed;
     failure_ = std::move(reason);
   }
 }
@@ -164,16 +149,16 @@ std::optional<Refusal> Service::submit(GenerationJob job) {
   {
     std::lock_guard lock(mu_);
     switch (state_) {
-      case ServiceState::loading:
+      case ServiceState::Loading:
         metrics_.count_rejection("loading");
         return Refusal{503, "loading", "the model is still loading", std::chrono::seconds(5)};
-      case ServiceState::failed:
+      case ServiceState::Failed:
         metrics_.count_rejection("load_failed");
         return Refusal{503, "load_failed", "the model failed to load: " + failure_, {}};
-      case ServiceState::stopping:
+      case ServiceState::Stopping:
         metrics_.count_rejection("shutting_down");
         return Refusal{503, "shutting_down", "the server is shutting down", {}};
-      case ServiceState::ready: break;
+      case ServiceState::Ready: break;
     }
     gate = gate_;
   }
@@ -197,7 +182,7 @@ std::optional<Refusal> Service::submit(GenerationJob job) {
         ++it;
       }
     }
-    if (state_ != ServiceState::ready) {
+    if (state_ != ServiceState::Ready) {
       metrics_.count_rejection("shutting_down");
       refusal = Refusal{503, "shutting_down", "the server is shutting down", {}};
     } else if (queue_.size() >= config_.max_queued_jobs) {
@@ -213,7 +198,7 @@ std::optional<Refusal> Service::submit(GenerationJob job) {
     }
     metrics_.set_queue_depth(static_cast<long>(queue_.size()));
   }
-  for (auto& q : gone) finish_unrun(q, FinishReason::cancelled);
+  for (auto& q : gone) finish_unrun(q, FinishReason::Cancelled);
   return refusal;
 }
 
@@ -221,11 +206,11 @@ void Service::stop(std::chrono::milliseconds drain) {
   std::deque<Queued> dropped;
   {
     std::unique_lock lock(mu_);
-    if (state_ != ServiceState::stopping) state_ = ServiceState::stopping;
+    if (state_ != ServiceState::Stopping) state_ = ServiceState::Stopping;
     dropped.swap(queue_);
     metrics_.set_queue_depth(0);
   }
-  for (auto& q : dropped) finish_unrun(q, FinishReason::cancelled, "the server is shutting down");
+  for (auto& q : dropped) finish_unrun(q, FinishReason::Cancelled, "the server is shutting down");
   {
     std::unique_lock lock(mu_);
     if (!idle_cv_.wait_for(lock, drain, [&] { return !running_; }) && running_cancel_) running_cancel_->store(true);
@@ -239,30 +224,14 @@ void Service::stop(std::chrono::milliseconds drain) {
 
 void Service::publish_live_tokens() {
   size_t n = sequence_ ? sequence_->tokens().size() : 0;
-  metrics_.set_kv_cache_usage("warm", double(hot_.size()), double(hot_.bytes()));
-  if (disk_) metrics_.set_kv_cache_usage("disk", double(disk_->files()), double(disk_->bytes()));
+  cache_.publish();
   std::lock_guard lock(mu_);
   live_tokens_ = n;
-  hot_sessions_published_ = hot_.size();
-  hot_bytes_published_ = hot_.bytes();
 }
 
-std::string Service::cache_health() const {
-  std::lock_guard lock(mu_);
-  return disk_ ? disk_->health() : std::string();
-}
+std::string Service::cache_health() const { return cache_.health(); }
 
-Service::CacheStats Service::cache_stats() const {
-  std::lock_guard lock(mu_);
-  CacheStats s;
-  s.warm_sessions = hot_sessions_published_;
-  s.warm_bytes = hot_bytes_published_;
-  if (disk_) {
-    s.disk_files = disk_->files();
-    s.disk_bytes = disk_->bytes();
-  }
-  return s;
-}
+Service::CacheStats Service::cache_stats() const { return cache_.stats(); }
 
 void Service::finish_unrun(Queued& q, FinishReason reason, std::string error) {
   GenerationResult r;
@@ -290,7 +259,7 @@ void Service::worker_main() {
   } catch (const std::exception& e) {
     spdlog::error("serving: cannot create the engine context: {}", e.what());
     std::lock_guard lock(mu_);
-    state_ = ServiceState::failed;
+    state_ = ServiceState::Failed;
     failure_ = std::string("cannot create the engine context: ") + e.what();
   }
   for (;;) {
@@ -306,9 +275,9 @@ void Service::worker_main() {
       running_cancel_ = q.job.cancelled;
     }
     metrics_.set_requests_running(1);
-    if (!sequence_) finish_unrun(q, FinishReason::error, "no engine context");
-    else if (q.job.cancelled->load()) finish_unrun(q, FinishReason::cancelled);
-    else if (Clock::now() >= q.job.deadline) finish_unrun(q, FinishReason::timeout, "timed out in the queue");
+    if (!sequence_) finish_unrun(q, FinishReason::Error, "no engine context");
+    else if (q.job.cancelled->load()) finish_unrun(q, FinishReason::Cancelled);
+    else if (Clock::now() >= q.job.deadline) finish_unrun(q, FinishReason::Timeout, "timed out in the queue");
     else run(q);
     metrics_.set_requests_running(0);
     {
@@ -319,7 +288,7 @@ void Service::worker_main() {
     idle_cv_.notify_all();
   }
   // Stopping: the queue is drained and nothing runs; what the RAM holds goes to disk.
-  if (sequence_) write_shutdown_checkpoints();
+  if (sequence_) cache_.write_shutdown_checkpoints(*sequence_);
 }
 
 }  // namespace ds4::serving

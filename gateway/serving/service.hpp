@@ -7,29 +7,9 @@
 // gate (the daemon's memory floor) says no, or while stopping; 429 with Retry-After when the
 // queue is full.
 //
-// Prefix reuse (prefix_reuse.cpp): a prompt reuses the longest token prefix it shares with a
-// restore point, and only the rest is prefilled. Restore points are, in order of preference:
-//   live  the live context, extended, or taken back with truncate() to the first differing
-//         token when that is within the engine's rollback rings;
-//   warm  a snapshot in RAM (HotStore, cache.hot_bytes): one a couple of tokens before the end
-//         of every rendered prompt (before the reply's opening, which history re-renders
-//         differently) and one at the end of every assistant turn, so regenerated turns, edited
-//         last messages, replies cut by max_tokens and interleaved conversations (A, B, A) go
-//         back to their own prefix;
-//   disk  a KV checkpoint file (DiskStore, cache.dir): written at the end of a cold prompt,
-//         every checkpoint_interval_tokens of a long prefill, when a warm session is evicted
-//         from RAM and at shutdown; found again after a restart.
-// The one with the most reusable tokens wins (ties: live, then warm, then disk). The DS4 state
-// (sliding-window ring, compressed rows, indexer rows, compressor frontiers) cannot be rewound
-// to an arbitrary token, which is why the snapshots exist; restore + continue is bit-identical
-// to a cold prefill of the same tokens (tests/gateway). When the live context is about to be
-// replaced it is first kept as a warm session (or a disk checkpoint), sparing the restore point
-// that is about to be used. A checkpoint that restores but then fails in the engine is deleted
-// and the request falls back to a cold prefill.
-// The match is by tokens first, then by bytes: when the model sampled a token spelling that the
-// tokenizer would split differently, the live bytes (or a warm or disk turn end's) can still be
-// a byte prefix of the prompt; then those tokens are kept and only the remaining text is
-// tokenized (as ds4 does).
+// Prefix reuse: a prompt reuses the longest token prefix it shares with a restore point (the
+// live context, a warm session in RAM, a disk checkpoint) and only the rest is prefilled; the
+// PrefixCache (prefix_cache.hpp) owns those points and the choice, the worker asks it.
 // After a turn the live context holds prompt + every sampled token but the last (the last one is
 // never fed: EOS is not part of the next prompt, and for other endings the next prompt
 // re-renders it), so a client that sends the conversation back gets a prefix hit.
@@ -44,13 +24,12 @@
 #include <string>
 #include <thread>
 
-#include "gateway/cache/disk_store.hpp"
-#include "gateway/cache/hot_store.hpp"
 #include "gateway/protocol/contract_store.hpp"
 #include "gateway/serving/drafter.hpp"
 #include "gateway/serving/engine_backend.hpp"
 #include "gateway/serving/generation.hpp"
 #include "gateway/serving/metrics.hpp"
+#include "gateway/serving/prefix_cache.hpp"
 
 namespace ds4::serving {
 
@@ -60,7 +39,7 @@ struct ServiceConfig {
   size_t prefill_chunk_tokens = 512;    // cancellation is checked between chunks
   size_t contract_store_bytes = protocol::ContractStore::kDefaultMaxBytes;
   std::chrono::milliseconds queue_keepalive{5000};  // how often waiting jobs hear their position
-  // Prefix cache (see above). 0 bytes or an empty dir turn that level off.
+  // Prefix cache (prefix_cache.hpp). 0 bytes or an empty dir turn that level off.
   uint64_t hot_bytes = 0;                     // warm sessions in RAM
   std::filesystem::path cache_dir;            // disk KV checkpoints
   uint64_t disk_bytes = 0;                    // disk budget for them
@@ -84,7 +63,7 @@ struct Refusal {
   std::chrono::seconds retry_after{0};  // 0: no Retry-After header
 };
 
-enum class ServiceState { loading, ready, failed, stopping };
+enum class ServiceState { Loading, Ready, Failed, Stopping };
 
 class Service {
  public:
@@ -129,10 +108,7 @@ class Service {
   // Empty when the disk checkpoint store is fine (or off); otherwise what is wrong with it.
   std::string cache_health() const;
   // Warm sessions held in RAM and their bytes; disk checkpoint files and their bytes.
-  struct CacheStats {
-    size_t warm_sessions = 0, disk_files = 0;
-    uint64_t warm_bytes = 0, disk_bytes = 0;
-  };
+  using CacheStats = PrefixCache::Stats;
   CacheStats cache_stats() const;
 
  private:
@@ -141,29 +117,14 @@ class Service {
     std::chrono::steady_clock::time_point enqueued;
   };
   struct Turn;  // one job's run: service_turn.cpp
-  struct Restored {
-    std::vector<Token> tokens;  // of the warm session or checkpoint the sequence was restored from
-    std::string disk_name;      // when it came from disk
-  };
   void worker_main();
   void ticker_main();  // tells queued jobs their position every queue_keepalive
   void run(Queued& q);
   // The named steps of run().
   void check_prompt(const GenerationJob& job) const;
-  void reuse_prefix(GenerationJob& job, GenerationUsage& usage);  // prefix_reuse.cpp
-  void match_restore_points_by_bytes(GenerationJob& job);         // prefix_reuse.cpp
   // Prefills the prompt after the reused prefix, keeping the prompt's restore point on the way.
   bool prefill_rest(Turn& turn);  // false: interrupted
   void decode_turn(Turn& turn);
-  // Snapshots the live context as a warm session (not for `interval`) and, with to_disk, as a
-  // disk checkpoint.
-  void keep_restore_point(cache::CheckpointReason reason, bool to_disk);  // prefix_reuse.cpp
-  void forget_failed_restore();                                           // prefix_reuse.cpp
-  void save_live_before_switch(std::span<const Token> protect, const std::string& protect_name);
-  void store_on_disk(cache::CheckpointReason reason, std::vector<Token> tokens, std::vector<uint8_t> state,
-                     std::span<const std::string> keep = {});
-  void spill(std::vector<cache::HotEntry> evicted, std::span<const std::string> keep);
-  void write_shutdown_checkpoints();
   void account(Turn& turn);
   void finish_unrun(Queued& q, FinishReason reason, std::string error = {});
   void publish_live_tokens();  // before the sink hears the end, so callers see the new state
@@ -175,7 +136,7 @@ class Service {
   std::condition_variable cv_;
   std::condition_variable idle_cv_;
   std::deque<Queued> queue_;
-  ServiceState state_ = ServiceState::loading;
+  ServiceState state_ = ServiceState::Loading;
   double progress_ = 0;
   std::string failure_;
   AdmissionGate gate_;
@@ -184,14 +145,7 @@ class Service {
   CancelFlag running_cancel_;                 // the running job's flag, for stop()
   bool running_ = false;
   size_t live_tokens_ = 0;
-  // Prefix cache; both worker-only except the disk store's thread-safe health and counts.
-  cache::HotStore hot_;
-  std::unique_ptr<cache::DiskStore> disk_;
-  std::vector<Token> live_saved_;     // live tokens already kept as a restore point
-  std::string live_session_;          // the session hint of the job the live context is from
-  std::optional<Restored> restored_;  // what the live context was last restored from
-  uint64_t hot_bytes_published_ = 0;
-  size_t hot_sessions_published_ = 0;
+  PrefixCache cache_;  // worker-only but its health() and stats()
   bool stop_worker_ = false;
   std::thread worker_;
   std::condition_variable ticker_cv_;

@@ -1,5 +1,5 @@
 // One job on the engine worker, as named steps: check the prompt, reuse the longest cached
-// prefix (prefix_reuse.cpp), prefill the rest, keep a restore point, decode, keep another,
+// prefix (the PrefixCache's choice), prefill the rest, keep a restore point, decode, keep another,
 // account. See service.hpp for what each restore point is for.
 #include <spdlog/spdlog.h>
 
@@ -41,8 +41,8 @@ struct Service::Turn {
   }
   // True (and the finish reason set) when the job was cancelled or ran out of time.
   bool interrupted() {
-    if (job.cancelled->load()) return ended(FinishReason::cancelled);
-    if (Clock::now() >= job.deadline) return ended(FinishReason::timeout);
+    if (job.cancelled->load()) return ended(FinishReason::Cancelled);
+    if (Clock::now() >= job.deadline) return ended(FinishReason::Timeout);
     return false;
   }
 };
@@ -55,26 +55,24 @@ void Service::run(Queued& q) {
   usage.queue_seconds = seconds_since(q.enqueued);
   try {
     check_prompt(job);
-    reuse_prefix(job, usage);
-    live_session_ = job.session;              // restore points kept from here on are this session's
+    cache_.reuse(*sequence_, job, usage);
+    cache_.set_session(job.session);          // restore points kept from here on are this session's
     usage.prompt_tokens = job.prompt.size();  // a byte-prefix match may have re-tokenized the tail
     metrics_.count_cache_outcome(cache_outcome_name(usage.cache));
     if (prefill_rest(turn)) {
       job.sink->on_prefilled(usage);
       decode_turn(turn);
-      keep_restore_point(cache::CheckpointReason::turn, false);
+      cache_.keep(*sequence_, cache::CheckpointReason::Turn, false);
     }
     // else interrupted: a half-prefilled prompt is still a valid prefix of it; kept for a retry.
   } catch (const std::exception& e) {
     spdlog::error("serving: generation failed after {} prompt / {} sampled tokens: {}", usage.prompt_tokens,
                   usage.completion_tokens, e.what());
-    turn.result.finish = FinishReason::error;
+    turn.result.finish = FinishReason::Error;
     turn.result.error = e.what();
     // The state may be half-updated; start clean next time.
     try {
-      sequence_->clear();
-      live_saved_.clear();
-      restored_.reset();
+      cache_.clear_live(*sequence_);
     } catch (const std::exception& e2) {
       spdlog::error("serving: clearing the context failed too: {}", e2.what());
     }
@@ -107,7 +105,7 @@ bool Service::prefill_rest(Turn& turn) {
       // Reused up to the point or beyond it: the point is what was restored (kept already),
       // or, beyond it, one at the end of the prompt is the best there is.
       bool point_passed = seq.tokens().size() > point;
-      if (seq.tokens().size() == point) keep_restore_point(cache::CheckpointReason::cold, false);
+      if (seq.tokens().size() == point) cache_.keep(seq, cache::CheckpointReason::Cold, false);
       std::span<const Token> rest(job.prompt.data() + seq.tokens().size(), job.prompt.size() - seq.tokens().size());
       while (!rest.empty() && !(stopped = turn.interrupted())) {
         const size_t before = seq.tokens().size();
@@ -120,22 +118,21 @@ bool Service::prefill_rest(Turn& turn) {
         const bool crossed = !rest.empty() && interval && before / interval != seq.tokens().size() / interval;
         // Nothing reused: this prompt is a new conversation's first restore point on disk too.
         if (seq.tokens().size() == point)
-          keep_restore_point(cache::CheckpointReason::cold, usage.cached_tokens == 0 || crossed);
-        else if (crossed) keep_restore_point(cache::CheckpointReason::interval, true);
+          cache_.keep(seq, cache::CheckpointReason::Cold, usage.cached_tokens == 0 || crossed);
+        else if (crossed) cache_.keep(seq, cache::CheckpointReason::Interval, true);
         if (!rest.empty()) job.sink->on_prefill_progress(job.prompt.size() - rest.size(), job.prompt.size());
       }
-      if (!stopped && point_passed) keep_restore_point(cache::CheckpointReason::cold, usage.cached_tokens == 0);
+      if (!stopped && point_passed) cache_.keep(seq, cache::CheckpointReason::Cold, usage.cached_tokens == 0);
       break;
     } catch (const std::exception& e) {
       // A restore point that restored fine but breaks the engine must not fail every request
       // that finds it: delete it and prefill from scratch, once.
-      if (attempt > 0 || !restored_ || (usage.cache != CacheOutcome::warm && usage.cache != CacheOutcome::disk)) throw;
+      const std::optional<size_t> restored = cache_.restored_tokens();
+      if (attempt > 0 || !restored || (usage.cache != CacheOutcome::Warm && usage.cache != CacheOutcome::Disk)) throw;
       spdlog::warn("serving: the {} restore point of {} tokens failed in the engine ({}); removed it, prefilling cold",
-                   cache_outcome_name(usage.cache), restored_->tokens.size(), e.what());
-      forget_failed_restore();
-      seq.clear();
-      live_saved_.clear();
-      usage.cache = CacheOutcome::miss;
+                   cache_outcome_name(usage.cache), *restored, e.what());
+      cache_.drop_failed_restore(seq);
+      usage.cache = CacheOutcome::Miss;
       usage.cached_tokens = 0;
     }
   }
@@ -168,13 +165,13 @@ void Service::decode_turn(Turn& turn) {
   while (!done) {
     if (turn.interrupted()) break;
     if (usage.completion_tokens >= limit) {
-      turn.ended(job.max_tokens && job.max_tokens <= room ? FinishReason::max_tokens : FinishReason::context_full);
+      turn.ended(job.max_tokens && job.max_tokens <= room ? FinishReason::MaxTokens : FinishReason::ContextFull);
       break;
     }
     const DecodedToken d = decoder.next(job.logit_bias, job.logprobs ? &seen : nullptr);
     if (usage.completion_tokens == 0) metrics_.observe_time_to_first_token(seconds_since(turn.q.enqueued));
     if (d.ends) {
-      turn.ended(FinishReason::eos);
+      turn.ended(FinishReason::Eos);
       break;
     }
     ++usage.completion_tokens;
@@ -182,8 +179,8 @@ void Service::decode_turn(Turn& turn) {
     if (job.logprobs) result.logprobs.push_back(token_logprob(seen, d.token, job.top_logprobs, backend));
     auto out = stops.push(d.bytes);
     bool keep_going = out.release.empty() || job.sink->on_text(out.release);
-    if (out.stopped) done = turn.ended(FinishReason::stop_sequence);
-    else if (!keep_going) done = turn.ended(FinishReason::consumer_stop);
+    if (out.stopped) done = turn.ended(FinishReason::StopSequence);
+    else if (!keep_going) done = turn.ended(FinishReason::ConsumerStop);
     else if (usage.completion_tokens < limit) decoder.feed(d.token, limit - usage.completion_tokens);
   }
   decoder.finish();
@@ -191,7 +188,7 @@ void Service::decode_turn(Turn& turn) {
   usage.drafted_tokens = spec.drafted;
   usage.accepted_tokens = spec.accepted;
   metrics_.add_speculation(static_cast<long>(usage.drafted_tokens), static_cast<long>(usage.accepted_tokens));
-  if (result.finish != FinishReason::stop_sequence) {
+  if (result.finish != FinishReason::StopSequence) {
     std::string tail = stops.flush();
     if (!tail.empty()) job.sink->on_text(tail);
   }

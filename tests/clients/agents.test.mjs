@@ -27,7 +27,7 @@ skipUnlessInstalled({ agents: AGENTS });
 
 const MODEL = process.env.DS4D_AGENT_MODEL;
 // Replies long enough for a whole DSML tool call (one cut by max_tokens ends the stream with an
-// error by design, gateway/http/turn_stream.cpp), short for the CPU of a shared CI machine. Codex sends no
+// error by design, gateway/api/turn_stream.cpp), short for the CPU of a shared CI machine. Codex sends no
 // max_output_tokens, so the daemon's context bounds it.
 const MAX_OUTPUT_TOKENS = 256;
 // At most this many model requests per turn where the agent has a setting for it (Claude Code,

@@ -26,7 +26,7 @@ struct Env {
 };
 
 Config load(std::vector<std::string> args, const Env& env, ConfigLoader** keep = nullptr,
-            KeyScope scope = KeyScope::daemon) {
+            KeyScope scope = KeyScope::Daemon) {
   static std::unique_ptr<CLI::App> app;
   static std::unique_ptr<ConfigLoader> loader;
   app = std::make_unique<CLI::App>("test");
@@ -51,7 +51,7 @@ TEST(Config, DefaultsWithoutAFile) {
   const Config c = load({}, env);
   EXPECT_EQ(c.server.port, 8080);
   EXPECT_EQ(c.server.host, "127.0.0.1");
-  EXPECT_EQ(c.model.pin, PinMode::lock);
+  EXPECT_EQ(c.model.pin, PinMode::Lock);
   EXPECT_FALSE(c.memory.floor.has_value());  // auto: sized by the plan
   EXPECT_FALSE(c.cache.hot_bytes.has_value());
   EXPECT_FALSE(c.memory.workspace.has_value());
@@ -78,15 +78,15 @@ TEST(Config, FlagBeatsEnvBeatsFileBeatsDefault) {
   EXPECT_EQ(l->origins().at("server.host"), "file " + f);
   EXPECT_EQ(l->origins().at("server.drain_timeout_s"), "default");
   EXPECT_EQ(l->config_file(), f);
-  const auto given = l->given_flags(KeyScope::daemon);
+  const auto given = l->given_flags(KeyScope::Daemon);
   EXPECT_EQ(given, (std::vector<std::string>{"--server-port=9200", "--memory-floor=3GiB"}));
 }
 
 TEST(Config, PinFlagAndEnum) {
   Env env;
   env.vars["DS4D_CONFIG"] = "";
-  EXPECT_EQ(load({"--pin", "cuda"}, env).model.pin, PinMode::cuda);
-  EXPECT_EQ(load({"--pin", "none"}, env).model.pin, PinMode::none);
+  EXPECT_EQ(load({"--pin", "cuda"}, env).model.pin, PinMode::Cuda);
+  EXPECT_EQ(load({"--pin", "none"}, env).model.pin, PinMode::None);
   try {
     load({"--pin", "gpu"}, env);
     FAIL();
@@ -100,11 +100,11 @@ TEST(Config, EngineBackendFromFlagEnvAndDefault) {
   using ds4::cuda::Backend;
   Env env;
   env.vars["DS4D_CONFIG"] = "";
-  EXPECT_EQ(load({}, env).engine.backend, Backend::automatic);
-  EXPECT_EQ(load({"--backend", "cuda"}, env).engine.backend, Backend::cuda);
+  EXPECT_EQ(load({}, env).engine.backend, Backend::Automatic);
+  EXPECT_EQ(load({"--backend", "cuda"}, env).engine.backend, Backend::Cuda);
   env.vars["DS4D_ENGINE_BACKEND"] = "cpu";
-  EXPECT_EQ(load({}, env).engine.backend, Backend::cpu);
-  EXPECT_EQ(load({"--engine-backend", "auto"}, env).engine.backend, Backend::automatic);  // the flag wins
+  EXPECT_EQ(load({}, env).engine.backend, Backend::Cpu);
+  EXPECT_EQ(load({"--engine-backend", "auto"}, env).engine.backend, Backend::Automatic);  // the flag wins
   try {
     load({"--backend", "gpu"}, env);
     FAIL();

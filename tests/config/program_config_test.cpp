@@ -17,7 +17,7 @@ namespace {
 
 struct Start {
   CLI::App app{"test"};
-  ConfigLoader loader{app, KeyScope::daemon};
+  ConfigLoader loader{app, KeyScope::Daemon};
   std::map<std::string, std::string> vars;
   std::ostringstream out, err;
   Config cfg;

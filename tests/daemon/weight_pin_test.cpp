@@ -25,8 +25,8 @@ TEST(WeightPin, LockPinsAndUnlocksOnDestruction) {
   std::vector<char> buf(1 << 20, 1);  // 1 MiB: within the default 8 MiB RLIMIT_MEMLOCK
   const uint64_t before = vm_locked_kib();
   {
-    WeightPin p = WeightPin::pin(config::PinMode::lock, buf.data(), buf.size());
-    EXPECT_EQ(p.mode(), config::PinMode::lock);
+    WeightPin p = WeightPin::pin(config::PinMode::Lock, buf.data(), buf.size());
+    EXPECT_EQ(p.mode(), config::PinMode::Lock);
     EXPECT_GE(vm_locked_kib(), before + 1024);
     WeightPin moved = std::move(p);
     EXPECT_EQ(moved.bytes(), buf.size());
@@ -37,7 +37,7 @@ TEST(WeightPin, LockPinsAndUnlocksOnDestruction) {
 TEST(WeightPin, NoneDoesNothing) {
   std::vector<char> buf(4096);
   const uint64_t before = vm_locked_kib();
-  WeightPin p = WeightPin::pin(config::PinMode::none, buf.data(), buf.size());
+  WeightPin p = WeightPin::pin(config::PinMode::None, buf.data(), buf.size());
   EXPECT_EQ(vm_locked_kib(), before);
 }
 
@@ -54,7 +54,7 @@ TEST(WeightPin, MemlockLimitErrorNamesTheLimitAndTheFix) {
     if (setrlimit(RLIMIT_MEMLOCK, &rl) != 0) _exit(4);
     std::vector<char> buf(1 << 20, 1);
     try {
-      WeightPin::pin(config::PinMode::lock, buf.data(), buf.size());
+      WeightPin::pin(config::PinMode::Lock, buf.data(), buf.size());
       _exit(1);
     } catch (const PinError& e) {
       const std::string m = e.what();
@@ -75,9 +75,9 @@ TEST(WeightPin, CudaPinsOrExplainsWhy) {
   std::vector<char> buf(1 << 16, 1);
   void* h = dlopen("libcudart.so", RTLD_NOW);
   try {
-    WeightPin p = WeightPin::pin(config::PinMode::cuda, buf.data(), buf.size());
+    WeightPin p = WeightPin::pin(config::PinMode::Cuda, buf.data(), buf.size());
     EXPECT_NE(h, nullptr);
-    EXPECT_EQ(p.mode(), config::PinMode::cuda);
+    EXPECT_EQ(p.mode(), config::PinMode::Cuda);
     EXPECT_EQ(p.bytes(), buf.size());
   } catch (const PinError& e) {
     const std::string m = e.what();

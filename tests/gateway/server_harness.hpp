@@ -6,7 +6,7 @@
 #include <memory>
 #include <thread>
 
-#include "gateway/http/server.hpp"
+#include "gateway/api/api_server.hpp"
 #include "gateway/serving/metrics.hpp"
 #include "gateway/serving/service.hpp"
 #include "tests/gateway/http_test_client.hpp"
@@ -19,7 +19,7 @@ struct Harness {
                    std::string reply = "Hello there")
       : service(scfg, metrics), backend(std::make_shared<ScriptedBackend>(std::move(reply))) {
     cfg.port = 0;
-    server = std::make_unique<http::Server>(cfg, service, metrics);
+    server = http::make_api_server(cfg, service, metrics);
     server->start();
     if (load) service.set_backend(backend);
   }

@@ -61,21 +61,21 @@ class EarlyoomInstall : public ::testing::Test {
 };
 
 TEST_F(EarlyoomInstall, AbsentEarlyoomWritesNothing) {
-  EXPECT_EQ(ensure(), EarlyoomResult::not_installed);
+  EXPECT_EQ(ensure(), EarlyoomResult::NotInstalled);
   EXPECT_TRUE(runner.commands.empty());
   EXPECT_FALSE(std::filesystem::exists(root.path() / "etc/systemd"));
 }
 
 TEST_F(EarlyoomInstall, WritesDropinAndRestartsOnce) {
   install_earlyoom();
-  EXPECT_EQ(ensure(), EarlyoomResult::updated);
+  EXPECT_EQ(ensure(), EarlyoomResult::Updated);
   EXPECT_EQ(dropin(), render_earlyoom_dropin(earlyoom_policy(kMemTotal, kHeadroom, kFloor)));
   ASSERT_EQ(runner.commands.size(), 2u);
   EXPECT_EQ(runner.commands[0], "systemctl daemon-reload");
   EXPECT_EQ(runner.commands[1], "systemctl try-restart earlyoom.service");
   // Second start with the same plan: nothing changes, earlyoom is not restarted.
   runner.commands.clear();
-  EXPECT_EQ(ensure(), EarlyoomResult::unchanged);
+  EXPECT_EQ(ensure(), EarlyoomResult::Unchanged);
   EXPECT_TRUE(runner.commands.empty());
   EXPECT_EQ(testing::read_file(root.path() / "etc/default/earlyoom"), "EARLYOOM_ARGS=\"-r 3600\"\n");
 }
@@ -84,14 +84,14 @@ TEST_F(EarlyoomInstall, OutdatedDropinIsRewrittenAndEarlyoomRestarted) {
   install_earlyoom();
   testing::write_file(root.path() / std::string(kDropin).substr(1),
                       "[Service]\nExecStart=\nExecStart=/usr/bin/earlyoom -m 10,5\n");
-  EXPECT_EQ(ensure(), EarlyoomResult::updated);
+  EXPECT_EQ(ensure(), EarlyoomResult::Updated);
   EXPECT_NE(dropin().find("-m 1.68,0.84 -s 100,100"), std::string::npos);
   EXPECT_EQ(runner.commands.size(), 2u);
 }
 
 TEST_F(EarlyoomInstall, UsrLibUnitCountsAsInstalled) {
   testing::write_file(root.path() / "usr/lib/systemd/system/earlyoom.service", "[Service]\n");
-  EXPECT_EQ(ensure(), EarlyoomResult::updated);
+  EXPECT_EQ(ensure(), EarlyoomResult::Updated);
 }
 
 TEST_F(EarlyoomInstall, DryRunPrintsWithoutWriting) {
@@ -99,7 +99,7 @@ TEST_F(EarlyoomInstall, DryRunPrintsWithoutWriting) {
   SystemChanges changes(Sysroot(root.str()), runner, true, out);
   EarlyoomSettings s;
   s.dropin_path = kDropin;
-  EXPECT_EQ(ensure_earlyoom_dropin(s, earlyoom_policy(kMemTotal, kHeadroom, kFloor), changes), EarlyoomResult::updated);
+  EXPECT_EQ(ensure_earlyoom_dropin(s, earlyoom_policy(kMemTotal, kHeadroom, kFloor), changes), EarlyoomResult::Updated);
   EXPECT_TRUE(runner.commands.empty());
   EXPECT_FALSE(std::filesystem::exists(root.path() / std::string(kDropin).substr(1)));
   EXPECT_NE(out.str().find(std::string("would: write ") + kDropin), std::string::npos) << out.str();

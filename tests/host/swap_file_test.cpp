@@ -55,7 +55,7 @@ class SwapTest : public ::testing::Test {
 
 TEST_F(SwapTest, EnoughSwapAlreadyDoesNothing) {
   set_swap_kib(kWant / 1024);
-  EXPECT_EQ(ensure(), SwapResult::already_enough);
+  EXPECT_EQ(ensure(), SwapResult::AlreadyEnough);
   EXPECT_TRUE(runner.commands.empty());
   EXPECT_FALSE(std::filesystem::exists(real_file()));
 }
@@ -67,7 +67,7 @@ TEST_F(SwapTest, OneHeaderPagePerAreaShortIsEnough) {
   write_file(root.path() / "proc/swaps", std::string(testing::kSwapsHeader) + "/swapfile\tfile\t" +
                                              std::to_string(kWant / 1024 - page_kib) + "\t0\t-2\n");
   set_swap_kib(kWant / 1024 - page_kib);
-  EXPECT_EQ(ensure(), SwapResult::already_enough);
+  EXPECT_EQ(ensure(), SwapResult::AlreadyEnough);
   EXPECT_TRUE(runner.commands.empty());
   EXPECT_FALSE(std::filesystem::exists(real_file()));
 }
@@ -78,7 +78,7 @@ TEST_F(SwapTest, TwoAreasAllowTwoHeaderPages) {
                                              "/dev/zram0\tpartition\t1024\t0\t100\n"
                                              "/swap.img\tfile\t2048\t0\t-2\n");
   set_swap_kib(kWant / 1024 - 2 * page_kib);
-  EXPECT_EQ(ensure(), SwapResult::already_enough);
+  EXPECT_EQ(ensure(), SwapResult::AlreadyEnough);
   EXPECT_TRUE(runner.commands.empty());
 }
 
@@ -86,7 +86,7 @@ TEST_F(SwapTest, ShortfallBeyondTheHeaderPagesStillCreatesTheFile) {
   const uint64_t page_kib = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE)) / 1024;
   write_file(root.path() / "proc/swaps", std::string(testing::kSwapsHeader) + "/swap.img\tfile\t2048\t0\t-2\n");
   set_swap_kib(kWant / 1024 - 2 * page_kib);
-  EXPECT_EQ(ensure(), SwapResult::created);
+  EXPECT_EQ(ensure(), SwapResult::Created);
   ASSERT_EQ(runner.commands.size(), 2u);
   EXPECT_EQ(runner.commands[0], "mkswap " + real_file());
 }
@@ -99,7 +99,7 @@ TEST_F(SwapTest, SwaponBusyOnOurFileMeansAlreadyActive) {
   write_file(root.path() / "proc/swaps", std::string(testing::kSwapsHeader) + "/swapfile\tfile\t2044\t0\t-2\n");
   set_swap_kib(2044);
   runner.answers["swapon"] = {255, "swapon: " + real_file() + ": swapon failed: Device or resource busy\n"};
-  EXPECT_EQ(ensure(), SwapResult::already_active);
+  EXPECT_EQ(ensure(), SwapResult::AlreadyActive);
   ASSERT_EQ(runner.commands.size(), 1u);
   EXPECT_EQ(runner.commands[0], "swapon " + real_file());
   EXPECT_TRUE(std::filesystem::exists(real_file()));
@@ -127,7 +127,7 @@ TEST_F(SwapTest, ActiveProbeSaysNoForOrdinaryAndMissingFiles) {
 }
 
 TEST_F(SwapTest, CreatesFileThenMkswapAndSwapon) {
-  EXPECT_EQ(ensure(), SwapResult::created);
+  EXPECT_EQ(ensure(), SwapResult::Created);
   ASSERT_TRUE(std::filesystem::exists(real_file()));
   EXPECT_EQ(std::filesystem::file_size(real_file()), kWant);
   struct stat st {};
@@ -142,7 +142,7 @@ TEST_F(SwapTest, ActiveFileIsLeftAlone) {
   write_file(root.path() / "proc/swaps",
              std::string(testing::kSwapsHeader) + "/var/lib/ds4d/swapfile\tfile\t1024\t0\t-2\n");
   set_swap_kib(1024);
-  EXPECT_EQ(ensure(), SwapResult::already_active);
+  EXPECT_EQ(ensure(), SwapResult::AlreadyActive);
   EXPECT_TRUE(runner.commands.empty());
 }
 
@@ -155,7 +155,7 @@ TEST_F(SwapTest, OctalEscapedPathsInProcSwaps) {
 
 TEST_F(SwapTest, ExistingSignedFileIsChmoddedAndActivated) {
   make_swap_file(0644, true);
-  EXPECT_EQ(ensure(), SwapResult::activated_existing);
+  EXPECT_EQ(ensure(), SwapResult::ActivatedExisting);
   struct stat st {};
   ASSERT_EQ(stat(real_file().c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 07777, 0600u);
@@ -165,11 +165,11 @@ TEST_F(SwapTest, ExistingSignedFileIsChmoddedAndActivated) {
 
 TEST_F(SwapTest, UnsignedOrWrongSizeFileIsRecreated) {
   make_swap_file(0600, false);
-  EXPECT_EQ(ensure(), SwapResult::created);
+  EXPECT_EQ(ensure(), SwapResult::Created);
   EXPECT_EQ(runner.commands.size(), 2u);
   make_swap_file(0600, true, kWant / 2);
   runner.commands.clear();
-  EXPECT_EQ(ensure(), SwapResult::created);
+  EXPECT_EQ(ensure(), SwapResult::Created);
   EXPECT_EQ(std::filesystem::file_size(real_file()), kWant);
   EXPECT_EQ(runner.commands.size(), 2u);
 }
@@ -191,7 +191,7 @@ TEST_F(SwapTest, MkswapFailureIsReported) {
 }
 
 TEST_F(SwapTest, DryRunPrintsThePlanAndChangesNothing) {
-  EXPECT_EQ(ensure(true), SwapResult::created);
+  EXPECT_EQ(ensure(true), SwapResult::Created);
   EXPECT_FALSE(std::filesystem::exists(real_file()));
   EXPECT_TRUE(runner.commands.empty());
   const std::string o = out.str();
@@ -204,7 +204,7 @@ TEST_F(SwapTest, ZeroSizeDisables) {
   SystemChanges changes(Sysroot(root.str()), runner, false, out);
   SwapRequest r;
   r.size_bytes = 0;
-  EXPECT_EQ(ensure_swap(r, changes), SwapResult::disabled);
+  EXPECT_EQ(ensure_swap(r, changes), SwapResult::Disabled);
   EXPECT_TRUE(runner.commands.empty());
 }
 

@@ -14,28 +14,28 @@ namespace {
 using ds4::cuda::Backend;
 
 TEST(BackendChoice, ParsesTheThreeNames) {
-  EXPECT_EQ(ds4::cuda::parse_backend("auto"), Backend::automatic);
-  EXPECT_EQ(ds4::cuda::parse_backend("cpu"), Backend::cpu);
-  EXPECT_EQ(ds4::cuda::parse_backend("cuda"), Backend::cuda);
+  EXPECT_EQ(ds4::cuda::parse_backend("auto"), Backend::Automatic);
+  EXPECT_EQ(ds4::cuda::parse_backend("cpu"), Backend::Cpu);
+  EXPECT_EQ(ds4::cuda::parse_backend("cuda"), Backend::Cuda);
   try {
     ds4::cuda::parse_backend("gpu");
     FAIL() << "accepted gpu";
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("'gpu' is not one of auto, cpu, cuda"), std::string::npos) << e.what();
   }
-  for (Backend b : {Backend::automatic, Backend::cpu, Backend::cuda})
+  for (Backend b : {Backend::Automatic, Backend::Cpu, Backend::Cuda})
     EXPECT_EQ(ds4::cuda::parse_backend(ds4::cuda::backend_name(b)), b);
 }
 
 TEST(BackendChoice, CpuIsQuiet) {
-  const auto d = ds4::cuda::choose_backend(Backend::cpu);
-  EXPECT_EQ(d.use, Backend::cpu);
+  const auto d = ds4::cuda::choose_backend(Backend::Cpu);
+  EXPECT_EQ(d.use, Backend::Cpu);
   EXPECT_TRUE(d.log_line.empty());
 }
 
 TEST(BackendChoice, AutoFallsBackToTheCpuSayingWhy) {
-  const auto d = ds4::cuda::choose_backend(Backend::automatic);
-  EXPECT_EQ(d.use, Backend::cpu);
+  const auto d = ds4::cuda::choose_backend(Backend::Automatic);
+  EXPECT_EQ(d.use, Backend::Cpu);
   const auto info = ds4::cuda::probe();
   if (!info.usable) {
     EXPECT_NE(d.log_line.find("no CUDA: " + info.why_not), std::string::npos) << d.log_line;
@@ -47,7 +47,7 @@ TEST(BackendChoice, AutoFallsBackToTheCpuSayingWhy) {
 TEST(BackendChoice, CudaIsRefusedSayingWhatIsMissing) {
   const auto info = ds4::cuda::probe();
   try {
-    ds4::cuda::choose_backend(Backend::cuda);
+    ds4::cuda::choose_backend(Backend::Cuda);
     FAIL() << "--backend cuda accepted although the forward is not on the device";
   } catch (const std::runtime_error& e) {
     const std::string m = e.what();

@@ -60,7 +60,7 @@ TEST(AutoBudget, ShippingModelOnTheBoxGetsTheProductionFigures) {
   EXPECT_EQ(b.floor_bytes, 4 * kGiB);
   EXPECT_EQ(b.swap_bytes, 16 * kGiB);
   EXPECT_EQ(b.auto_terms, unsigned{kAutoContext | kAutoHotCache | kAutoReserve | kAutoFloor | kAutoSwap});
-  EXPECT_EQ(plan_of(f, b).verdict, Verdict::fits);
+  EXPECT_EQ(plan_of(f, b).verdict, Verdict::Fits);
 }
 
 TEST(AutoBudget, TinyModelFitsATwoGiBVm) {
@@ -73,7 +73,7 @@ TEST(AutoBudget, TinyModelFitsATwoGiBVm) {
   EXPECT_EQ(b.swap_bytes % kMiB, 0u);
   EXPECT_GT(b.hot_cache_bytes, 0u);
   EXPECT_LT(b.hot_cache_bytes, 1 * kGiB);
-  EXPECT_EQ(plan_of(f, b).verdict, Verdict::fits);
+  EXPECT_EQ(plan_of(f, b).verdict, Verdict::Fits);
 }
 
 TEST(AutoBudget, ExplicitFiguresWinAndStillRefuse) {
@@ -85,14 +85,14 @@ TEST(AutoBudget, ExplicitFiguresWinAndStillRefuse) {
   EXPECT_EQ(b.hot_cache_bytes, 20 * kGiB);
   EXPECT_EQ(b.context_tokens, 262'144u);
   EXPECT_EQ(b.auto_terms & (kAutoHotCache | kAutoContext), 0u);
-  EXPECT_EQ(plan_of(f, b).verdict, Verdict::below_floor);  // the table's "hot_cache_20GiB_below_floor"
+  EXPECT_EQ(plan_of(f, b).verdict, Verdict::BelowFloor);  // the table's "hot_cache_20GiB_below_floor"
 
   // An explicit hot cache leaves the context to auto, which shrinks it to fit beside it.
   c.context_tokens.reset();
   const Budgets shrunk = resolve_budgets(f, c);
   EXPECT_LT(shrunk.context_tokens, 262'144u);
   EXPECT_GE(shrunk.context_tokens, kAutoContextMin);
-  EXPECT_EQ(plan_of(f, shrunk).verdict, Verdict::fits);
+  EXPECT_EQ(plan_of(f, shrunk).verdict, Verdict::Fits);
 
   // Context 0 is the trained length, not auto.
   BudgetChoice trained;
@@ -105,7 +105,7 @@ TEST(AutoBudget, ShrinksTheContextOnASmallerBox) {
   const BudgetFacts f = flash_q2(100 * kGiB);
   const Budgets b = resolve_budgets(f, {});
   EXPECT_EQ(b.context_tokens, 131'072u);
-  EXPECT_EQ(plan_of(f, b).verdict, Verdict::fits);
+  EXPECT_EQ(plan_of(f, b).verdict, Verdict::Fits);
 }
 
 // Does the model fit at all: fixed terms + the smallest auto context within MemTotal less the
@@ -125,9 +125,9 @@ TEST(AutoBudget, FitsWheneverTheModelFits) {
       const Plan p = plan_of(f, b);
       if (model_fits(f, b)) {
         ++fitting_models;
-        EXPECT_EQ(p.verdict, Verdict::fits) << mib << " MiB, weights " << f.weights_bytes << ":\n" << render_report(p);
+        EXPECT_EQ(p.verdict, Verdict::Fits) << mib << " MiB, weights " << f.weights_bytes << ":\n" << render_report(p);
       } else {
-        EXPECT_NE(p.verdict, Verdict::fits) << mib << " MiB";
+        EXPECT_NE(p.verdict, Verdict::Fits) << mib << " MiB";
       }
     }
   }

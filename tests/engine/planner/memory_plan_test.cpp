@@ -86,15 +86,15 @@ TEST_P(PlanTable, ComputesTotalHeadroomAndVerdict) {
 INSTANTIATE_TEST_SUITE_P(
     Ds4FlashQ2, PlanTable,
     ::testing::Values(PlanCase{"shipping_config_fits", 262'144, 12 * kGiB, 4 * kGiB, 115'925'764'687ull,
-                               11'674'235'313ll, Verdict::fits, 0},
+                               11'674'235'313ll, Verdict::Fits, 0},
                       PlanCase{"hot_cache_20GiB_below_floor", 262'144, 20 * kGiB, 4 * kGiB, 124'515'699'279ull,
-                               3'084'300'721ll, Verdict::below_floor, 3},
+                               3'084'300'721ll, Verdict::BelowFloor, 3},
                       PlanCase{"one_million_tokens_does_not_fit", 1'048'576, 20 * kGiB, 4 * kGiB, 135'337'003'599ull,
-                               -7'737'003'599ll, Verdict::does_not_fit, 4},
+                               -7'737'003'599ll, Verdict::DoesNotFit, 4},
                       PlanCase{"floor_equal_to_headroom_fits", 262'144, 12 * kGiB, 11'674'235'313ull,
-                               115'925'764'687ull, 11'674'235'313ll, Verdict::fits, 0},
+                               115'925'764'687ull, 11'674'235'313ll, Verdict::Fits, 0},
                       PlanCase{"floor_one_byte_above_headroom", 262'144, 12 * kGiB, 11'674'235'314ull,
-                               115'925'764'687ull, 11'674'235'313ll, Verdict::below_floor, 3}),
+                               115'925'764'687ull, 11'674'235'313ll, Verdict::BelowFloor, 3}),
     [](const auto& info) { return std::string(info.param.name); });
 
 TEST(PlanReport, PrintsEveryTermInGiBAndBytes) {

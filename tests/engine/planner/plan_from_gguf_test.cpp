@@ -55,7 +55,7 @@ TEST(PlanFromGguf, TinyModelPlanInput) {
   // rings: 6 layers × 2304 rows × 2 KiB; states 2 × 80 KiB + 2 × 512 KiB; spares 4 × 2 KiB rows
   // and 2 × 2 indexer rows of 512 B.
   EXPECT_EQ(in.kv_fixed_bytes, 6ull * 2304 * 2048 + 2 * 81920 + 2 * 524288 + 4 * 2 * 2048 + 2 * 2 * 512);
-  EXPECT_EQ(compute_plan(in).verdict, Verdict::fits);
+  EXPECT_EQ(compute_plan(in).verdict, Verdict::Fits);
 }
 
 TEST(PlanFromGguf, ContextZeroIsTheTrainedContext) {
@@ -73,7 +73,7 @@ TEST(PlanFromGguf, AutoContextIsTheTrainedContextCappedWhenItFits) {
   const PlanInput in = plan_input_from_gguf(r);
   EXPECT_EQ(in.context_tokens, kAutoContextCap);  // trained 1M, capped at 262144
   EXPECT_EQ(in.auto_terms, unsigned{kAutoContext | kAutoHotCache | kAutoReserve | kAutoFloor | kAutoSwap});
-  EXPECT_EQ(compute_plan(in).verdict, Verdict::fits);
+  EXPECT_EQ(compute_plan(in).verdict, Verdict::Fits);
 }
 
 TEST(PlanFromGguf, MissingFileIsAnError) {

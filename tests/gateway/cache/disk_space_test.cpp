@@ -28,7 +28,7 @@ constexpr uint64_t kModel = 0x5eed5eed5eed5eedULL;
 Checkpoint make(Token first, size_t state_bytes = 1000) {
   Checkpoint c;
   c.model_fingerprint = kModel;
-  c.reason = CheckpointReason::turn;
+  c.reason = CheckpointReason::Turn;
   c.created_unix = 1700000000;
   for (Token t = 0; t < 16; ++t) c.tokens.push_back(first + t);
   c.state.assign(state_bytes, 5);

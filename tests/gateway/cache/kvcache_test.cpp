@@ -38,7 +38,7 @@ std::vector<Token> seq(size_t n, Token base = 0) {
 Checkpoint make(std::vector<Token> tokens, size_t state_bytes = 1000, uint8_t fill = 7) {
   Checkpoint c;
   c.model_fingerprint = kModel;
-  c.reason = CheckpointReason::turn;
+  c.reason = CheckpointReason::Turn;
   c.created_unix = 1700000000;
   c.tokens = std::move(tokens);
   c.contracts = "contract-image";
@@ -84,7 +84,7 @@ TEST(CheckpointFile, RoundTripsEverySection) {
   EXPECT_EQ(d.state, c.state);
   EXPECT_EQ(d.contracts, c.contracts);
   EXPECT_EQ(d.model_fingerprint, kModel);
-  EXPECT_EQ(d.reason, CheckpointReason::turn);
+  EXPECT_EQ(d.reason, CheckpointReason::Turn);
   EXPECT_EQ(d.created_unix, c.created_unix);
 }
 

@@ -16,14 +16,14 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "gateway/http/server.hpp"
-#include "gateway/http/turn_submit.hpp"
+#include "gateway/api/api_server.hpp"
+#include "gateway/api/turn_submit.hpp"
 #include "gateway/protocol/anthropic_request.hpp"
 #include "gateway/protocol/responses_request.hpp"
 #include "gateway/serving/ds4_backend.hpp"
 #include "gateway/serving/metrics.hpp"
 #include "gateway/serving/service.hpp"
-#include "tests/gateway/http/sse_events.hpp"
+#include "tests/gateway/api/sse_events.hpp"
 #include "tests/gateway/http_test_client.hpp"
 
 namespace ds4::test {
@@ -61,7 +61,7 @@ class ClientText : public ::testing::Test {
   void SetUp() override {
     service_ = std::make_unique<serving::Service>(serving::ServiceConfig{}, metrics_);
     config_.port = 0;
-    server_ = std::make_unique<http::Server>(config_, *service_, metrics_);
+    server_ = http::make_api_server(config_, *service_, metrics_);
     server_->start();
     service_->set_backend(backend_);
   }

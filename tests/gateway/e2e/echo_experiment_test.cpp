@@ -23,7 +23,7 @@
 #include <map>
 #include <random>
 
-#include "gateway/http/server.hpp"
+#include "gateway/api/api_server.hpp"
 #include "gateway/serving/ds4_backend.hpp"
 #include "gateway/serving/metrics.hpp"
 #include "gateway/serving/service.hpp"
@@ -178,7 +178,7 @@ class EchoExperiment : public ::testing::Test {
       http::ServerConfig hc;
       hc.port = 0;
       hc.contract_mode = contracts;
-      server = std::make_unique<http::Server>(hc, *service, metrics);
+      server = http::make_api_server(hc, *service, metrics);
       server->start();
       if (backend) service->set_backend(backend);
       else service->set_backend(model.engine);

@@ -17,7 +17,7 @@
 #include <iostream>
 #include <thread>
 
-#include "gateway/http/server.hpp"
+#include "gateway/api/api_server.hpp"
 #include "gateway/serving/ds4_backend.hpp"
 #include "gateway/serving/metrics.hpp"
 #include "gateway/serving/service.hpp"
@@ -63,9 +63,9 @@ int main(int argc, char** argv) {
   config.port = port;
   config.api_key = api_key;
   config.contract_mode = contract_mode;
-  ds4::http::Server server(config, service, metrics);
-  server.start();
-  std::cout << "LISTENING " << server.port() << std::endl;
+  std::unique_ptr<ds4::http::Server> server = ds4::http::make_api_server(config, service, metrics);
+  server->start();
+  std::cout << "LISTENING " << server->port() << std::endl;
 
   try {
     if (!scripted.empty()) {
@@ -95,7 +95,7 @@ int main(int argc, char** argv) {
   });
   stdin_watch.detach();
   while (!g_stop) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  server.stop(std::chrono::seconds(5));
+  server->stop(std::chrono::seconds(5));
   service.stop(std::chrono::seconds(0));
   return 0;
 }

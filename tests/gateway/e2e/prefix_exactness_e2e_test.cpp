@@ -93,7 +93,7 @@ TEST_F(PrefixExactness, LiveWarmDiskAndRestartGiveTheColdCompletion) {
   TempDir dir;
   auto s = service(dir.path);
   auto r1 = run(*s, first);
-  ASSERT_EQ(r1.usage.cache, CacheOutcome::cold);
+  ASSERT_EQ(r1.usage.cache, CacheOutcome::Cold);
   // The next turn: the first prompt, its answer, a new question.
   std::vector<serving::Token> second = first;
   second.insert(second.end(), r1.completion.begin(), r1.completion.end());
@@ -103,11 +103,11 @@ TEST_F(PrefixExactness, LiveWarmDiskAndRestartGiveTheColdCompletion) {
   auto cold_service = service({});
   const auto cold = run(*cold_service, second);
   cold_service->stop(std::chrono::milliseconds(0));
-  ASSERT_EQ(cold.usage.cache, CacheOutcome::cold);
+  ASSERT_EQ(cold.usage.cache, CacheOutcome::Cold);
   ASSERT_FALSE(cold.completion.empty());
 
   const auto live = run(*s, second);
-  EXPECT_EQ(live.usage.cache, CacheOutcome::live);
+  EXPECT_EQ(live.usage.cache, CacheOutcome::Live);
   EXPECT_GE(live.usage.cached_tokens, first.size() + r1.completion.size() - 1);
   EXPECT_EQ(live.completion, cold.completion);
 
@@ -115,7 +115,7 @@ TEST_F(PrefixExactness, LiveWarmDiskAndRestartGiveTheColdCompletion) {
       text("<｜begin▁of▁sentence｜>A different conversation.<｜User｜>Count to ten.<｜Assistant｜></think>");
   run(*s, other);
   const auto warm = run(*s, second);
-  EXPECT_EQ(warm.usage.cache, CacheOutcome::warm);
+  EXPECT_EQ(warm.usage.cache, CacheOutcome::Warm);
   // That prompt's warm restore point, before the reply's opening (<｜Assistant｜></think>).
   const size_t margin = serving::ServiceConfig{}.prompt_point_margin_tokens;
   EXPECT_EQ(warm.usage.cached_tokens, second.size() - margin);
@@ -130,7 +130,7 @@ TEST_F(PrefixExactness, LiveWarmDiskAndRestartGiveTheColdCompletion) {
   const auto cold3 = run(*cold_service2, third);
   cold_service2->stop(std::chrono::milliseconds(0));
   const auto disk = run(*s, third);
-  EXPECT_EQ(disk.usage.cache, CacheOutcome::disk);
+  EXPECT_EQ(disk.usage.cache, CacheOutcome::Disk);
   EXPECT_GE(disk.usage.cached_tokens, second.size() - margin);
   EXPECT_EQ(disk.completion, cold3.completion);
   s->stop(std::chrono::milliseconds(0));

@@ -46,7 +46,7 @@ struct Sink : serving::GenerationSink {
 struct Output {
   std::vector<Token> tokens;
   std::string text;
-  serving::FinishReason finish = serving::FinishReason::error;
+  serving::FinishReason finish = serving::FinishReason::Error;
   size_t drafted = 0, accepted = 0;
   bool operator==(const Output& o) const { return tokens == o.tokens && text == o.text && finish == o.finish; }
 };
@@ -55,7 +55,7 @@ struct Output {
 // them plus one (kind wrong), while the history is still on that output.
 class OracleDrafter final : public serving::Drafter {
  public:
-  enum class Kind { right, wrong };
+  enum class Kind { Right, Wrong };
   OracleDrafter(Kind kind, size_t vocab) : kind_(kind), vocab_(vocab) {}
   void expect(std::vector<Token> prompt, const std::vector<Token>& completion) {
     ref_ = std::move(prompt);
@@ -65,7 +65,7 @@ class OracleDrafter final : public serving::Drafter {
     if (history.size() > ref_.size() || !std::equal(history.begin(), history.end(), ref_.begin())) return {};
     std::vector<Token> out;
     for (size_t i = history.size(); i < ref_.size() && out.size() < k; ++i)
-      out.push_back(kind_ == Kind::right ? ref_[i] : static_cast<Token>((ref_[i] + 1) % vocab_));
+      out.push_back(kind_ == Kind::Right ? ref_[i] : static_cast<Token>((ref_[i] + 1) % vocab_));
     return out;
   }
 
@@ -188,7 +188,7 @@ class SpeculationExactness : public ::testing::TestWithParam<const char*> {
     auto fut = sink->done.get_future();
     EXPECT_FALSE(s.submit(std::move(job)).has_value());
     const serving::GenerationResult r = fut.get();
-    EXPECT_NE(r.finish, serving::FinishReason::error) << r.error;
+    EXPECT_NE(r.finish, serving::FinishReason::Error) << r.error;
     return {r.completion, sink->text, r.finish, r.usage.drafted_tokens, r.usage.accepted_tokens};
   }
 
@@ -243,7 +243,7 @@ TEST_P(SpeculationExactness, FullAndZeroAcceptanceChangeNothing) {
   std::vector<Output> base;
   for (const Case& c : cs) base.push_back(run(*plain, c));
   plain->stop(std::chrono::milliseconds(0));
-  for (auto kind : {OracleDrafter::Kind::right, OracleDrafter::Kind::wrong})
+  for (auto kind : {OracleDrafter::Kind::Right, OracleDrafter::Kind::Wrong})
     for (size_t k : {1, 3, 6}) {
       auto oracle = std::make_shared<OracleDrafter>(kind, backend_->vocab_size());
       auto s = service(oracle, k);
@@ -256,11 +256,11 @@ TEST_P(SpeculationExactness, FullAndZeroAcceptanceChangeNothing) {
         accepted += outs.back().accepted;
         EXPECT_TRUE(outs.back() == base[i]) << "K=" << k << " prompt " << i;
       }
-      const char* name = kind == OracleDrafter::Kind::right ? "right" : "wrong";
+      const char* name = kind == OracleDrafter::Kind::Right ? "right" : "wrong";
       std::cout << fmt::format("speculation model={} drafter={} K={} drafted={} accepted={} sha256={}\n", GetParam(),
                                name, k, drafted, accepted, digest(outs));
       EXPECT_GT(drafted, 0u);
-      if (kind == OracleDrafter::Kind::wrong) EXPECT_EQ(accepted, 0u);
+      if (kind == OracleDrafter::Kind::Wrong) EXPECT_EQ(accepted, 0u);
       // Always right: the drafts never reach past the known output, so every one is accepted.
       else EXPECT_EQ(accepted, drafted);
     }
@@ -281,7 +281,7 @@ TEST_P(SpeculationExactness, SampledOutputIsTheSameForASeedAtEveryDepth) {
     base.push_back(run(*plain, all[i], sampling));
   }
   plain->stop(std::chrono::milliseconds(0));
-  auto oracle = std::make_shared<OracleDrafter>(OracleDrafter::Kind::right, backend_->vocab_size());
+  auto oracle = std::make_shared<OracleDrafter>(OracleDrafter::Kind::Right, backend_->vocab_size());
   for (auto drafter :
        {std::shared_ptr<serving::Drafter>(serving::make_ngram_drafter()), std::shared_ptr<serving::Drafter>(oracle)}) {
     auto s = service(drafter, 4);
@@ -307,7 +307,7 @@ TEST_P(SpeculationExactness, PolicyStepsAreVerifiedUnderThePolicy) {
   for (size_t i = 1; i < all.size(); i += 3)
     base.push_back(run(*plain, all[i], greedy(), std::make_shared<TestPolicy>(*backend_)));
   plain->stop(std::chrono::milliseconds(0));
-  auto oracle = std::make_shared<OracleDrafter>(OracleDrafter::Kind::right, backend_->vocab_size());
+  auto oracle = std::make_shared<OracleDrafter>(OracleDrafter::Kind::Right, backend_->vocab_size());
   auto s = service(oracle, 4);
   size_t drafted = 0, j = 0;
   for (size_t i = 1; i < all.size(); i += 3, ++j) {

@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "gateway/http/server.hpp"
+#include "gateway/api/api_server.hpp"
 #include "gateway/serving/ds4_backend.hpp"
 #include "gateway/serving/metrics.hpp"
 #include "gateway/serving/service.hpp"
@@ -39,7 +39,7 @@ class TinyModel : public ::testing::Test {
     service_ = std::make_unique<serving::Service>(serving::ServiceConfig{}, metrics_);
     http::ServerConfig config;
     config.port = 0;
-    server_ = std::make_unique<http::Server>(config, *service_, metrics_);
+    server_ = http::make_api_server(config, *service_, metrics_);
     server_->start();
     service_->set_backend(backend_);
   }

@@ -14,10 +14,10 @@
 #include <string>
 #include <vector>
 
-#include "gateway/http/endpoints.hpp"
-#include "gateway/http/router.hpp"
+#include "gateway/api/endpoints.hpp"
 #include "gateway/serving/metrics.hpp"
 #include "gateway/serving/service.hpp"
+#include "gateway/transport/router.hpp"
 #include "tests/gateway/scripted_backend.hpp"
 
 namespace ds4::fuzz {

@@ -51,13 +51,13 @@ int main(int argc, char** argv) {
   std::filesystem::create_directories(dir);
   ds4::cache::Checkpoint one;
   one.model_fingerprint = 0x9e3779b97f4a7c15ULL;
-  one.reason = ds4::cache::CheckpointReason::cold;
+  one.reason = ds4::cache::CheckpointReason::Cold;
   one.created_unix = 1764547200;
   one.tokens = {0};
   write_seed(dir, "one_token.kvc", 0x07, one);
 
   ds4::cache::Checkpoint turn = one;
-  turn.reason = ds4::cache::CheckpointReason::turn;
+  turn.reason = ds4::cache::CheckpointReason::Turn;
   turn.tokens = {1, 2, 3, 4, 5, 6, 7, 8};
   turn.contracts = contract_image();
   for (int i = 0; i < 64; i++) turn.state.push_back(uint8_t(i * 7));
@@ -66,7 +66,7 @@ int main(int argc, char** argv) {
   write_seed(dir, "turn_foreign_model.kvc", 0x0d, turn);
 
   ds4::cache::Checkpoint big = one;
-  big.reason = ds4::cache::CheckpointReason::shutdown;
+  big.reason = ds4::cache::CheckpointReason::Shutdown;
   for (int i = 0; i < 200; i++) big.tokens.push_back(i * 131 % 4096);
   big.state.assign(1024, 0xab);
   write_seed(dir, "long_no_contracts.kvc", 0x05, big);

@@ -6,41 +6,43 @@
 #   TARGET endpoint_json_fuzz: the JSON body of every POST endpoint, seeds in corpus-json/
 #   TARGET checkpoint_loader_fuzz: KV checkpoint file bytes into the disk store, seeds in
 #     corpus-checkpoint/ (written by make_checkpoint_seeds.cpp)
-# usage: run_http_fuzz.sh CLANGXX REPO_ROOT OUT_DIR SECONDS [TARGET]
+# usage: run_http_fuzz.sh CLANGXX REPO_ROOT OUT_DIR SECONDS SOURCES_LIST [TARGET]
+#   SOURCES_LIST: the gateway libraries' sources, one a line with their own compile options,
+#   written by CMake (cmake/Ds4FuzzSources.cmake), so no list here can go stale.
 set -eu
-CXX=$1 ROOT=$2 OUT=$3 SECONDS_TOTAL=$4 TARGET=${5:-http_request_fuzz}
+CXX=$1 ROOT=$2 OUT=$3 SECONDS_TOTAL=$4 LIST=$5 TARGET=${6:-http_request_fuzz}
 case "$TARGET" in
   http_request_fuzz) SEEDS=corpus MAX_LEN=8192 ;;
   endpoint_json_fuzz) SEEDS=corpus-json MAX_LEN=16384 ;;
   checkpoint_loader_fuzz) SEEDS=corpus-checkpoint MAX_LEN=16384 ;;
   *) echo "run_http_fuzz.sh: unknown target $TARGET" >&2; exit 2 ;;
 esac
-H="$ROOT/gateway/http" S="$ROOT/gateway/serving" P="$ROOT/gateway/protocol" C="$ROOT/gateway/cache"
-SOURCES="$H/router.cpp $H/reply.cpp $H/endpoint_support.cpp $H/service_endpoints.cpp $H/token_endpoints.cpp
-  $H/chat_endpoint.cpp $H/completion_endpoint.cpp $H/generation_support.cpp $H/response_channel.cpp
-  $H/turn_stream.cpp $H/turn_submit.cpp $H/messages_endpoint.cpp $H/responses_endpoint.cpp $H/response_history.cpp
-  $H/model_names.cpp $H/output_support.cpp $H/request_limits.cpp
-  $S/dsml_token_policy.cpp $S/json_format_policy.cpp $S/no_tool_calls_policy.cpp $S/token_choice.cpp $S/service.cpp $S/service_turn.cpp $S/prefix_reuse.cpp $S/metrics.cpp $S/prometheus_registry.cpp $S/turn_decoder.cpp
-  $S/stop_sequence_filter.cpp $S/speculator.cpp $S/ngram_drafter.cpp $C/checkpoint_file.cpp $C/disk_store.cpp $C/hot_store.cpp
-  $P/chat_request.cpp $P/chat_render.cpp $P/contract_store.cpp $P/dsml_format.cpp $P/dsml_parser.cpp $P/dsml_sampling.cpp $P/json_constraint.cpp $P/output_controls.cpp
-  $P/json_fields.cpp $P/json_scan.cpp $P/openai_shapes.cpp $P/anthropic_request.cpp $P/anthropic_shapes.cpp
-  $P/responses_request.cpp $P/responses_shapes.cpp $P/reasoning_token.cpp $P/tool_call_id.cpp $P/utf8_assembler.cpp $P/fuzz/boost_json_src.cpp
-  $ROOT/engine/sampler/sampler.cpp"
+# Boost.JSON's implementation (the build links the compiled library instead).
+BOOST_JSON_SRC="$ROOT/tests/gateway/protocol/fuzz/boost_json_src.cpp"
 FLAGS="-std=c++20 -O1 -g -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined
   -DSPDLOG_COMPILED_LIB -DSPDLOG_FMT_EXTERNAL -DSPDLOG_SHARED_LIB -I$ROOT"
-# Each gateway source is compiled once into OUT/obj and shared by both targets (OUT is the same
-# folder for both tests); it is recompiled when it or any gateway/sampler header is newer.
+# Each gateway source is compiled once into OUT/obj and shared by the targets (OUT is the same
+# folder for all of them); it is recompiled when it or any header of the folders compiled is newer.
 mkdir -p "$OUT/obj"
-newest_header=$(ls -t "$H"/*.hpp "$S"/*.hpp "$P"/*.hpp "$C"/*.hpp "$ROOT"/engine/sampler/*.hpp "$ROOT"/tests/gateway/*.hpp | head -n 1)
+newest_header=$( (cut -d' ' -f1 "$LIST" | xargs -n1 dirname | sort -u | while read -r dir; do
+  ls "$dir"/*.hpp 2>/dev/null || true; done; ls "$ROOT"/tests/gateway/*.hpp "$ROOT"/tests/gateway/fuzz/*.hpp) |
+  xargs ls -t | head -n 1)
 OBJECTS=""
-for src in $SOURCES; do
+compile() {  # compile SOURCE [OPTIONS...]
+  src=$1
+  shift
   obj="$OUT/obj/$(basename "$(dirname "$src")")_$(basename "$src" .cpp).o"
   if [ ! -f "$obj" ] || [ "$src" -nt "$obj" ] || [ "$newest_header" -nt "$obj" ]; then
     # shellcheck disable=SC2086
-    "$CXX" $FLAGS -c "$src" -o "$obj.new" && mv "$obj.new" "$obj"
+    "$CXX" $FLAGS "$@" -c "$src" -o "$obj.new" && mv "$obj.new" "$obj"
   fi
   OBJECTS="$OBJECTS $obj"
-done
+}
+while read -r src options; do
+  # shellcheck disable=SC2086
+  compile "$src" $options
+done < "$LIST"
+compile "$BOOST_JSON_SRC"
 # shellcheck disable=SC2086
 "$CXX" $FLAGS -fsanitize=fuzzer -o "$OUT/$TARGET" "$ROOT/tests/gateway/fuzz/$TARGET.cpp" $OBJECTS \
   -lspdlog -lfmt -lxxhash -pthread

@@ -16,7 +16,7 @@ std::string s(const boost::json::object& o) { return boost::json::serialize(o); 
 TEST(OpenAiShapes, ChatCompletionWithReasoningAndToolCalls) {
   AssistantOutput out{"", "thought", {{"call_1", "f", "{\"a\":1}"}}};
   Usage u{100, 20, 64, 12};
-  auto o = chat_completion(kMeta, out, FinishReason::ToolCalls, u);
+  auto o = chat_completion(kMeta, out, "tool_calls", u);
   EXPECT_EQ(s(o),
             R"({"id":"chatcmpl-7","object":"chat.completion","created":1767225600,"model":"deepseek-v4-flash",)"
             R"("choices":[{"index":0,"message":{"role":"assistant","content":"","reasoning_content":"thought",)"
@@ -43,9 +43,8 @@ TEST(OpenAiShapes, StreamChunks) {
   EXPECT_NE(s(chat_chunk_tool_call_arguments(kMeta, 1, "{\"a"))
                 .find(R"("delta":{"tool_calls":[{"index":1,"function":{"arguments":"{\"a"}}]})"),
             std::string::npos);
-  EXPECT_NE(
-      s(chat_chunk_finish(kMeta, FinishReason::Length)).find(R"("delta":{},"logprobs":null,"finish_reason":"length")"),
-      std::string::npos);
+  EXPECT_NE(s(chat_chunk_finish(kMeta, "length")).find(R"("delta":{},"logprobs":null,"finish_reason":"length")"),
+            std::string::npos);
   auto usage = chat_chunk_usage(kMeta, Usage{1, 2, 0, 1});
   EXPECT_TRUE(usage.at("choices").as_array().empty());
   EXPECT_EQ(usage.at("usage").at("total_tokens").as_uint64(), 3u);
@@ -53,7 +52,7 @@ TEST(OpenAiShapes, StreamChunks) {
 }
 
 TEST(OpenAiShapes, TextCompletion) {
-  auto o = text_completion(ResponseMeta{"cmpl-1", 5, "m"}, "out", FinishReason::Stop, Usage{3, 1, 0, 0});
+  auto o = text_completion(ResponseMeta{"cmpl-1", 5, "m"}, "out", "stop", Usage{3, 1, 0, 0});
   EXPECT_EQ(o.at("object").as_string(), "text_completion");
   EXPECT_EQ(s(o.at("choices").as_array()[0].as_object()),
             R"({"text":"out","index":0,"logprobs":null,"finish_reason":"stop"})");
@@ -90,7 +89,7 @@ TEST(OpenAiShapes, Ds4dExtension) {
   auto o = ds4d_json(ext);
   EXPECT_EQ(s(o), R"({"contract":{"mode":"strict","ok":true,"violations":[],"replayed_blocks":2,"canonical_blocks":1,)"
                   R"("repaired_reasoning":0},"cache":{"source":"live","cached_tokens":512,"prompt_tokens":600}})");
-  auto done = chat_chunk_finish(kMeta, FinishReason::Stop, &ext);
+  auto done = chat_chunk_finish(kMeta, "stop", &ext);
   EXPECT_TRUE(done.contains("ds4d"));
 }
 

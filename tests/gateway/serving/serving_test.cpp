@@ -149,18 +149,18 @@ TEST(Service, GeneratesUntilEosAndReusesALivePrefix) {
   ServiceHarness h;
   auto [r1, t1] = h.run("question one ");
   EXPECT_EQ(t1, "Hello there");
-  EXPECT_EQ(r1.finish, serving::FinishReason::eos);
-  EXPECT_EQ(r1.usage.cache, serving::CacheOutcome::cold);
+  EXPECT_EQ(r1.finish, serving::FinishReason::Eos);
+  EXPECT_EQ(r1.usage.cache, serving::CacheOutcome::Cold);
   EXPECT_EQ(r1.usage.completion_tokens, 11u);
   // The live context is the prompt plus every sampled token (EOS is never fed).
   EXPECT_EQ(h.service.live_tokens(), std::string("question one Hello there").size());
   auto [r2, t2] = h.run("question one Hello there, and two ");
-  EXPECT_EQ(r2.usage.cache, serving::CacheOutcome::live);
+  EXPECT_EQ(r2.usage.cache, serving::CacheOutcome::Live);
   EXPECT_EQ(r2.usage.cached_tokens, std::string("question one Hello there").size());
   // A prompt that diverges from the live context is prefilled from scratch.
   long before = h.backend->prefilled_tokens;
   auto [r3, t3] = h.run("something else ");
-  EXPECT_EQ(r3.usage.cache, serving::CacheOutcome::miss);
+  EXPECT_EQ(r3.usage.cache, serving::CacheOutcome::Miss);
   EXPECT_EQ(r3.usage.cached_tokens, 0u);
   EXPECT_EQ(h.backend->prefilled_tokens - before, static_cast<long>(std::string("something else ").size()));
 }
@@ -169,23 +169,23 @@ TEST(Service, MaxTokensStopStringsAndConsumerStop) {
   ServiceHarness h;
   auto [r1, t1] = h.run("p1 ", 4);
   EXPECT_EQ(t1, "Hell");
-  EXPECT_EQ(r1.finish, serving::FinishReason::max_tokens);
+  EXPECT_EQ(r1.finish, serving::FinishReason::MaxTokens);
   auto [r2, t2] = h.run("p2 ", 0, {"lo "});
   EXPECT_EQ(t2, "Hel");
-  EXPECT_EQ(r2.finish, serving::FinishReason::stop_sequence);
+  EXPECT_EQ(r2.finish, serving::FinishReason::StopSequence);
   auto [r3, t3] = h.run("p3 ", 0, {}, 2);
   EXPECT_EQ(t3, "He");
-  EXPECT_EQ(r3.finish, serving::FinishReason::consumer_stop);
+  EXPECT_EQ(r3.finish, serving::FinishReason::ConsumerStop);
 }
 
 TEST(Service, ContextFullEndsWithContextFull) {
   ServiceHarness h;
   h.backend->endless = true;
   auto [r, t] = h.run(std::string(60, 'a'));
-  EXPECT_EQ(r.finish, serving::FinishReason::context_full);
+  EXPECT_EQ(r.finish, serving::FinishReason::ContextFull);
   EXPECT_EQ(r.usage.completion_tokens, 4u);
   auto [r2, t2] = h.run(std::string(64, 'b'));
-  EXPECT_EQ(r2.finish, serving::FinishReason::error);
+  EXPECT_EQ(r2.finish, serving::FinishReason::Error);
   EXPECT_NE(r2.error.find("64 tokens"), std::string::npos);
 }
 
@@ -198,7 +198,7 @@ TEST(Service, CancelledAndExpiredJobsDoNotRun) {
   job.cancelled->store(true);
   auto fut = sink->done.get_future();
   ASSERT_FALSE(h.service.submit(std::move(job)));
-  EXPECT_EQ(fut.get().finish, serving::FinishReason::cancelled);
+  EXPECT_EQ(fut.get().finish, serving::FinishReason::Cancelled);
   auto sink2 = std::make_shared<RecordingSink>();
   serving::GenerationJob job2;
   job2.prompt = {1, 2, 3};
@@ -206,7 +206,7 @@ TEST(Service, CancelledAndExpiredJobsDoNotRun) {
   job2.deadline = std::chrono::steady_clock::now() - std::chrono::seconds(1);
   auto fut2 = sink2->done.get_future();
   ASSERT_FALSE(h.service.submit(std::move(job2)));
-  EXPECT_EQ(fut2.get().finish, serving::FinishReason::timeout);
+  EXPECT_EQ(fut2.get().finish, serving::FinishReason::Timeout);
   EXPECT_EQ(h.backend->appended_tokens, 0);
 }
 
