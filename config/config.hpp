@@ -6,7 +6,7 @@
 // variable ("DS4D_SERVER_PORT"), its help text and its parser; the loader, --help, --print-config
 // and the documentation test all read that table, so the four views cannot drift apart.
 //
-// Sections: model, server, memory, cache, speculation, log, and supervisor (keys only the root
+// Sections: model, server, memory, cache, speculation, engine, log, and supervisor (keys only the root
 // supervisor uses). Unknown sections or keys in the file are errors, reported with the file,
 // line and column, because a mistyped key silently falling back to a default is how a 128 GB
 // host ends up swapping.
@@ -88,6 +88,14 @@ struct Config {
     uint32_t k = 4;                // drafts verified per step (0: no speculation)
     uint64_t sidecar_bytes = 0;    // plan override for the drafter's size; 0 = file size
   } speculation;
+  struct Engine {
+    // Gateway mode (docs/scale-out.md): comma list of upstream ds4d engines (http://HOST:PORT);
+    // empty: the model runs here.
+    std::string upstreams;
+    std::string tokenizer;           // gateway mode: a GGUF whose tokenizer the upstreams use
+    std::string routing = "hash";    // hash (route key, consistent) | round_robin (a baseline)
+    uint32_t upstream_wait_s = 120;  // at start, how long to wait for an upstream to answer
+  } engine;
   struct Log {
     std::string level = "info";   // trace debug info warn error critical off
     std::string format = "auto";  // auto (journal when JOURNAL_STREAM is set) | journal | console

@@ -282,6 +282,23 @@ std::vector<ConfigKey> build() {
         UINT(speculation.k, kMaxSpeculationK), KeyScope::daemon);
   b.add("speculation.sidecar_bytes", "bytes", "plan size of the drafter (0: its file size)",
         BYTES(speculation.sidecar_bytes));
+  // [engine]
+  b.add(
+      "engine.upstreams", "URL,...",
+      "gateway mode: upstream ds4d engines (http://HOST:PORT, comma list; the flag repeats); empty: run the model here",
+      [](Config& c, const std::string& v) { c.engine.upstreams = v; },
+      [](const Config& c) { return c.engine.upstreams; }, KeyScope::daemon, "--upstream");
+  b.keys.back().repeatable = true;
+  b.add("engine.tokenizer", "path", "gateway mode: a GGUF with the upstreams' tokenizer (checked against them)",
+        STR(engine.tokenizer), KeyScope::daemon, "--tokenizer");
+  b.add(
+      "engine.routing", "hash|round_robin", "gateway mode: how jobs pick an upstream (round_robin: a baseline)",
+      [](Config& c, const std::string& v) {
+        c.engine.routing = choice(v, {"hash", "round_robin"});
+      },
+      [](const Config& c) { return c.engine.routing; }, KeyScope::daemon);
+  b.add("engine.upstream_wait_s", "seconds", "gateway mode: how long the start waits for an upstream to answer",
+        UINT(engine.upstream_wait_s, 86400), KeyScope::daemon);
   // [log]
   b.add(
       "log.level", "level", "trace, debug, info, warn, error, critical or off",
