@@ -16,10 +16,11 @@ case "$TARGET" in
   *) echo "run_http_fuzz.sh: unknown target $TARGET" >&2; exit 2 ;;
 esac
 H="$ROOT/gateway/http" S="$ROOT/gateway/serving" P="$ROOT/gateway/protocol" C="$ROOT/gateway/cache"
+U="$ROOT/gateway/upstream"
 SOURCES="$H/router.cpp $H/reply.cpp $H/endpoint_support.cpp $H/service_endpoints.cpp $H/token_endpoints.cpp
   $H/chat_endpoint.cpp $H/completion_endpoint.cpp $H/generation_support.cpp $H/response_channel.cpp
   $H/turn_stream.cpp $H/turn_submit.cpp $H/messages_endpoint.cpp $H/responses_endpoint.cpp $H/response_history.cpp
-  $H/model_names.cpp $H/output_support.cpp
+  $H/model_names.cpp $H/output_support.cpp $H/engine_endpoint.cpp $U/job_wire.cpp $U/vocab_fingerprint.cpp
   $S/dsml_token_policy.cpp $S/json_format_policy.cpp $S/no_tool_calls_policy.cpp $S/token_choice.cpp $S/service.cpp $S/service_turn.cpp $S/prefix_reuse.cpp $S/metrics.cpp $S/prometheus_registry.cpp
   $S/stop_sequence_filter.cpp $C/checkpoint_file.cpp $C/disk_store.cpp $C/hot_store.cpp
   $P/chat_request.cpp $P/chat_render.cpp $P/contract_store.cpp $P/dsml_format.cpp $P/dsml_parser.cpp $P/dsml_sampling.cpp $P/json_constraint.cpp $P/output_controls.cpp

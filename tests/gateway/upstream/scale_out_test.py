@@ -170,7 +170,7 @@ def stream_chat(port, session, results, lock, stop):
     n = 0
     while not stop.is_set():
         n += 1
-        body = {"model": "ds4", "max_tokens": 160, "temperature": 0.7, "seed": n, "stream": True,
+        body = {"model": "ds4", "max_tokens": 48, "temperature": 0.7, "seed": n, "stream": True,
                 "thinking": False, "prompt_cache_key": "%s" % session,
                 "messages": [{"role": "system", "content": SYSTEM},
                              {"role": "user", "content": "Request %d of %s: write a long story." % (n, session)}]}
@@ -242,13 +242,13 @@ def main():
         # kill -9 of one replica under streaming load.
         results, lock, stop = [], threading.Lock(), threading.Event()
         clients = [threading.Thread(target=stream_chat, args=(gw_port, "load-%d" % i, results, lock, stop))
-                   for i in range(6)]
+                   for i in range(9)]
         for c in clients:
             c.start()
-        time.sleep(3)
+        time.sleep(4)
         replicas[0].kill()
         killed_at = len(results)
-        time.sleep(4)
+        time.sleep(3)
         stop.set()
         for c in clients:
             c.join(timeout=180)
@@ -260,6 +260,9 @@ def main():
         print("kill -9 under load: %d streamed requests (%d done when it fell), %d cut mid-stream with a clean "
               "error end, %d failed before streaming, %d torn" % (len(results), killed_at, len(cut),
                                                                   len(failed_before_data), len(torn)))
+        _, text = http(gw_port, "GET", "/metrics")
+        print("  gateway: " + ", ".join(l for l in text.decode().splitlines()
+                                       if l.startswith("ds4d_upstream_requests_total{")))
         if failed_before_data:
             raise SystemExit("FAIL: requests that had not started streaming failed: %r" % failed_before_data[:3])
         if torn:
