@@ -1,5 +1,5 @@
-// The token-level engine endpoints an upstream ds4d offers a gateway (docs/scale-out.md
-// §engine-protocol; the wire format is gateway/upstream/job_wire.hpp):
+// The token-level engine endpoints an upstream ds4d offers a gateway (the wire format is
+// gateway/upstream/job_wire.hpp; docs/scale-out.md §engine-protocol):
 //
 //   GET  /engine/info      {"model_id","vocab_size","context_length","vocab_fingerprint"}: the
 //                          gateway checks its tokenizer against it at start and polls it as

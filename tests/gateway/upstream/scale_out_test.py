@@ -13,8 +13,13 @@
    fails (it fails over), every stream ends well formed (a finish_reason and [DONE], the ones cut
    mid-stream with finish_reason "error"), and the replica, restarted, is marked up again and
    takes jobs.
-usage: scale_out_test.py DS4D MODEL
+3. With HAProxy installed (Debian's package), the shipped packaging/haproxy/ds4d-replicas.cfg
+   pointed at the same replicas, clients sending X-DS4-Route-Key: the same measurement through
+   the balancer (>= 90%). Without haproxy this part says SKIP.
+usage: scale_out_test.py DS4D MODEL [HAPROXY_CFG]
 """
+import re
+import shutil
 import json
 import os
 import random
@@ -115,13 +120,16 @@ class Conversation:
         # Conversations without a hint differ in their system prompt (their route key).
         return SYSTEM + (" Project: %s." % self.name)
 
-    def ask(self, port, max_tokens=12):
+    def ask(self, port, max_tokens=12, route_header=False):
         self.turn += 1
         self.messages.append({"role": "user", "content": "Step %d of task %s: go on." % (self.turn, self.name)})
         if self.style == "messages":
             body = {"model": "ds4", "max_tokens": max_tokens, "system": self.system(),
                     "messages": self.messages, "temperature": 0, "thinking": {"type": "disabled"}}
-            status, raw = http(port, "POST", "/v1/messages", body, {"X-Claude-Code-Session-Id": self.hint})
+            headers = {"X-Claude-Code-Session-Id": self.hint}
+            if route_header:
+                headers["X-DS4-Route-Key"] = self.name
+            status, raw = http(port, "POST", "/v1/messages", body, headers)
             if status != 200:
                 raise SystemExit("FAIL: %s turn %d: %d %s" % (self.name, self.turn, status, raw[:300]))
             r = json.loads(raw)
@@ -134,7 +142,8 @@ class Conversation:
                     "messages": [{"role": "system", "content": self.system()}] + self.messages}
             if self.hint:
                 body["prompt_cache_key"] = self.hint
-            status, raw = http(port, "POST", "/v1/chat/completions", body)
+            headers = {"X-DS4-Route-Key": self.name} if route_header else {}
+            status, raw = http(port, "POST", "/v1/chat/completions", body, headers)
             if status != 200:
                 raise SystemExit("FAIL: %s turn %d: %d %s" % (self.name, self.turn, status, raw[:300]))
             r = json.loads(raw)
@@ -145,7 +154,7 @@ class Conversation:
         return prompt, cached
 
 
-def affinity(port, tag, turns, seed):
+def affinity(port, tag, turns, seed, route_header=False):
     convs = [Conversation("%s-a" % tag, "chat", "%s-key-a" % tag), Conversation("%s-b" % tag, "chat", "%s-key-b" % tag),
              Conversation("%s-c" % tag, "messages", "%s-session-c" % tag),
              Conversation("%s-d" % tag, "messages", "%s-session-d" % tag),
@@ -157,12 +166,27 @@ def affinity(port, tag, turns, seed):
         order = list(convs)
         rng.shuffle(order)
         for c in order:
-            prompt, cached = c.ask(port)
+            prompt, cached = c.ask(port, route_header=route_header)
             if turn > 0:  # follow-up turns only
                 prompt_sum += prompt
                 cached_sum += cached
                 per_turn.append(cached / prompt)
     return cached_sum / prompt_sum, min(per_turn)
+
+
+def haproxy_config(shipped, port, replica_ports, path):
+    """The shipped configuration with loopback addresses and no system-wide settings."""
+    with open(shipped) as f:
+        text = f.read()
+    text = re.sub(r"(?m)^\s*(user|group|daemon|log|option httplog).*\n", "", text)
+    text = text.replace("bind 127.0.0.1:8080", "bind 127.0.0.1:%d" % port)
+    servers = re.findall(r"(?m)^\s*server .*$", text)
+    if len(servers) != len(replica_ports):
+        raise SystemExit("FAIL: the shipped HAProxy configuration lists %d servers" % len(servers))
+    for line, p in zip(servers, replica_ports):
+        text = text.replace(line, re.sub(r"\S+:\d+", "127.0.0.1:%d" % p, line, count=1))
+    with open(path, "w") as f:
+        f.write(text)
 
 
 def stream_chat(port, session, results, lock, stop):
@@ -204,9 +228,10 @@ def stream_chat(port, session, results, lock, stop):
 
 
 def main():
-    if len(sys.argv) != 3:
+    if len(sys.argv) not in (3, 4):
         raise SystemExit(__doc__)
     exe, model = sys.argv[1], sys.argv[2]
+    shipped_cfg = sys.argv[3] if len(sys.argv) == 4 else None
     started = time.time()
     workdir = tempfile.mkdtemp(prefix="ds4d-scale-out-")
     ports = [free_port() for _ in range(3)]
@@ -238,6 +263,23 @@ def main():
         if hash_share <= rr_share:
             raise SystemExit("FAIL: hashing (%.1f%%) does not beat round robin (%.1f%%)" % (100 * hash_share,
                                                                                            100 * rr_share))
+
+        haproxy = shutil.which("haproxy") or ("/usr/sbin/haproxy" if os.path.exists("/usr/sbin/haproxy") else None)
+        if shipped_cfg and haproxy:
+            hp_port = free_port()
+            cfg = os.path.join(workdir, "haproxy.cfg")
+            haproxy_config(shipped_cfg, hp_port, ports, cfg)
+            hp = Daemon(haproxy, workdir, "haproxy", ["-db", "-f", cfg])
+            everyone.append(hp)
+            hp.start()
+            wait_healthy(hp_port, "haproxy")
+            hp_share, hp_min = affinity(hp_port, "haproxy", turns, seed=7, route_header=True)
+            hp.kill(signal.SIGTERM)
+            print("  HAProxy hashing on X-DS4-Route-Key:  %.1f%% (lowest turn %.1f%%)" % (100 * hp_share, 100 * hp_min))
+            if hp_share < 0.90:
+                raise SystemExit("FAIL: behind HAProxy %.1f%% came from cache, below 90%%" % (100 * hp_share))
+        else:
+            print("  HAProxy: SKIP (haproxy is not installed)")
 
         # kill -9 of one replica under streaming load.
         results, lock, stop = [], threading.Lock(), threading.Event()
