@@ -189,15 +189,17 @@ def haproxy_config(shipped, port, replica_ports, path):
         f.write(text)
 
 
-def stream_chat(port, session, results, lock, stop):
-    """Streams requests until `stop`; records (got_data, ended_well, finish, error) per request."""
+def stream_chat(port, session, results, lock, stop, max_tokens=48, first_data=None, extra=None):
+    """Streams requests until `stop` (one when `first_data` is given, which is set at its first data
+    event); records (got_data, saw_done, finish_reason, error) per request."""
     n = 0
     while not stop.is_set():
         n += 1
-        body = {"model": "ds4", "max_tokens": 48, "temperature": 0.7, "seed": n, "stream": True,
+        body = {"model": "ds4", "max_tokens": max_tokens, "temperature": 0.7, "seed": n, "stream": True,
                 "thinking": False, "prompt_cache_key": "%s" % session,
                 "messages": [{"role": "system", "content": SYSTEM},
                              {"role": "user", "content": "Request %d of %s: write a long story." % (n, session)}]}
+        body.update(extra or {})
         got_data, done, finish, error = False, False, None, None
         try:
             req = urllib.request.Request("http://127.0.0.1:%d/v1/chat/completions" % port,
@@ -214,6 +216,8 @@ def stream_chat(port, session, results, lock, stop):
                         break
                     ev = json.loads(payload)
                     got_data = True
+                    if first_data is not None:
+                        first_data.set()
                     if "error" in ev:
                         error = ev["error"]
                     for ch in ev.get("choices", []):
@@ -225,6 +229,9 @@ def stream_chat(port, session, results, lock, stop):
             error = "transport: %r" % e
         with lock:
             results.append((got_data, done, finish, error))
+        if first_data is not None:
+            first_data.set()
+            return
 
 
 def main():
@@ -281,21 +288,41 @@ def main():
         else:
             print("  HAProxy: SKIP (haproxy is not installed)")
 
-        # kill -9 of one replica under streaming load.
+        # kill -9 of one replica under streaming load. One long stream runs first, alone: the node
+        # with a job in flight is its node, the one to kill, so that a stream is cut for sure.
         results, lock, stop = [], threading.Lock(), threading.Event()
+        long_result = []
+        first_data = threading.Event()
+        _, raw = http(gw_port, "POST", "/tokenize", {"content": "<｜end▁of▁sentence｜>"})
+        no_eos = {"logit_bias": {str(json.loads(raw)["tokens"][0]): -100}}  # it must still run at the kill
+        long_stream = threading.Thread(target=stream_chat, args=(gw_port, "long", long_result, lock, threading.Event(),
+                                                                 2000, first_data, no_eos))
+        long_stream.start()
+        if not first_data.wait(120):
+            raise SystemExit("FAIL: the long stream sent no data")
+        _, raw = http(gw_port, "GET", "/health")
+        busy = [u["url"] for u in json.loads(raw)["upstreams"] if u["inflight"] > 0]
+        if len(busy) != 1:
+            raise SystemExit("FAIL: expected one upstream with the long stream in flight: %s" % raw)
+        dead = busy[0]
+        victim = [r for r, p in zip(replicas, ports) if "http://127.0.0.1:%d" % p == dead][0]
         clients = [threading.Thread(target=stream_chat, args=(gw_port, "load-%d" % i, results, lock, stop))
                    for i in range(9)]
         for c in clients:
             c.start()
         time.sleep(4)
-        replicas[0].kill()
+        victim.kill()
         killed_at = len(results)
         time.sleep(3)
         stop.set()
-        for c in clients:
+        for c in clients + [long_stream]:
             c.join(timeout=180)
-        if any(c.is_alive() for c in clients):
+        if any(c.is_alive() for c in clients + [long_stream]):
             raise SystemExit("FAIL: a streaming client hangs after the kill")
+        got_data, done, finish, error = long_result[0]
+        print("the stream cut by the kill ended with finish_reason %r, [DONE] %s, error %r" % (finish, done, error))
+        if not (got_data and done and finish == "error"):
+            raise SystemExit("FAIL: the stream whose node died did not end cleanly with an error: %r" % long_result)
         failed_before_data = [r for r in results if r[3] and not r[0]]
         torn = [r for r in results if not r[1]]
         cut = [r for r in results if r[0] and r[2] == "error"]
@@ -313,13 +340,12 @@ def main():
             raise SystemExit("FAIL: no request completed after the kill")
         health = wait_healthy(gw_port, "gateway after the kill")
         states = {u["url"]: u["state"] for u in health["upstreams"]}
-        dead = "http://127.0.0.1:%d" % ports[0]
         if states[dead] == "up":
             raise SystemExit("FAIL: the killed replica is still reported up: %r" % health)
 
         # The replica comes back: marked up, and it takes jobs again.
-        replicas[0].start()
-        wait_healthy(ports[0], "restarted replica")
+        victim.start()
+        wait_healthy(ports[replicas.index(victim)], "restarted replica")
         wait_healthy(gw_port, "gateway with the replica back",
                      lambda h: {u["url"]: u["state"] for u in h["upstreams"]}[dead] == "up")
 
