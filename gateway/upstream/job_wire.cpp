@@ -100,9 +100,9 @@ std::string from_hex(std::string_view hex) {
 
 std::optional<serving::FinishReason> finish_reason_from_name(std::string_view name) {
   using serving::FinishReason;
-  for (FinishReason r : {FinishReason::eos, FinishReason::stop_sequence, FinishReason::consumer_stop,
-                         FinishReason::max_tokens, FinishReason::context_full, FinishReason::cancelled,
-                         FinishReason::timeout, FinishReason::error})
+  for (FinishReason r :
+       {FinishReason::eos, FinishReason::stop_sequence, FinishReason::consumer_stop, FinishReason::max_tokens,
+        FinishReason::context_full, FinishReason::cancelled, FinishReason::timeout, FinishReason::error})
     if (name == serving::finish_reason_name(r)) return r;
   return std::nullopt;
 }
@@ -215,14 +215,10 @@ serving::GenerationJob job_from_wire(const json::value& body, std::shared_ptr<co
 }
 
 json::object usage_to_wire(const serving::GenerationUsage& u) {
-  return json::object{{"prompt_tokens", u.prompt_tokens},
-                      {"cached_tokens", u.cached_tokens},
-                      {"completion_tokens", u.completion_tokens},
-                      {"cache", serving::cache_outcome_name(u.cache)},
-                      {"queue_seconds", u.queue_seconds},
-                      {"prefill_seconds", u.prefill_seconds},
-                      {"decode_seconds", u.decode_seconds},
-                      {"drafted_tokens", u.drafted_tokens},
+  return json::object{{"prompt_tokens", u.prompt_tokens},         {"cached_tokens", u.cached_tokens},
+                      {"completion_tokens", u.completion_tokens}, {"cache", serving::cache_outcome_name(u.cache)},
+                      {"queue_seconds", u.queue_seconds},         {"prefill_seconds", u.prefill_seconds},
+                      {"decode_seconds", u.decode_seconds},       {"drafted_tokens", u.drafted_tokens},
                       {"accepted_tokens", u.accepted_tokens}};
 }
 

@@ -27,9 +27,7 @@ class TokenizerBackend final : public serving::EngineBackend {
   size_t context_length() const override { return context_length_; }
   size_t vocab_size() const override { return tokenizer_.vocab_size(); }
   std::vector<serving::Token> encode(std::string_view text) const override { return tokenizer_.encode(text); }
-  std::vector<serving::Token> encode_plain(std::string_view text) const override {
-    return tokenizer_.encode_raw(text);
-  }
+  std::vector<serving::Token> encode_plain(std::string_view text) const override { return tokenizer_.encode_raw(text); }
   std::vector<serving::Token> encode_prompt(std::string_view text,
                                             std::span<const std::pair<size_t, size_t>> plain) const override {
     return tokenizer_.encode_with_plain(text, plain);

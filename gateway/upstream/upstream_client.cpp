@@ -32,7 +32,8 @@ UpstreamUrl parse_upstream_url(std::string_view url) {
   if (u.host.size() > 2 && u.host.front() == '[' && u.host.back() == ']') u.host = u.host.substr(1, u.host.size() - 2);
   u.port = std::string(rest.substr(colon + 1));
   for (char c : u.port)
-    if (c < '0' || c > '9') throw std::invalid_argument("upstream '" + std::string(url) + "': the port is not a number");
+    if (c < '0' || c > '9')
+      throw std::invalid_argument("upstream '" + std::string(url) + "': the port is not a number");
   u.text = std::string(url.substr(0, scheme.size() + rest.size()));
   return u;
 }

@@ -41,8 +41,8 @@ UpstreamPool::UpstreamPool(PoolConfig config, serving::Metrics& metrics)
     nodes_.push_back(std::move(n));
   }
   auto& r = metrics_.registry();
-  up_ = &r.gauge("ds4d_upstream_up", "1 while the upstream engine answers its health check (gateway mode)",
-                 {"upstream"});
+  up_ =
+      &r.gauge("ds4d_upstream_up", "1 while the upstream engine answers its health check (gateway mode)", {"upstream"});
   requests_ = &r.counter("ds4d_upstream_requests_total",
                          "jobs per upstream engine by outcome: ok, failover (moved to the next node before "
                          "streaming), lost (the node failed mid-stream), refused, error, cancelled",
@@ -66,14 +66,14 @@ EngineInfo UpstreamPool::check(uint64_t fingerprint, std::chrono::milliseconds w
     for (size_t i = 0; i < nodes_.size(); ++i) {
       try {
         HttpAnswer a = http_get(nodes_[i].url, "/engine/info", config_.health_timeout);
-        if (a.status != 200) throw std::runtime_error(nodes_[i].url.text + ": /engine/info answered " +
-                                                      std::to_string(a.status));
+        if (a.status != 200)
+          throw std::runtime_error(nodes_[i].url.text + ": /engine/info answered " + std::to_string(a.status));
         EngineInfo info = parse_engine_info(a.body);
         if (info.vocab_fingerprint != fingerprint)
-          throw std::invalid_argument(fmt::format(
-              "{}: its vocabulary (fingerprint {:016x}, {} tokens) is not the one of engine.tokenizer "
-              "(fingerprint {:016x}); give the GGUF the upstream serves",
-              nodes_[i].url.text, info.vocab_fingerprint, info.vocab_size, fingerprint));
+          throw std::invalid_argument(
+              fmt::format("{}: its vocabulary (fingerprint {:016x}, {} tokens) is not the one of engine.tokenizer "
+                          "(fingerprint {:016x}); give the GGUF the upstream serves",
+                          nodes_[i].url.text, info.vocab_fingerprint, info.vocab_size, fingerprint));
         mark(i, true, "up");
         if (!first) first = info;
       } catch (const std::invalid_argument& e) {
@@ -84,8 +84,7 @@ EngineInfo UpstreamPool::check(uint64_t fingerprint, std::chrono::milliseconds w
       }
     }
     if (first) return *first;
-    if (Clock::now() >= until)
-      throw std::runtime_error("no upstream engine answered /engine/info" + errors);
+    if (Clock::now() >= until) throw std::runtime_error("no upstream engine answered /engine/info" + errors);
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
 }
@@ -300,7 +299,8 @@ void UpstreamPool::run_job(serving::GenerationJob job) {
     }
   }
   result.finish = job.cancelled->load() ? serving::FinishReason::cancelled : serving::FinishReason::error;
-  if (result.finish == serving::FinishReason::error) result.error = "no upstream engine could take the job: " + last_error;
+  if (result.finish == serving::FinishReason::error)
+    result.error = "no upstream engine could take the job: " + last_error;
   job.sink->on_finished(result);
 }
 
