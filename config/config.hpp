@@ -36,6 +36,12 @@ struct Config {
   } model;
   struct Engine {
     cuda::Backend backend = cuda::Backend::Automatic;  // auto | cpu | cuda (engine/cuda/backend_choice.hpp)
+    // Gateway mode (docs/scale-out.md): comma list of upstream ds4d engines (http://HOST:PORT);
+    // empty: the model runs here.
+    std::string upstreams;
+    std::string tokenizer;           // gateway mode: a GGUF whose tokenizer the upstreams use
+    std::string routing = "hash";    // hash (route key, consistent) | round_robin (a baseline)
+    uint32_t upstream_wait_s = 120;  // at start, how long to wait for an upstream to answer
   } engine;
   struct Server {
     std::string host = "127.0.0.1";

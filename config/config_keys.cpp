@@ -152,6 +152,22 @@ std::vector<ConfigKey> build() {
         c.engine.backend = cuda::parse_backend(choice(v, {"auto", "cpu", "cuda"}));
       },
       [](const Config& c) { return std::string(cuda::backend_name(c.engine.backend)); }, KeyScope::Daemon, "--backend");
+  b.add(
+      "engine.upstreams", "URL,...",
+      "gateway mode: upstream ds4d engines (http://HOST:PORT, comma list; the flag repeats); empty: run the model here",
+      [](Config& c, const std::string& v) { c.engine.upstreams = v; },
+      [](const Config& c) { return c.engine.upstreams; }, KeyScope::Daemon, "--upstream");
+  b.keys.back().repeatable = true;
+  b.add("engine.tokenizer", "path", "gateway mode: a GGUF with the upstreams' tokenizer (checked against them)",
+        STR(engine.tokenizer), KeyScope::Daemon, "--tokenizer");
+  b.add(
+      "engine.routing", "hash|round_robin", "gateway mode: how jobs pick an upstream (round_robin: a baseline)",
+      [](Config& c, const std::string& v) {
+        c.engine.routing = choice(v, {"hash", "round_robin"});
+      },
+      [](const Config& c) { return c.engine.routing; }, KeyScope::Daemon);
+  b.add("engine.upstream_wait_s", "seconds", "gateway mode: how long the start waits for an upstream to answer",
+        UINT(engine.upstream_wait_s, 86400), KeyScope::Daemon);
   // [server]
   b.add("server.host", "address", "HTTP bind address", STR(server.host), KeyScope::Daemon, "--host");
   b.add("server.port", "port", "HTTP port", UINT(server.port, 65535), KeyScope::Daemon, "--port");

@@ -19,6 +19,7 @@ struct ConfigKey {
   std::string type;   // "bytes", "integer", "path", ...
   std::string help;
   KeyScope scope = KeyScope::Both;
+  bool repeatable = false;  // the flag may be given more than once: the values join with commas
   // Parses text into the config; throws std::invalid_argument with a message naming the problem
   // (the caller adds where the text came from).
   std::function<void(Config&, const std::string&)> set;

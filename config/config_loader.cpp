@@ -73,6 +73,7 @@ ConfigLoader::ConfigLoader(CLI::App& app, KeyScope scope) : scope_(scope) {
                                     k.help + " [" + k.path + ", " + k.env + ", default " +
                                         (def.empty() ? std::string("unset") : "'" + def + "'") + "]");
     o->type_name(k.type);
+    if (k.repeatable) o->delimiter(',')->multi_option_policy(CLI::MultiOptionPolicy::Join);
     o->group(section + " options");
     bound_.push_back({&k, o, &storage_.back()});
   }

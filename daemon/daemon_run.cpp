@@ -20,6 +20,7 @@
 #include "config/drafter_spec.hpp"
 #include "config/memory_budget.hpp"
 #include "daemon/drafter_check.hpp"
+#include "daemon/gateway_mode.hpp"
 #include "daemon/heartbeat_backend.hpp"
 #include "daemon/http_server_config.hpp"
 #include "daemon/memory_watch.hpp"
@@ -100,6 +101,27 @@ void load_model(const config::Config& cfg, serving::Service& service, std::share
   out.pin = std::move(pin);
 }
 
+// Gateway mode: the tokenizer and the upstreams instead of the model (gateway_mode.hpp).
+void load_upstreams(const config::Config& cfg, serving::Service& service, upstream::UpstreamPool& pool,
+                    LoadOutcome& out) {
+  int code = 0;
+  std::string error, id;
+  try {
+    auto backend = connect_upstreams(cfg, pool);
+    id = backend->model_id();
+    service.set_backend(std::move(backend));
+  } catch (const std::exception& e) {
+    code = config::kExitConfigError;
+    error = e.what();
+    service.set_load_failed(error);
+  }
+  std::lock_guard lock(out.mu);
+  out.done = true;
+  out.exit_code = code;
+  out.error = error;
+  out.model_id = id;
+}
+
 // The configuration with its `auto` budgets (context, hot cache, floor) sized by the same plan
 // the supervisor checked before launching us (config/memory_budget.hpp). nullopt: the plan
 // could not be made although a budget needed it (the error is logged).
@@ -147,7 +169,14 @@ int run_daemon(const config::Config& given) {
     notifier.status(std::string("Failed: ") + e.what());
     return config::kExitConfigError;
   }
-  const std::optional<config::Config> planned = with_budgets(given);
+  std::optional<config::Config> planned;
+  try {
+    planned = gateway_mode(given) ? gateway_config(given) : with_budgets(given);
+  } catch (const std::exception& e) {
+    spdlog::error("{}", e.what());
+    notifier.status(std::string("Failed: ") + e.what());
+    return config::kExitConfigError;
+  }
   if (!planned) {
     notifier.status("Failed: the memory plan could not be made (see the log)");
     return config::kExitConfigError;
@@ -176,6 +205,16 @@ int run_daemon(const config::Config& given) {
     sc.drafter = serving::make_ngram_drafter();
     sc.speculation_k = cfg.speculation.k;
     spdlog::info("speculative decoding: ngram drafter, k = {}", cfg.speculation.k);
+  }
+  std::shared_ptr<upstream::UpstreamPool> pool;
+  if (gateway_mode(cfg)) {
+    try {
+      sc.remote = pool = make_upstream_pool(cfg, metrics);
+    } catch (const std::exception& e) {
+      spdlog::error("{}", e.what());
+      notifier.status(std::string("Failed: ") + e.what());
+      return config::kExitConfigError;
+    }
   }
   serving::Service service(sc, metrics);
 
@@ -215,8 +254,12 @@ int run_daemon(const config::Config& given) {
   auto heartbeat = std::make_shared<WorkerHeartbeat>();
   std::atomic<double> progress{0};
   LoadOutcome outcome;
-  spdlog::info("loading {} (pin {})", cfg.model.path, config::pin_mode_name(cfg.model.pin));
-  std::thread loader([&] { load_model(cfg, service, heartbeat, progress, outcome); });
+  if (pool) spdlog::info("gateway mode: connecting to {}", cfg.engine.upstreams);
+  else spdlog::info("loading {} (pin {})", cfg.model.path, config::pin_mode_name(cfg.model.pin));
+  std::thread loader([&] {
+    if (pool) load_upstreams(cfg, service, *pool, outcome);
+    else load_model(cfg, service, heartbeat, progress, outcome);
+  });
 
   const auto watchdog = notifier.watchdog_interval();
   const auto tick = watchdog ? std::max<std::chrono::microseconds>(*watchdog / 4, std::chrono::milliseconds(100))

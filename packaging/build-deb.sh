@@ -53,6 +53,9 @@ cp "$src_root/units/ds4d.tmpfiles" "$pkg_src/debian/ds4d.tmpfiles"
 cp -r "$DS4D_MAN_DIR" "$pkg_src/man"
 mkdir -p "$pkg_src/conf"
 cp "$src_root/units/ds4d.toml" "$pkg_src/conf/ds4d.toml"
+# Gateway mode and the HAProxy configuration for replicas (docs/scale-out.md): shipped, not enabled.
+cp "$src_root/units/ds4d-gateway.service" "$src_root/units/gateway.toml" "$pkg_src/conf/"
+cp "$here/haproxy/ds4d-replicas.cfg" "$pkg_src/conf/haproxy-ds4d-replicas.cfg"
 cat > "$pkg_src/debian/artifacts.mk" <<EOF
 DS4D_DAEMON := $DS4D_DAEMON
 DS4D_SUPERVISOR := $DS4D_SUPERVISOR

@@ -6,6 +6,7 @@
 //   completion_endpoint.cpp POST /v1/completions
 //   messages_endpoint.cpp  POST /v1/messages (Anthropic)
 //   responses_endpoint.cpp POST /v1/responses (OpenAI Responses)
+//   engine_endpoint.cpp    GET /engine/info, POST /engine/generate (token level, for gateways)
 // The model endpoints share one submit/streaming path: turn_submit.hpp, turn_stream.hpp.
 #include "gateway/transport/router.hpp"
 #include "gateway/transport/server.hpp"
@@ -31,5 +32,6 @@ void add_chat_endpoint(Router& router, EndpointEnv env);
 void add_completion_endpoint(Router& router, EndpointEnv env);
 void add_messages_endpoint(Router& router, EndpointEnv env);
 void add_responses_endpoint(Router& router, EndpointEnv env);
+void add_engine_endpoints(Router& router, EndpointEnv env);
 
 }  // namespace ds4::http

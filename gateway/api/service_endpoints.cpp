@@ -5,7 +5,9 @@
 // while it loads ({"status":"loading","progress":0.42}), 503 {"status":"failed"} if loading
 // failed, {"status":"stopping"} during shutdown, and 503 {"status":"degraded","reason":"..."}
 // while the admission gate (the daemon's memory floor) refuses new work. A ready answer carries the prefix cache's
-// state when it is configured ({"cache":{warm_sessions, warm_bytes, disk_checkpoints, disk_bytes, disk_error?}}).
+// state when it is configured ({"cache":{warm_sessions, warm_bytes, disk_checkpoints, disk_bytes, disk_error?}}),
+// and in gateway mode each upstream engine ({"upstreams":[{url, state, inflight, error?}]}; 503
+// "degraded" while none is up).
 // /health/live is liveness: 200 whenever the
 // process answers HTTP at all. Both are public (no API key) so that probes need no secret.
 // /metrics is the Prometheus text exposition of the ds4d_* series.
@@ -36,6 +38,15 @@ void add_service_endpoints(Router& router, EndpointEnv env) {
             // checkpoints), but the reason is shown.
             json::object o{{"status", "ok"}};
             const auto& sc = service.config();
+            // Gateway mode: each upstream engine's state; not ready while none is up.
+            if (sc.remote) {
+              o["upstreams"] = json::parse(sc.remote->status_json());
+              if (!sc.remote->available()) {
+                o["status"] = "degraded";
+                o["reason"] = "no upstream engine is up";
+                return Reply::json(503, std::move(o));
+              }
+            }
             if (sc.hot_bytes == 0 && (sc.cache_dir.empty() || sc.disk_bytes == 0))
               return Reply::json(200, std::move(o));
             const auto stats = service.cache_stats();
@@ -93,6 +104,7 @@ void add_endpoints(Router& router, EndpointEnv env) {
   add_completion_endpoint(router, env);
   add_messages_endpoint(router, env);
   add_responses_endpoint(router, env);
+  add_engine_endpoints(router, env);
 }
 
 }  // namespace ds4::http

@@ -299,6 +299,11 @@ AnthropicRequest parse_anthropic_request(const json::value& body) {
     }
   }
   if (const auto* v = present(obj, "stream")) chat.stream = bool_field(*v, "stream");
+  // metadata.user_id names the caller: the session hint (warm sessions, the gateway's route key,
+  // docs/scale-out.md §routing) unless the X-Claude-Code-Session-Id header gives one.
+  if (const auto* m = present(obj, "metadata"); m && m->is_object())
+    if (const auto* id = m->get_object().if_contains("user_id"); id && id->is_string())
+      chat.session_hint = std::string(id->get_string());
   return out;
 }
 

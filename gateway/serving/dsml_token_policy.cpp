@@ -2,6 +2,7 @@
 #include "gateway/serving/dsml_token_policy.hpp"
 
 #include <algorithm>
+#include <boost/json.hpp>
 #include <cmath>
 #include <stdexcept>
 
@@ -112,8 +113,16 @@ std::shared_ptr<DsmlTokenPolicy> chat_tool_policy(std::shared_ptr<const EngineBa
       throw protocol::RequestError("tool_choice", "tool_choice names the function '" + forced.function +
                                                       "', which is not among the request's tools");
   }
-  return std::make_shared<DsmlTokenPolicy>(std::move(backend), thinking_started, std::move(forced),
-                                           protocol::declared_tools(tools));
+  boost::json::array tool_list(tools.begin(), tools.end());
+  boost::json::object spec{{"kind", "tools"},
+                           {"thinking_started", thinking_started},
+                           {"required", forced.required},
+                           {"function", forced.function},
+                           {"tools", std::move(tool_list)}};
+  auto policy = std::make_shared<DsmlTokenPolicy>(std::move(backend), thinking_started, std::move(forced),
+                                                  protocol::declared_tools(tools));
+  policy->spec = boost::json::serialize(spec);
+  return policy;
 }
 
 }  // namespace ds4::serving

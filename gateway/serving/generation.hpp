@@ -117,6 +117,11 @@ class TokenPolicy {
   // a schema: json_constraint.hpp); next_token() masks the others out before choose().
   virtual bool restricts() const { return false; }
   virtual bool admits(Token /*token*/) const { return true; }
+
+  // How to build this policy again elsewhere, as JSON text (set by the factories; empty: it
+  // cannot be): an upstream engine rebuilds it from this, so a job served through the gateway
+  // is constrained exactly as a local one (gateway/upstream/job_wire.hpp).
+  std::string spec;
 };
 
 using CancelFlag = std::shared_ptr<std::atomic<bool>>;

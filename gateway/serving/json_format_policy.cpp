@@ -1,6 +1,7 @@
 // response_format by constrained decoding. See json_format_policy.hpp.
 #include "gateway/serving/json_format_policy.hpp"
 
+#include <boost/json.hpp>
 #include <stdexcept>
 
 namespace ds4::serving {
@@ -49,7 +50,11 @@ std::shared_ptr<TokenPolicy> response_format_policy(std::shared_ptr<const Engine
   if (output.format == F::Text) return nullptr;
   protocol::JsonConstraint constraint =
       output.format == F::JsonObject ? protocol::JsonConstraint::any_object() : protocol::JsonConstraint(output.schema);
-  return std::make_shared<JsonFormatPolicy>(std::move(backend), thinking_started, std::move(constraint));
+  auto policy = std::make_shared<JsonFormatPolicy>(std::move(backend), thinking_started, std::move(constraint));
+  boost::json::object spec{{"kind", "json"}, {"thinking_started", thinking_started}};
+  spec["schema"] = output.format == F::JsonObject || !output.schema ? boost::json::value(nullptr) : *output.schema;
+  policy->spec = boost::json::serialize(spec);
+  return policy;
 }
 
 }  // namespace ds4::serving

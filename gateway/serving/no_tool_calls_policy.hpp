@@ -22,7 +22,10 @@ namespace ds4::serving {
 class NoToolCallsPolicy final : public TokenPolicy {
  public:
   // `thinking_started`: the prompt ends with "<think>" (the output starts in reasoning).
-  explicit NoToolCallsPolicy(bool thinking_started) : reasoning_(thinking_started) {}
+  explicit NoToolCallsPolicy(bool thinking_started) : reasoning_(thinking_started) {
+    spec = thinking_started ? R"({"kind":"no_tools","thinking_started":true})"
+                            : R"({"kind":"no_tools","thinking_started":false})";
+  }
 
   std::optional<Token> choose(std::span<const float>) override { return std::nullopt; }
   void accepted(Token, std::string_view bytes) override { feed(reasoning_, tail_, bytes); }

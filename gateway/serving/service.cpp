@@ -89,8 +89,10 @@ void Service::set_backend(std::shared_ptr<EngineBackend> backend) {
     cache_.open(*backend_);
     state_ = ServiceState::Ready;
     progress_ = 1;
-    worker_ = std::thread([this] { worker_main(); });
-    ticker_ = std::thread([this] { ticker_main(); });
+    if (!config_.remote) {  // gateway mode has no local worker
+      worker_ = std::thread([this] { worker_main(); });
+      ticker_ = std::thread([this] { ticker_main(); });
+    }
   }
   metrics_.set_load_progress_ratio(1);
   metrics_.set_model_loaded(true);
@@ -169,6 +171,7 @@ std::optional<Refusal> Service::submit(GenerationJob job) {
       return Refusal{503, "memory_floor", "not enough free memory to start new work: " + *reason, config_.retry_after};
     }
   }
+  if (config_.remote) return config_.remote->submit(std::move(job));
   std::deque<Queued> gone;  // finished outside the lock
   std::optional<Refusal> refusal;
   {
@@ -211,6 +214,7 @@ void Service::stop(std::chrono::milliseconds drain) {
     metrics_.set_queue_depth(0);
   }
   for (auto& q : dropped) finish_unrun(q, FinishReason::Cancelled, "the server is shutting down");
+  if (config_.remote) config_.remote->stop(drain);
   {
     std::unique_lock lock(mu_);
     if (!idle_cv_.wait_for(lock, drain, [&] { return !running_; }) && running_cancel_) running_cancel_->store(true);

@@ -33,6 +33,8 @@
 
 namespace ds4::serving {
 
+class JobRunner;
+
 struct ServiceConfig {
   size_t max_queued_jobs = 8;           // waiting jobs, not counting the running one
   std::chrono::seconds retry_after{2};  // Retry-After on 429
@@ -54,6 +56,9 @@ struct ServiceConfig {
   // one step verifies (0: none). Used by the worker thread only.
   std::shared_ptr<Drafter> drafter;
   size_t speculation_k = 0;
+  // Gateway mode (docs/scale-out.md): jobs run on upstream engines instead of a local worker;
+  // the backend then only tokenizes. Null: the local worker runs them.
+  std::shared_ptr<JobRunner> remote;
 };
 
 struct Refusal {
@@ -61,6 +66,20 @@ struct Refusal {
   std::string code;  // "loading", "queue_full", "memory_floor", "shutting_down", "load_failed"
   std::string message;
   std::chrono::seconds retry_after{0};  // 0: no Retry-After header
+};
+
+// Runs jobs somewhere else (gateway/upstream/upstream_pool.hpp): the same contract as
+// Service::submit (the sink hears the rest, exactly one on_finished) on the runner's threads.
+class JobRunner {
+ public:
+  virtual ~JobRunner() = default;
+  virtual std::optional<Refusal> submit(GenerationJob job) = 0;
+  // Refuse new jobs, give running ones `drain`, then cancel them and wait for their ends.
+  virtual void stop(std::chrono::milliseconds drain) = 0;
+  // Whether any engine can take a job now (/health is 503 when none can), and a JSON array
+  // describing each one for /health.
+  virtual bool available() const = 0;
+  virtual std::string status_json() const = 0;
 };
 
 enum class ServiceState { Loading, Ready, Failed, Stopping };

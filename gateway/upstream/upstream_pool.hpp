@@ -1,0 +1,102 @@
+#pragma once
+// UpstreamPool: gateway mode's JobRunner. Jobs the local gateway rendered and tokenized run on
+// upstream ds4d engines over the engine protocol (job_wire.hpp); what their sinks hear is what
+// a local worker would have told them. docs/scale-out.md §routing.
+//
+//  * Routing: each job's route key (route_key.hpp) ranks the nodes by rendezvous hashing (or,
+//    as a baseline, round robin); the key goes along in X-DS4-Route-Key.
+//  * Failover: a node that cannot be reached, refuses (429/503) or breaks before the prompt is
+//    in (before the client saw a byte) hands the job to the next node in the ranking. A node
+//    lost after that ends the job with FinishReason::Error, which each API turns into its own
+//    error event; the node is marked down.
+//  * Health: a thread polls every node's GET /engine/info; a node is up while it answers 200
+//    with the gateway's vocabulary fingerprint. A draining node (stopping: 503) gets no new jobs
+//    and finishes the ones it has. A node with another vocabulary is never used.
+//  * Each job runs on its own thread (the upstream queues); stop() cancels and joins them.
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gateway/serving/metrics.hpp"
+#include "gateway/serving/service.hpp"
+#include "gateway/upstream/upstream_client.hpp"
+
+namespace ds4::upstream {
+
+enum class Routing { Hash, RoundRobin };
+
+struct PoolConfig {
+  std::vector<std::string> urls;  // http://HOST:PORT each
+  Routing routing = Routing::Hash;
+  std::chrono::milliseconds health_interval{1000};
+  std::chrono::milliseconds connect_timeout{2000};
+  std::chrono::milliseconds health_timeout{2000};
+};
+
+// What GET /engine/info said.
+struct EngineInfo {
+  std::string model_id;
+  size_t vocab_size = 0, context_length = 0;
+  uint64_t vocab_fingerprint = 0;
+};
+EngineInfo parse_engine_info(const std::string& body);  // throws std::runtime_error
+
+class UpstreamPool final : public serving::JobRunner {
+ public:
+  // Throws std::invalid_argument for a malformed or repeated URL, or none.
+  UpstreamPool(PoolConfig config, serving::Metrics& metrics);
+  ~UpstreamPool() override;
+
+  // The start check: asks every node for /engine/info until one answers or `wait` passes, and
+  // returns the first answer. Throws std::runtime_error when a node reports a vocabulary other
+  // than `fingerprint` (the gateway's tokenizer does not match it) or when none answered.
+  EngineInfo check(uint64_t fingerprint, std::chrono::milliseconds wait);
+  // Starts the health checks; `tokenizer` gives the user-turn token for route keys.
+  void start(std::shared_ptr<const serving::EngineBackend> tokenizer);
+
+  std::optional<serving::Refusal> submit(serving::GenerationJob job) override;
+  void stop(std::chrono::milliseconds drain) override;
+  bool available() const override;
+  std::string status_json() const override;
+
+ private:
+  struct Node {
+    UpstreamUrl url;
+    bool up = false, incompatible = false;
+    std::string state = "unknown", last_error;
+    size_t inflight = 0;
+  };
+  struct Running {
+    std::shared_ptr<StreamCall> call;
+    serving::CancelFlag cancelled;
+    std::chrono::steady_clock::time_point deadline;
+  };
+  void run_job(serving::GenerationJob job);
+  std::vector<size_t> ranking(const std::string& key);
+  void mark(size_t node, bool up, std::string state, std::string error = {});
+  void health_main();
+  void probe(size_t node);
+
+  PoolConfig config_;
+  serving::Metrics& metrics_;
+  uint64_t fingerprint_ = 0;
+  serving::Token user_token_ = -1;
+  std::vector<std::string> names_;  // node URLs, for ranking
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<Node> nodes_;
+  std::list<Running> running_;
+  size_t jobs_ = 0;  // job threads alive
+  size_t next_ = 0;  // round robin
+  bool stopping_ = false;
+  std::thread health_;
+  serving::MetricFamily *up_, *requests_, *inflight_;
+};
+
+}  // namespace ds4::upstream
