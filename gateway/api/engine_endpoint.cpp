@@ -14,8 +14,8 @@
 
 #include "gateway/api/endpoint_support.hpp"
 #include "gateway/api/endpoints.hpp"
-#include "gateway/transport/response_channel.hpp"
 #include "gateway/serving/service.hpp"
+#include "gateway/transport/response_channel.hpp"
 #include "gateway/upstream/job_wire.hpp"
 #include "gateway/upstream/vocab_fingerprint.hpp"
 
