@@ -1,16 +1,7 @@
-// Conversion throughput, measured side by side in one run (run under `nice -n 10`):
-//   1. per target type, quantized weights/s of 4096-wide rows (the release's expert and dense
-//      row width) on 1 and on 2 threads, in CPU time per thread (what a core delivers, whatever
-//      else runs on the machine) and in wall time; for the types with an importance-weighted
-//      mode also that mode's per-core rate (convert --imatrix) and its ratio to the plain one;
-//   2. source decode GB/s for FP8 E4M3 (+ block scales), FP4 E2M1 (+ scales) and BF16;
-//   3. end to end: `convert_checkpoint` of an official-format checkpoint given on the command
-//      line (e.g. the tiny fixture from `ds4ctl export-official`) with 1 and 2 threads;
-//   4. the projected time of the full 284B checkpoint (43 layers, 256 experts, q2 recipe) on
-//      this machine and on a 20-core box, from the per-core rates of (1) and the 1->2 thread
-//      scaling, next to the time just to read its ~150 GB at the disk rate given (default
-//      2 GB/s; decoding is not the bound).
-// Usage: convert_bench [CHECKPOINT_DIR] [--disk-gbps X]
+// Conversion throughput, measured side by side in one run (run under `nice -n 10`): quantizer
+// rates per type and per core, source decode rates, an end-to-end conversion on 1 and 2 threads,
+// and the projected time of the full 284B checkpoint. Usage: convert_bench [CHECKPOINT_DIR]
+// [--disk-gbps X]. What each part measures: docs/benchmarks.md §conversion-benchmark.
 #include <fmt/core.h>
 #include <time.h>
 

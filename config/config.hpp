@@ -1,19 +1,11 @@
 #pragma once
 // ds4d configuration: one struct, shared by the daemon and the root supervisor, filled from (in
 // rising precedence) built-in defaults, the TOML file, DS4D_* environment variables and command
-// line flags. Every key is described once, in a table (config_keys.cpp) that gives its TOML path
-// ("server.port"), its flag ("--server-port", plus a short alias for a few), its environment
-// variable ("DS4D_SERVER_PORT"), its help text and its parser; the loader, --help, --print-config
-// and the documentation test all read that table, so the four views cannot drift apart.
-//
-// Sections: model, engine, server, memory, cache, speculation, log, and supervisor (keys only the root
-// supervisor uses). Unknown sections or keys in the file are errors, reported with the file,
-// line and column, because a mistyped key silently falling back to a default is how a 128 GB
-// host ends up swapping.
-//
-// The memory budgets (model.context, memory.floor/reserve/swap_size, cache.hot_bytes) default to
-// `auto` (an empty optional): the capacity planner sizes them from the model and MemTotal
-// (engine/planner/auto_budget.hpp; memory_budget.hpp applies it to a Config).
+// line flags. Every key is described once, in a table (config_keys.cpp) that the loader, --help,
+// --print-config and the documentation test all read. Unknown sections or keys in the file are
+// errors with file, line and column. The memory budgets default to `auto` (an empty optional),
+// sized by the capacity planner. Details:
+// config/README.md §configuration-logging-exit-statuses-config, docs/api.md §configuration.
 #include <cstdint>
 #include <optional>
 #include <string>

@@ -1,23 +1,8 @@
-// ds4ctl bench: prefill and decode speed of a model on this machine, against its roofline.
-//
-// Decoding one token of a MoE model reads every dense weight once and the routed experts' weights
-// for the 6 experts chosen per layer, so decode speed is bounded by how fast those bytes can be
-// consumed: by memory bandwidth when the weights stream from DRAM, or by the dot-product kernels
-// when they are compute bound. This command measures both bounds and the model in one run on the
-// same machine, so the ratio in the last column is meaningful without any outside numbers:
-//
-//   bytes/token      from the GGUF tensor table: dense tensors in full, routed experts scaled by
-//                    n_expert_used / n_expert, one row of the embedding and of the hash table;
-//   memory GB/s      kernels::measure_read_bandwidth_gbs (all threads streaming 256 MiB);
-//   kernel GB/s      the in-cache matmul throughput of each weight type, combined as the time
-//                    to consume each type's share of bytes/token (a weighted harmonic mean);
-//   roofline         min(memory, kernel) GB/s, i.e. the best decode rate these parts allow;
-//   effective GB/s   bytes/token x measured decode tok/s, and its ratio to the roofline.
-//
-// Decode is measured at several context lengths (the prompt is filled by prefill first, which also
-// gives the prefill rate), because attention over the window and the compressed rows grows with
-// the context. Prompts are deterministic pseudo-random token ids: speed does not depend on them.
-// --kernels prints the per-type kernel table (in cache and streaming) as well.
+// ds4ctl bench: prefill and decode speed of a model on this machine, against its roofline
+// (min of memory bandwidth and the per-type kernel throughput, weighted by bytes per token), both
+// measured in the same run so the ratio needs no outside numbers. Decode is measured at several
+// context lengths; prompts are deterministic pseudo-random ids. What each column is:
+// docs/benchmarks.md §ds4ctl-bench.
 #include <fmt/format.h>
 
 #include <algorithm>

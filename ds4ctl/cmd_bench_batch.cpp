@@ -1,19 +1,9 @@
 // ds4ctl bench-batch: what continuous batching buys, measured side by side in one run.
 //
-// N greedy sessions (N from --sessions, default 1,2,4,8) decode together through one
-// ds4::BatchStep per step; each session starts at its own position (a prompt of --context + i
-// tokens) so that the batch mixes positions as a server's does. One repeat runs --steps timed
-// steps of every level in turn, so that the machine's load falls on all levels alike; the table
-// shows the median over --repeats of each level's step time, as
-//   aggregate tok/s    N / step time      (tokens of all sessions per second)
-//   per-session tok/s  1 / step time      (what one client sees)
-//   ratio              aggregate at N / aggregate at 1 (the same run's median);
-//   CPU ms/step, CPU ratio  the same from the process's CPU time (all threads), which other
-//                      processes on a shared machine inflate far less than the wall time.
-// The "solo" row is one session through Context::decode, the path the daemon serves today, so
-// the N = 1 row also shows what the batched path costs when there is nothing to batch with.
-// Before timing, a check runs the largest level for a few steps beside twins decoding alone and
-// compares every logit bit for bit (docs/batching.md §benchmark).
+// N greedy sessions decode together through one ds4::BatchStep per step, each level timed in turn
+// per repeat, medians over the repeats; the "solo" row is one session through Context::decode.
+// Before timing, a check compares every logit of the largest level bit for bit with twins decoding
+// alone. The columns and the measurements: docs/batching.md §benchmark.
 #include <fmt/format.h>
 #include <time.h>
 

@@ -1,18 +1,7 @@
-// ds4ctl bench-cache: what the prefix cache buys, measured side by side in one run.
-//
-//   disk        sequential write (with fsync) and read (page cache dropped) of a plain file, the
-//               yardstick for the checkpoint rates below;
-//   checkpoint  write = encode + XXH64 of every section + crash-safe write (temp, fsync, rename,
-//               fsync dir); read = read + every hash checked; each as GB/s and as a ratio to the
-//               disk's rate in the same run; for a synthetic state of --state-mib and for a real
-//               snapshot of the model at the benchmark's prompt length;
-//   TTFT        time to first token of a prompt of --tokens tokens that shares --shared of its
-//               tokens with an earlier prompt, served cold, from the live context, from a warm
-//               session in RAM, from a disk checkpoint, and from disk after a restart (a fresh
-//               service on the same directory), each also as a fraction of cold;
-//   write amplification  checkpoint bytes written per turn in an interleaved two-conversation
-//               agent workload (A, B, A, B, ...), against the size of one conversation's state.
-// Prompts are deterministic pseudo-random token ids; speed does not depend on them.
+// ds4ctl bench-cache: what the prefix cache buys, measured side by side in one run: disk rates,
+// checkpoint write and read rates against them, TTFT by cache source, and write amplification of
+// an interleaved agent workload. Prompts are deterministic pseudo-random token ids. What each part
+// measures: docs/prefix-cache.md §what-bench-cache-measures.
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>

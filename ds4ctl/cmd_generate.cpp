@@ -1,18 +1,8 @@
-// ds4ctl generate: run the engine on one prompt from the command line and stream the output.
-//
-// This is the smallest end-to-end path through the engine: GGUF -> Model, tokenizer from the same
-// file's metadata, one Context, prefill, then sample/decode until N tokens or EOS. It exists to
-// try a model by hand and to measure prompt and generation speed on real text; the service path
-// (daemon, gateway) does the same steps with batching and caching around them.
-//
-// The prompt is tokenized with special-string matching (a hand-rendered prompt may contain
-// <｜User｜> etc.) and BOS is prepended unless the text already starts with it. --chat instead
-// renders one non-thinking user turn exactly as the reference CLI does:
-// BOS <｜User｜> text <｜Assistant｜> </think>, with the text taken literally (no special matching).
-// Output is streamed as tokens arrive through the gateway's Utf8Assembler, which holds back bytes
-// of a character split across tokens and turns bytes that can never be UTF-8 into U+FFFD (so
-// stdout is always valid UTF-8, as the HTTP API's text is);
-// timings go to stderr so stdout is only the generated text.
+// ds4ctl generate: run the engine on one prompt from the command line and stream the output; the
+// smallest end-to-end path through the engine (GGUF -> Model, tokenizer, one Context, prefill,
+// sample/decode). Stdout is only the generated text, always valid UTF-8 (Utf8Assembler); timings
+// go to stderr. How the prompt is tokenized, --chat, and the output:
+// docs/toolchain.md §ds4ctl-generate.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 

@@ -1,22 +1,11 @@
 #pragma once
 // The earlyoom drop-in that keeps earlyoom from killing the model at its planned steady state.
 //
-// Debian 12's earlyoom 1.7 defaults (SIGTERM at 10 % MemAvailable, SIGKILL at 5 %) fire at once on
-// a 128 GB host with 3-8 GB free (docs/memory.md §earlyoom-thresholds). We therefore write explicit thresholds derived
-// from the plan: SIGTERM when MemAvailable falls to half the floor, SIGKILL at a quarter, as a
-// percentage of MemTotal (`-m term,kill`, decimals allowed), and `-s 100,100` so the swap test
-// always passes and memory alone decides (a lone `-s 100` would leave the kill level at 50 %).
-// Both thresholds must lie below the planned headroom, or earlyoom would fire at steady state;
-// that is checked. `--avoid` names the daemon's and the supervisor's comm ("ds4d",
-// "ds4d-supervisor", ≤ 15 bytes) in one regex (a repeated --avoid keeps only the last), with `$`
-// written `$$` as systemd requires in ExecStart. --avoid alone does not protect an 80 GiB process;
-// oom_score_adj does (oom_adjust.hpp).
-//
-// The drop-in overrides ExecStart, not Environment=, because /etc/default/earlyoom (earlyoom's
-// conffile, which we never edit) is read with EnvironmentFile= and would win. Our flags come after
-// $EARLYOOM_ARGS so they take precedence over duplicates. earlyoom has no config reload, so after
-// a changed drop-in we run `systemctl daemon-reload` and `systemctl try-restart earlyoom.service`;
-// an unchanged drop-in restarts nothing.
+// The thresholds are derived from the plan (SIGTERM at half the floor, SIGKILL at a quarter, as
+// percentages of MemTotal, `-s 100,100`) and checked to lie below the planned headroom; `--avoid`
+// names the daemon's and supervisor's comm. The drop-in replaces ExecStart after $EARLYOOM_ARGS;
+// a changed drop-in restarts earlyoom, an unchanged one restarts nothing. Why each flag and why
+// ExecStart: docs/memory.md §earlyoom-thresholds, §earlyoom-victims, §the-earlyoom-drop-in.
 #include <cstdint>
 #include <optional>
 #include <string>

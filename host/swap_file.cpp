@@ -1,4 +1,4 @@
-// Idempotent swap file creation and activation; see swap_file.hpp for the steps.
+// Idempotent swap file creation and activation; the steps: docs/memory.md §the-swap-sequence.
 #include "host/swap_file.hpp"
 
 #include <fcntl.h>

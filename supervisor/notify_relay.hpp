@@ -1,23 +1,9 @@
 #pragma once
-// The supervisor's private sd_notify socket and its relay policy.
-//
-// systemd accepts notifications from the unit's main process only (NotifyAccess=main), and the
-// main process is the supervisor, not ds4d. So the supervisor creates its own datagram socket in
-// the abstract namespace ("@ds4d-supervisor/<pid>/<n>"), passes that as NOTIFY_SOCKET to the
-// daemon, and relays what the daemon says to the real $NOTIFY_SOCKET under its own name.
-// SO_PASSCRED tags every datagram with the sender's pid, and only the current child's are relayed.
-//
-// What is relayed (relay_child_message):
-//   READY=1            forwarded the first time; after a restart the unit is already ready, so only
-//                      its STATUS goes up.
-//   STATUS=…           forwarded.
-//   EXTEND_TIMEOUT_USEC=…  forwarded during the first start; after a restart, while the unit is
-//                      ready and its watchdog armed, loading progress is turned into WATCHDOG=1
-//                      (a reloading daemon is alive, and EXTEND_TIMEOUT means nothing then).
-//   WATCHDOG=1         forwarded: the daemon sends it only when its engine worker is alive.
-//   WATCHDOG=trigger, ERRNO=…  forwarded.
-//   STOPPING=1         forwarded only when the supervisor itself is stopping.
-//   MAINPID=, FDSTORE=, anything else: dropped (the supervisor stays the main process).
+// The supervisor's private sd_notify socket and its relay policy. systemd accepts notifications
+// from the main process only (NotifyAccess=main), which is the supervisor, so it gives the daemon
+// its own abstract datagram socket as NOTIFY_SOCKET and relays what the current child says
+// (SO_PASSCRED tells whose datagram it is) to the real $NOTIFY_SOCKET. What is forwarded, turned
+// into WATCHDOG=1 or dropped (relay_child_message): supervisor/README.md §notify-relay.
 #include <sys/types.h>
 
 #include <optional>

@@ -1,21 +1,8 @@
 #pragma once
-// What the supervisor does when ds4d exits. Pure logic, so every case is a table test.
-//
-//   we asked it to stop (SIGTERM forwarded)     → exit 0 (exit status 0 or our signal)
-//   exit 0 on its own                           → exit 0 (a clean stop, e.g. systemd signalled
-//                                                 the whole cgroup)
-//   exit 78 (EX_CONFIG: bad configuration)      → exit 78; restarting cannot help, and the unit's
-//                                                 RestartPreventExitStatus=78 stops the loop
-//   other non-zero exit, or a crash signal      → restart after a delay that doubles from
-//   (SEGV, ABRT, BUS, ILL, FPE, SYS, TRAP)        restart_delay_s up to restart_max_delay_s; after
-//                                                 max_restarts crashes within restart_window_s,
-//                                                 give up with exit 1
-//   killed by any other signal we did not send  → exit 128+signal. This is the kernel OOM killer's
-//   (SIGKILL, SIGTERM from earlyoom, ...)         SIGKILL or earlyoom's SIGTERM: the host is short
-//                                                 of memory, which a restart in place would not
-//                                                 fix; the non-zero exit makes systemd's
-//                                                 Restart=on-failure restart the unit (after
-//                                                 RestartSec), where a SIGTERM would count as clean.
+// What the supervisor does when ds4d exits: exit 0 after a requested or clean stop, exit 78 on a
+// bad configuration, restart with a doubling delay after a crash (exit 1 after too many), exit
+// 128+signal when killed by a signal it did not send. Pure logic, so every case is a table test.
+// The table and why: supervisor/README.md §exits-and-restarts-restart_policycpp.
 #include <chrono>
 #include <deque>
 #include <string>

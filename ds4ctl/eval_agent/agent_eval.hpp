@@ -1,17 +1,10 @@
 #pragma once
 // Agent-quality evaluation of a DS4 model by this engine: each case is an OpenAI-shaped chat
-// request (rendered with the gateway's own renderer, so exactly what a client's request becomes)
-// plus what a good reply contains. The reply is generated greedily by the serving worker's own
-// decode step (gateway/serving/turn_decoder.hpp; by default under the same token rules the server
-// applies, see Decoding) and parsed with the gateway's DSML output parser, then scored:
-//   call    a well-formed DSML block whose first call has the expected tool name and exactly the
-//           expected arguments (same keys; strings equal, numbers equal as numbers);
-//   answer  no tool call, and the content contains every expected fact of the tool result;
-//   plain   no tool-call block at all.
-// Cases come from tools/tinyagent/corpus.py (eval_set), one JSON object per line:
-//   {"kind": "call"|"answer"|"plain", "heldout": bool, "request": {...}, "expect": {...},
-//    "prompt_ids": [...] (optional: the Python tokenizer's ids, compared with ours)}
-// Scores are reported separately for tool schemas seen in training and held-out ones.
+// request (rendered with the gateway's own renderer) plus what a good reply contains. The reply is
+// generated greedily by the serving worker's own decode step (gateway/serving/turn_decoder.hpp;
+// by default under the server's token rules, see Decoding), parsed with the gateway's DSML output
+// parser and scored as call, answer or plain, separately for seen and held-out tool schemas. The
+// scores and the case format: docs/toolchain.md §agent-evaluation.
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>

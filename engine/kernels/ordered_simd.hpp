@@ -1,18 +1,9 @@
 #pragma once
 // Order-preserving SIMD: vector kernels whose results are bit-identical to ds4's sequential
-// scalar loops. A sequential f32 sum cannot be split across SIMD lanes without changing its
-// rounding, but many independent sums can run side by side, one per lane, each in the
-// reference order. Fast mode uses these kernels, so it returns exactly the Exact-mode logits:
-//  * F16 matvec: lanes are 8 output rows (8x8 tiles transposed on the fly), each lane summing
-//    f16(w[r][i]) * x[i] for i ascending, multiply then add (no FMA);
-//  * attention / indexer scores: lanes are heads (q transposed to [dim][heads]), each lane
-//    summing q[h][i] * k[i] for i ascending;
-//  * axpy: y[i] += a * x[i] is elementwise, so any vector width is exact.
-// available() is false without AVX2+F16C; the functions then run their scalar references (the
-// F16 trait's dot_scalar per row, plain sequential loops), so the results never depend on the CPU.
-// These keep the reference order, which is what Fast runs today; the Fast order that replaces it
-// (slices and fixed trees a GPU can follow) is docs/arithmetic.md §float-dot, §attention.
-// The model (engine/model linear, attention, indexer) is the user; tests/quant checks the bits.
+// scalar loops (many independent sums side by side, one per lane, never one sum split across
+// lanes). available() is false without AVX2+F16C; the functions then run their scalar
+// references, so the results never depend on the CPU. Which lanes each kernel uses:
+// docs/engine.md §order-preserving-simd.
 #include <cstdint>
 
 namespace ds4::kernels::ordered {

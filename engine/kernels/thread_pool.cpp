@@ -1,16 +1,7 @@
 // Fixed-size worker pool for the engine's data-parallel loops (matmul rows, attention heads).
-//
-// A decode step of a small model issues thousands of parallel regions a second, each a few
-// microseconds of work, so the cost of a region has to stay far below a system call. Workers
-// therefore wait spin-then-sleep: after a job they poll their slot for a bounded time (kSpin)
-// and only then sleep on a futex; the caller wakes a worker through the kernel only when that
-// worker is asleep, and likewise sleeps only when its own spin times out. A region whose work
-// is below ThreadPool::kMinTaskBytes per chunk runs inline on the caller and touches nothing.
-//
-// A job is a range [0, n) handed out in contiguous chunks from an atomic counter, so a core
-// taken by another process slows its chunk without stalling the rest. A worker must join a job
-// while it is open (state_); once the caller has run out of chunks it closes the job and waits
-// only for the workers inside it, never for one that wakes up after the work is gone.
+// Workers wait spin-then-sleep (kSpin, then a futex), small regions run inline on the caller, and
+// a job's range is handed out in chunks from an atomic counter. Why, and how a job is opened and
+// closed: docs/arithmetic.md §threads.
 #include "engine/kernels/thread_pool.hpp"
 
 #include <algorithm>

@@ -1,20 +1,13 @@
 #pragma once
 // ds4::BatchStep: one forward pass over new tokens of several Contexts at once (continuous
-// batching, docs/batching.md). Every entry appends one or more tokens to its own context: a
-// decode row is one token, a prefill chunk several, a speculative verify several with every
-// row's logits kept. Dense projections, the shared expert and the output head run over all rows
-// of the step in one multi-row matmul each; routed experts are grouped by expert across
-// contexts, so rows of different sessions that chose the same expert share one pass over its
-// weights; attention, compressors and indexer run row by row on each context's own state at its
-// own position. Each context ends exactly as if its tokens had been prefilled (or verified)
-// alone: same logits bit for bit, same tokens, same truncate() reach, same snapshot.
+// batching). Each context ends exactly as if its tokens had been prefilled (or verified) alone:
+// same logits bit for bit, same tokens, same truncate() reach, same snapshot.
 //
-// Ownership and concurrency: a BatchStep holds the step's scratch and the all-rows logits of
-// the last run(); it owns no context. It is not thread-safe; one thread calls run() at a time.
-// During run() the entries' contexts must not be used by any other thread; between runs they
-// are ordinary contexts (decode, prefill, truncate, snapshot, restore, or a later step without
-// them: sessions join and leave freely). Several BatchSteps over one Model may run on several
-// threads; the Model's pool serialises their parallel regions, as for Contexts.
+// A BatchStep holds the step's scratch and the all-rows logits of the last run(); it owns no
+// context. It is not thread-safe; during run() the entries' contexts must not be used by any other
+// thread, and between runs they are ordinary contexts. What a step computes, why the logits are
+// bit-identical, and the ownership rules:
+// docs/batching.md §what-a-step-is, §rows, §ownership-and-concurrency.
 #include <cstdint>
 #include <memory>
 #include <span>

@@ -2,17 +2,12 @@
 // ds4::Model / ds4::Context: the public face of the DeepSeek V4 Flash forward pass.
 //
 // A Model is the immutable part: the mapped GGUF, the metadata-derived dimensions, the weight
-// table and one thread pool. It is shared (std::shared_ptr) by any number of Contexts. A
-// Context is one token sequence: its raw sliding-window KV, compressed KV, indexer KV,
-// compressor states, the token list and the last logits. Contexts are not thread-safe; use one
-// thread per Context (the Model's pool is shared and serialises parallel regions).
-//
-// Arithmetic::Exact runs the scalar reference loops in antirez/ds4's CPU operation order
-// (RMSNorm sums in double, ds4's activation quantization, no FMA); it matches ds4's logits
-// bit for bit on the ds4-tiny vectors. Arithmetic::Fast runs SIMD kernels that keep every
-// sum in the same order (independent sums share a register, never one sum split across
-// lanes), so it returns the same bits, faster. prefill(), decode() and verify() give
-// bit-identical logits for the same token at the same position, whatever the thread count.
+// table and one thread pool. It is shared (std::shared_ptr) by any number of Contexts. A Context
+// is one token sequence: its KV state, compressor states, the token list and the last logits.
+// Contexts are not thread-safe; use one thread per Context (the Model's pool is shared and
+// serialises parallel regions). Arithmetic::Exact and Arithmetic::Fast give the same bits, and
+// prefill(), decode() and verify() give bit-identical logits for the same token at the same
+// position, whatever the thread count: docs/engine.md §engine, docs/arithmetic.md §threads.
 #include <cstdint>
 #include <filesystem>
 #include <functional>

@@ -1,17 +1,7 @@
-// Context snapshots: the complete state of a sequence as one byte string, so the serving
-// layer can checkpoint a conversation to disk and resume it bit-exactly.
-//
-// Layout (little-endian):
-//   header  u32 magic "DS4C" | u32 version | u64 model fingerprint | u32 n_layer | u32 n_vocab |
-//           u32 head_dim | u32 idx_dim | u32 n_tokens | u32 reserved | u64 payload bytes |
-//           u64 XXH64(payload)
-//   payload i32 tokens[n_tokens] | f32 logits[n_tokens ? n_vocab : 0] |
-//           per layer: u32 ratio | u32 n_raw | the visible raw window, oldest..newest (head_dim
-//             f32 each; n_raw = min(n_tokens, window)) |
-//             ratio != 0: u32 n_comp | rows | attn compressor kv, score |
-//             ratio == 4: u32 n_index_comp | rows | indexer compressor kv, score
-// Restore parses into a fresh state and only swaps it in when everything checked out, so a
-// bad snapshot leaves the context as it was.
+// Context snapshots: the complete state of a sequence as one byte string, so the serving layer
+// can checkpoint a conversation to disk and resume it bit-exactly. Restore parses into a fresh
+// state and only swaps it in when everything checked out, so a bad snapshot leaves the context
+// as it was. The layout: docs/kv-checkpoints.md §context-snapshots.
 #include <xxhash.h>
 
 #include <algorithm>

@@ -1,24 +1,9 @@
 #pragma once
 // `auto` budgets: the parts of the memory plan that are policy, not facts — context, hot cache,
-// reserve, floor and swap — sized from the model and the machine when the operator leaves them
-// to `auto` (the default), so that a package installed on a 4 GB VM with the tiny model and on a
-// 128 GB box with the 81 GiB model both start with the same configuration file.
-//
-// The rule, in order (explicit values always win and are never adjusted; the plan then refuses
-// them if they do not fit):
-//   scale   s = min(1, MemTotal / 112 GiB): a 128 GB box's MemTotal (about 119 GiB after
-//           firmware carve-outs) gets the production figures, smaller machines a linear share.
-//   reserve max(256 MiB, 4 GiB × s);  floor max(128 MiB, 4 GiB × s);  swap max(256 MiB, 16 GiB × s).
-//   free    MemTotal − weights − sidecar − workspace − reserve − floor − explicit terms.
-//   context the trained context_length, at most 262144 tokens, halved while its KV takes more
-//           than half of free (never below 4096 tokens, or the trained length when smaller).
-//   hot     min(12 GiB, 3/4 of what free leaves after the KV): a quarter stays as slack for the
-//           workspace estimate being an estimate.
-// So whenever the model fits at all — weights, sidecar, workspace and the KV of the smallest
-// context within MemTotal less the scaled reserve and floor — the auto plan fits too, and on
-// the shipping model and box it gives the production figures (262144 tokens, 12 GiB, 4 GiB,
-// 4 GiB, 16 GiB). ds4ctl plan, the supervisor and the daemon all call resolve_budgets through
-// plan_input_from_gguf, so they cannot disagree.
+// reserve, floor and swap — sized from the model and the machine when the operator leaves them to
+// `auto` (the default). Explicit values always win and are never adjusted. ds4ctl plan, the
+// supervisor and the daemon all call resolve_budgets through plan_input_from_gguf, so they cannot
+// disagree. The rule and the figures it gives: docs/memory.md §auto-budgets.
 #include <cstdint>
 #include <functional>
 #include <optional>

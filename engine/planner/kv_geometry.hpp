@@ -1,17 +1,9 @@
 #pragma once
-// The shape of a DS4-family model's attention state, and what it costs in bytes for a context.
-//
-// Every layer keeps a raw sliding window of latent rows (a ring on the GPU, sized so a prefill
-// ubatch never evicts visible rows). A compressed layer (ratio r > 0) also appends one pooled
-// latent row per r tokens and keeps its compressor's running kv/score state; a layer with an
-// indexer appends one indexer row per r tokens and keeps the index compressor's state. Rows are
-// f32 as stored. These rules are docs/model.md §kv-cache (ds4.c ds4_context_memory_estimate)
-// and hold for any model of this family: the geometry is read from the GGUF metadata and tensor
-// shapes, not assumed, so the tiny test model and the 284B model go through the same arithmetic.
-//
-// The cost splits into a part proportional to the context (bytes per token) and a fixed part (the
-// raw rings, compressor states and the two spare rows ds4 allocates per compressed buffer), which
-// is exactly how the capacity plan states it.
+// The shape of a DS4-family model's attention state, and what it costs in bytes for a context:
+// a part per token and a fixed part (raw rings, compressor states, spare rows), as the capacity
+// plan states it. The geometry is read from the GGUF metadata and tensor shapes, not assumed, so
+// the tiny test model and the 284B model go through the same arithmetic. The rules (ds4.c
+// ds4_context_memory_estimate): docs/model.md §kv-cache.
 #include <cstdint>
 #include <vector>
 

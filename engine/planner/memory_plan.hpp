@@ -1,24 +1,10 @@
 #pragma once
 // The capacity plan: will this model, with this context and cache configuration, fit in this
-// machine's RAM with the required headroom left over?
-//
-//   weights + sidecar + hot cache + KV + workspace + reserve = total   vs   MemTotal
-//
-// * weights: the target GGUF, mapped whole (file size).
-// * sidecar: the drafter (MTP) GGUF mapped beside it, or any other resident extra the operator
-//   names; 0 when there is none.
-// * hot cache: the in-RAM checkpoint cache (configured size).
-// * KV: bytes per token × context + fixed costs (rings, compressor states), from kv_geometry.
-// * workspace: activation and CUDA scratch (workspace_estimate.hpp, or a configured figure).
-// * reserve: the OS and every other resident process.
-//
-// headroom = MemTotal − total. The verdict: headroom ≥ floor → fits; 0 ≤ headroom < floor →
-// below floor (it loads, but steady state leaves less than the floor, so the daemon's admission
-// gate would refuse work); headroom < 0 → does not fit. Each verdict has its own process exit
-// code so scripts and the supervisor can tell them apart.
-//
-// The input is a plain struct so the plan can be computed from a GGUF (plan_from_gguf.hpp) or
-// from figures typed in directly (tests, "what if" questions).
+// machine's RAM with the required headroom left over? It adds weights, sidecar, hot cache, KV,
+// workspace and reserve, compares the total with MemTotal and gives one of three verdicts (fits,
+// below floor, does not fit), each with its own process exit code. The input is a plain struct, so
+// the plan can be computed from a GGUF (plan_from_gguf.hpp) or from figures typed in directly.
+// The terms and verdicts: docs/memory.md §the-plan.
 #include <cstdint>
 #include <string>
 

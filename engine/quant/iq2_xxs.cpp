@@ -1,28 +1,11 @@
-// IQ2_XXS: 256-element blocks of 66 bytes: f16 d, then 8 groups of 32 as two u32 each:
-//   a0 = four grid indices (bytes), a1 = four 7-bit sign indices (bits 0,7,14,21) + 4-bit scale s
-//   (bits 28-31). Element 32*ib + 8*l + j = db * grid[g_l].byte[j] * (±1), with
-//   db = (d * (0.5f + s)) * 0.25f and the sign negative when bit j of ksigns[sidx_l] is set
-//   (f32 ops in that order: GGML's dequantize_row_iq2_xxs).
-//
-// Dot with Q8_K (ds4.c ds4_vec_dot_iq2_xxs_q8_K, x86 path), per block i in order:
-//   d = f16(x.d) * y.d
-//   bsum = Σ_ib (2*s_ib + 1) * Σ_{l<4} <signed grid[g_l], q8[32ib+8l ..]>     (int32, exact)
-//   sumf += d * (float)bsum
-// result 0.125f * sumf. The SIMD kernels (arch/) compute each group's integer sum with SIMD and then
-// performs the identical float steps, so it is bit-identical.
-//
-// Quantizer: for each group of 32 a search over
-// group scales picks, for every 8 values, the grid point and sign pattern that fits best (an odd
-// number of negative values forces one sign flip: the cheapest is taken); the group scales are
-// then coded as 4-bit s against a block scale d chosen from a few candidates, re-searching the
-// grid for the scale actually decoded. The grid search is a branch-and-bound over a trie of the
-// grid's magnitude levels and every fit takes the caller's best-so-far as a bound; both only
-// skip candidates that cannot win, so the bytes are those of a full scan (about 4x faster).
-// Every error above is the plain squared error, or with importance (quantize_iq2_xxs_weighted,
-// docs/quant.md §importance-weighted-quantization) the weighted one, with the weights
-// importance_i * sqrt(mean(x²) + x_i²) over the block: the same search, each per-element term
-// multiplied by its weight (the plain search reads every weight as 1, which changes no bit, and
-// the bounds stay valid because weighted terms are still >= 0).
+// IQ2_XXS: 256-element blocks of 66 bytes (f16 d, then 8 groups of 32 as two u32 each: four grid
+// indices, four 7-bit sign indices and a 4-bit scale). Dequantization and the dot with Q8_K
+// follow GGML's and ds4.c's float order exactly; the SIMD kernels (arch/) compute each group's
+// integer sum with SIMD and do the same float steps, so they are bit-identical. The quantizer is
+// a branch-and-bound grid search that gives the bytes of a full scan, plain or importance-
+// weighted (quantize_iq2_xxs_weighted, docs/quant.md §importance-weighted-quantization).
+// Layout, order and search:
+// docs/quant.md §block-layouts, §exact-order-of-the-integer-dots, §quantizers.
 #include <algorithm>
 #include <cmath>
 #include <cstring>

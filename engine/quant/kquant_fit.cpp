@@ -1,19 +1,8 @@
-// Scale/min search for the K-quants (Q2_K, Q4_K). Each sub-block of 16 or 32 weights is coded as
-// scale*L - min with small integer levels L; the pair (scale, min) is later quantized itself
-// against per-block f16 super-scales. Picking the grid spacing that just covers [min, max] is
-// poor for 2- and 4-bit levels, so fit_scale_min sweeps the spacing over a range around that
-// value, solves the least-squares scale and offset for the level assignment each spacing
-// produces, and keeps the best. This is the idea behind GGML's make_qkx2_quants, written here
-// from the description.
-//
-// Importance weights (docs/quant.md §importance-weighted-quantization): every function takes an
-// optional per-element weight w (W false / null: plain squared error). With weights every error and every
-// least-squares fit is the weighted one, and the super-scales are chosen among a few candidates
-// by the weighted error of the scales they code. Without weights each w_i is read as 1 and every
-// operation is the same float/double operation as before the weights existed (x*1 is exact and
-// -ffp-contract=off keeps the products separate), so the plain bytes are unchanged; the plain
-// path is a separate instantiation (W false) in which those products fold away, so it also
-// runs at the old speed.
+// Scale/min search for the K-quants (Q2_K, Q4_K): fit_scale_min sweeps the grid spacing around
+// the one that covers [min, max] and keeps the best least-squares (scale, min) fit. Every function
+// takes an optional per-element weight w (W false / null: plain squared error); without weights
+// the bytes and the speed are those from before the weights existed. Why and how:
+// docs/quant.md §quantizers, §importance-weighted-quantization.
 #include "engine/quant/kquant_fit.hpp"
 
 #include <algorithm>

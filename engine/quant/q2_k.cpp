@@ -1,21 +1,9 @@
 // Q2_K: 256-element blocks, 16 sub-blocks of 16 with 4-bit scale and 4-bit min, 2-bit levels.
-// Value = (d * sc) * q - (dmin * m)  (f32, left to right, as GGML's dequantize_row_q2_K).
-// Element n + 32k + l (n in {0,128}, k 0..3, l 0..31) is bits 2k..2k+1 of qs[n/4 + l];
-// its sub-block is (n + 32k + l) / 16.
-//
-// Dot with Q8_K (ds4.c ds4_vec_dot_q2_K_q8_K, x86 path), per block i in order:
-//   summs = Σ_{j<16} bsums[j] * (scales[j] >> 4)                         (int, exact)
-//   isum  = Σ over the 16 sub-blocks in storage order of (scales[s] & 15) * <q2, q8>_16  (int)
-//   dall = y.d * f16(x.d);  dmin = y.d * f16(x.dmin)
-//   sumf += dall * (float)isum - dmin * (float)summs    -- i.e. t = dall*isum; u = dmin*summs;
-//                                                            sumf = sumf + (t - u)
-// result sumf. The SIMD versions (arch/) compute isum/summs with SIMD (exact) and do the same float ops.
-//
-// Quantizer: per sub-block fit_scale_min (nmax 3), the 16 scales and mins quantized to 4 bits
-// against f16 super-scales d = max/15, then each sub-block's integer scale/min is refined among
-// neighbours with the levels re-chosen against the decoded values. The weighted form
-// (quantize_q2_k_weighted) runs the same search on the importance-weighted error with the
-// weights importance_i * sqrt(mean(x²) + x_i²) (docs/quant.md §importance-weighted-quantization).
+// Dequantization is GGML's order and the dot with Q8_K is ds4.c's (x86 path); the SIMD versions
+// (arch/) compute the integer sums with SIMD and do the same float ops. The quantizer fits each
+// sub-block (fit_scale_min, nmax 3), plain or importance-weighted (quantize_q2_k_weighted).
+// Layout, order and quantizer:
+// docs/quant.md §block-layouts, §exact-order-of-the-integer-dots, §quantizers.
 #include <cstring>
 
 #include "engine/quant/blocks.hpp"

@@ -1,21 +1,8 @@
-// Q4_K: 256-element blocks, 8 sub-blocks of 32 with 6-bit scale and 6-bit min packed in 12 bytes,
-// 4-bit levels. Value = (d * sc) * q - (dmin * m) in f32 (GGML's dequantize_row_q4_K order).
-// Scale/min unpacking (sub-block j): j < 4: sc = s[j] & 63, m = s[j+4] & 63;
-//   j >= 4: sc = (s[j+4] & 15) | (s[j-4] >> 6) << 4, m = (s[j+4] >> 4) | (s[j] >> 6) << 4.
-// Chunk c = 0..3: low nibbles of qs[32c..32c+31] are elements 64c+l, high nibbles 64c+32+l.
-//
-// Dot with Q8_K. ds4.c has no CPU Q4_K kernel (Q4_K experts exist only in the high-memory GGUF
-// and run on the GPU there), so the exact order is defined here by analogy with ds4's Q2_K:
-// per block i in order:
-//   summs = Σ_{j<8} m_j * (bsums[2j] + bsums[2j+1])      (int, exact)
-//   isum  = Σ_{j<8} sc_j * <q4_j, q8_j>_32                 (int, exact)
-//   dall = y.d * f16(x.d); dmin = y.d * f16(x.dmin)
-//   sumf += dall * (float)isum - dmin * (float)summs
-//
-// Quantizer: per sub-block fit_scale_min (nmax 15), scales/mins to 6 bits against f16 super-
-// scales max/63, then each sub-block's integer scale/min refined among neighbours. The weighted
-// form (quantize_q4_k_weighted) fits the importance-weighted error with the weights
-// importance_i * sqrt(2*mean(x²) + x_i²) (docs/quant.md §importance-weighted-quantization).
+// Q4_K: 256-element blocks, 8 sub-blocks of 32 with 6-bit scale and 6-bit min packed in 12
+// bytes, 4-bit levels. ds4.c has no CPU Q4_K kernel, so the exact dot order with Q8_K is defined
+// here by analogy with ds4's Q2_K. The quantizer fits each sub-block (fit_scale_min, nmax 15),
+// plain or importance-weighted (quantize_q4_k_weighted). Layout, order and quantizer:
+// docs/quant.md §block-layouts, §exact-order-of-the-integer-dots, §quantizers.
 #include <cstring>
 
 #include "engine/quant/blocks.hpp"

@@ -1,18 +1,8 @@
 // Q8_0: blocks of 32 int8 with an f16 scale; the activation for Q8_0 (and MXFP4) weights is the
-// ds4 Q8_0 activation layout {f32 d; i8 q[32]} (quant.hpp).
-//
-// Activation quantization (ds4.c quantize_q8_0_activation): amax = max |x| over the block
-// (fabsf, strict > scan); d = amax / 127.0f; id = d != 0 ? 1.0f / d : 0; q = lrintf(x * id)
-// (multiply by the reciprocal; round half to even), clamped to [-128, 127]; d stored as f32.
-//
-// Dot (ds4.c dot_q8_0_row, x86 path): float acc = 0; for each block b in order:
-//   isum = Σ_i w.q[i] * x.q[i]  (int32, exact)
-//   acc += (f16_to_f32(w.d) * x.d) * (float)isum      -- two f32 multiplies left to right, then add
-// The generic kernel is arch/generic/dots_generic.cpp; the SIMD ones (arch/x86, arch/arm) compute
-// isum with SIMD and accumulate identically.
-//
-// Weight quantizer: d = amax/127 stored as f16, q = round(x / d) with the f16-rounded d, which
-// is GGML's reference quantizer with the rounding done against the scale actually stored.
+// ds4 Q8_0 activation layout {f32 d; i8 q[32]} (quant.hpp). Activation quantization and the dot
+// follow ds4.c exactly; the generic kernel is arch/generic/dots_generic.cpp and the SIMD ones
+// (arch/x86, arch/arm) accumulate identically. The formulas and the weight quantizer:
+// docs/quant.md §activation-quantization, §exact-order-of-the-integer-dots, §quantizers.
 #include <cmath>
 
 #include "engine/quant/blocks.hpp"

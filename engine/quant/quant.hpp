@@ -2,24 +2,11 @@
 // The per-format arithmetic of every tensor type the engine reads, split the way GGML splits
 // it: format traits (Traits: geometry, to_float, from_float, activation format), one entry per
 // Type in a table indexed by type, and CPU kernels (CpuKernels: dot products, multi-row dots,
-// activation quantizers) per architecture, chosen at run time by CPU features.
-//
-// Exact vs fast. The generic dot kernels follow antirez/ds4's CPU operation order (ds4.c, x86
-// path), so an engine built on them reproduces ds4 bit for bit ("exact mode"). For the
-// integer-dot formats (Q8_0, Q2_K, Q4_K, IQ2_XXS, MXFP4) every SIMD kernel is bit-identical to
-// the generic one: SIMD computes the exact integer block sums and the float accumulation is done
-// in the same scalar order. For F32/F16/BF16 Order::Fast may reorder the float sum and
-// Order::Exact keeps the reference order (SIMD products, serial sum). Pick with best_isa()
-// (fast) or exact_isa().
-//
-// Activation layouts (what `act` points to in dot(); produce them with quantize_activation):
-//   vec_dot_type Q8_0: blocks of 32 as { f32 d; i8 q[32] } (36 bytes). NOTE: unlike GGML's
-//     block_q8_0 (f16 d, 34 bytes) the scale stays f32, because ds4 keeps the activation
-//     scale in f32 (ds4.c quantize_q8_0_activation); act_row_bytes() gives the size.
-//   vec_dot_type Q8_K: GGML's block_q8_K { f32 d; i8 q[256]; i16 bsums[16] } (292 bytes).
-//   vec_dot_type F32:  plain f32 (used for F32, F16 and BF16 weights).
-// The AVX2 integer kernels assume activation int8 values in [-127, 127] (sign_epi8 cannot negate
-// -128); quantize_activation never produces -128 (the NEON kernels are exact for any int8).
+// activation quantizers) per architecture, chosen at run time by CPU features. Pick with
+// best_isa() (fast) or exact_isa(); the integer-dot SIMD kernels are bit-identical to the generic
+// ones. Produce what `act` points to in dot() with quantize_activation (act_row_bytes() gives its
+// size). Exact vs fast, the activation layouts and the int8 range the AVX2 kernels assume:
+// docs/quant.md §block-layouts, §activation-quantization, §exact-order-of-the-integer-dots.
 #include <cstddef>
 #include <cstdint>
 #include <vector>

@@ -1,23 +1,9 @@
 #pragma once
-// Choosing the next token from a logits vector.
-//
-// Settings follow the usual meanings, applied in this order to the finite logits (NaN and -inf
-// logits are never chosen):
-//   temperature  <= 0 means greedy: the highest logit, the lowest id among equals. Otherwise
-//                logits are divided by it before the softmax.
-//   top_k        keep the k highest logits (ties broken towards the lower id); 0 keeps all.
-//   min_p        keep tokens whose probability is at least min_p times the top probability.
-//   top_p        keep the shortest run of most probable tokens whose probability mass reaches
-//                top_p; 1 keeps all.
-// min_p and top_p are both judged on the temperature-scaled distribution over the top-k
-// survivors, and a token is kept only if both keep it; the most probable token always survives.
-// The draw is then proportional to the kept probabilities. Defaults are the reference server's:
-// temperature 1, top_p 1, min_p 0.05, no top-k.
-//
-// Determinism: a Sampler owns its random stream (xoshiro256**, random.hpp) seeded from `seed`, and
-// all arithmetic after the logits is in double, so a seed gives the same tokens on any platform
-// for the same logits. The cost is O(vocab) per token plus a sort of the survivors when top_p < 1
-// (usually a handful of tokens after min_p).
+// Choosing the next token from a logits vector: greedy (temperature <= 0) or temperature,
+// top_k, min_p and top_p, with the reference server's defaults. A Sampler owns its random stream
+// (random.hpp) seeded from `seed`, and all arithmetic after the logits is in double, so a seed
+// gives the same tokens on any platform for the same logits. The order the settings apply in, the
+// ties and the cost: docs/engine.md §sampler.
 #include <cstdint>
 #include <span>
 #include <vector>

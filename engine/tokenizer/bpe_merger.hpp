@@ -1,21 +1,9 @@
 #pragma once
-// Byte-level BPE over one pre-tokenized piece.
-//
-// A piece starts as one symbol per byte. The merger repeatedly merges the adjacent pair with the
-// lowest merge rank, the leftmost such pair on ties, until no adjacent pair has a rank; each final
-// symbol is then emitted as its token id. That is the reference algorithm; doing it by rescanning
-// the piece after every merge is quadratic, which matters for long runs (a 100 kB line of letters
-// or spaces is one piece), so this implementation keeps the live pairs in a min-heap ordered by
-// (rank, position) over a doubly linked symbol list. Stale heap entries are recognised by checking
-// that both symbols are still the ones the entry was made for. The order of merges, and therefore
-// the result, is the same as the rescanning version.
-//
-// Symbols are identified by their vocabulary string. Every string that can arise (the 256 byte
-// symbols, both halves and the result of every merge) gets a symbol id: its token id when the
-// string is in the vocabulary, otherwise a synthetic id past the vocabulary. A final symbol with a
-// synthetic id is emitted the way the reference does it: each single byte of its vocabulary string
-// is looked up as a one-byte token and emitted if found, dropped if not. With a consistent
-// vocabulary (every merge result is a token, every byte has a token) that never happens.
+// Byte-level BPE over one pre-tokenized piece: the reference algorithm (merge the lowest-ranked
+// adjacent pair, leftmost on ties, until none has a rank) with the live pairs in a min-heap over a
+// linked symbol list, so long pieces are not quadratic; the result is the same as rescanning.
+// Symbol ids, synthetic ids and how a final symbol outside the vocabulary is emitted:
+// docs/engine.md §bpe-merges.
 #include <cstdint>
 #include <span>
 #include <string>

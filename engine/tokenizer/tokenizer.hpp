@@ -2,22 +2,11 @@
 // The DeepSeek V4 Flash tokenizer: byte-level BPE with the joyai-llm pre-tokenizer and seven
 // literal special tokens.
 //
-// Text becomes ids in three steps. encode() first cuts out the seven special strings
-// (<｜begin▁of▁sentence｜>, <｜end▁of▁sentence｜>, <｜User｜>, <｜Assistant｜>, <think>, </think>,
-// ｜DSML｜) wherever they occur and emits their ids directly; every other string, including
-// look-alikes such as <tool_result> or <｜latest_reminder｜>, is ordinary text. Each stretch of
-// ordinary text is split into pieces by the joyai rules (joyai_pretokenizer.hpp) and each piece is
-// merged by BPE rank (bpe_merger.hpp). encode_raw() skips the special matching, for text that
-// must never produce control tokens (for example user content in a strict renderer).
-//
-// decode() is the exact inverse for every token stream encode() can produce: tokens containing the
-// fullwidth bar U+FF5C (the DeepSeek control tokens) decode to their literal text, every other
-// token to the raw bytes its byte-level string stands for. Concatenating bytes may split a UTF-8
-// character across tokens; protocol::Utf8Assembler (gateway/protocol/utf8_assembler.hpp) holds
-// such tails back when streaming.
-//
-// The vocabulary comes from GGUF metadata (tokenizer.ggml.tokens / merges); the class is
-// immutable after construction and safe to use from several threads at once.
+// encode() cuts out the special strings, splits the rest into pieces (joyai_pretokenizer.hpp) and
+// merges each by BPE rank (bpe_merger.hpp); encode_raw() skips the special matching; decode() is
+// the exact inverse of encode() (a UTF-8 character may be split across tokens). The vocabulary
+// comes from GGUF metadata; the class is immutable after construction and safe to use from
+// several threads at once. Details: docs/engine.md §tokenizer.
 #include <cstdint>
 #include <memory>
 #include <optional>

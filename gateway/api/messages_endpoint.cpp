@@ -1,24 +1,9 @@
 // POST /v1/messages: the Anthropic Messages API (what Claude Code speaks), on the shared path.
 //
 // The request is translated into a ChatRequest (protocol/anthropic_request.hpp) and prepared by
-// prepare_chat_turn like OpenAI chat: one renderer, exact DSML replay by tool_use.id through the
-// contract store, the same contract checks (422 in strict mode, in Anthropic's error shape),
-// protocol-token accounting. The tool-call ids we issue are the tool_use ids, so a client that
-// echoes tool_use blocks back gets the sampled DSML replayed byte for byte; thinking blocks are
-// the reasoning echo. `?beta=true` (Claude Code) is a query string and is ignored by routing;
-// anthropic-version / anthropic-beta headers are accepted as they come; x-api-key works as well
-// as bearer auth (router.cpp).
-//
-// MessagesFormat writes the stream in Anthropic's lifecycle: message_start (input and cache
-// counts), ping, then one content block at a time — thinking (thinking_delta*, signature_delta,
-// stop), text (text_delta*), tool_use per call (input_json_delta* as the DSML arguments arrive,
-// stop) — then message_delta (stop_reason, usage with output_tokens, ds4d) and message_stop.
-// A turn whose engine fails ends with an `error` event instead of message_delta, or a 500 when
-// not streamed. A model output never does: output that ends inside a tool call other than by
-// max_tokens is stop_reason end_turn (or stop_sequence) without the unclosed call, since a
-// retry would sample it again. max_tokens cutting a tool call is stop_reason max_tokens, as
-// Anthropic answers it: the started tool_use block is closed as it stands, and a non-streamed
-// message leaves the unclosed call out. Errors before the turn have Anthropic's {"type":"error","error":{...}} shape.
+// prepare_chat_turn like OpenAI chat; the tool-call ids we issue are the tool_use ids, so echoed
+// tool_use blocks replay the sampled DSML byte for byte. MessagesFormat writes Anthropic's stream
+// lifecycle. Headers accepted, stop reasons, cut tool calls and errors: docs/api.md §messages.
 #include <spdlog/spdlog.h>
 
 #include <boost/json.hpp>

@@ -1,24 +1,12 @@
 #pragma once
-// ResponseHistory: what previous_response_id refers to.
+// ResponseHistory: what previous_response_id refers to (the conversation that ended in that
+// response, as ChatRequest messages, so it re-renders byte-identical to the live context).
 //
-// A Responses client may send only the new items plus previous_response_id instead of the whole
-// conversation. For that the server must know the conversation that ended in that response: the
-// input it was rendered from (instructions excluded: they are per request) plus the assistant
-// turn it produced, as ChatRequest messages. The conversation re-rendered from them is
-// byte-identical to the live context when the turn is still there, so the prefix cache decides
-// the cost as for a full replay.
-//
-// In memory: bounded (least recently used dropped first). On disk, when given a directory (the
-// daemon uses <cache.dir>/responses, next to the KV checkpoints that also survive restarts):
-// every remembered response is also a small JSON record <id>.json, written crash-safely like the
-// checkpoints (temp file, fsync, rename, fsync of the directory), so a conversation continues
-// after a restart; after one, the KV checkpoints make it cheap as well. The records are bounded
-// by bytes, oldest written dropped first; temp files of an interrupted write are removed at start;
-// a record that does not parse is removed with one warning and treated as unknown. Only ids of
-// the form we issue (resp_ + 24 hex digits) are looked up on disk, so no client bytes reach a
-// path. An id it does not hold (evicted, never issued, or from before a restart without a
-// directory) is a 400 telling the client to resend the full input. Thread-safe; the file write
-// runs on the caller's thread (the engine worker, at the end of a turn: one small fsync'd file).
+// Bounded in memory (least recently used dropped first); given a directory, every response is also
+// a crash-safe JSON record <id>.json there, so a conversation continues after a restart. Only ids
+// we issue (resp_ + 24 hex digits) are looked up on disk. An id it does not hold is a 400 asking
+// for the full input. Thread-safe; the file write runs on the caller's thread (the engine worker).
+// Record format, bounds and recovery: docs/api.md §response-history.
 #include <cstddef>
 #include <deque>
 #include <filesystem>

@@ -1,25 +1,9 @@
 // POST /v1/responses: the OpenAI Responses API (what Codex CLI speaks), on the shared path.
 //
 // The request becomes a ChatRequest (protocol/responses_request.hpp) and is prepared by
-// prepare_chat_turn like chat: one renderer, exact DSML replay by call_id through the contract
-// store, the contract checks (422 in strict mode), protocol tokens. previous_response_id is
-// resolved through ResponseHistory (response_history.hpp; on disk under ServerConfig::
-// response_dir, so it survives restarts): the stored conversation, then the new items; an
-// unknown id is a 400 asking for the full input. Reasoning items carry the exact
-// sampled reasoning in encrypted_content (protocol/reasoning_token.hpp), so stateless clients
-// (store:false) echo the reasoning contract exactly.
-//
-// ResponsesFormat streams Codex's lifecycle: response.created, response.in_progress, then per
-// output item: output_item.added, its deltas (reasoning_summary_part.added +
-// reasoning_summary_text.delta/done + part.done; content_part.added + output_text.delta/done +
-// content_part.done; function_call_arguments.delta/done), output_item.done; and finally
-// response.completed (or .incomplete for length, .failed only for an engine error: output that
-// ends inside a function call other than by the limit is completed without it) with the whole
-// response and usage. Every event has
-// sequence_number. A function call cut by max_output_tokens was announced (output_item.added,
-// argument deltas) but gets no output_item.done and is not in the response's output: clients
-// run calls when they are done, and this one never was (status incomplete,
-// incomplete_details.reason max_output_tokens).
+// prepare_chat_turn like chat; previous_response_id is resolved through ResponseHistory
+// (response_history.hpp). ResponsesFormat streams Codex's event lifecycle, each event with a
+// sequence_number. The lifecycle, the final statuses and cut function calls: docs/api.md §responses.
 #include <spdlog/spdlog.h>
 
 #include <boost/json.hpp>

@@ -1,16 +1,6 @@
 // GET /health, /health/live, /metrics, /v1/models: the endpoints that describe the service
-// rather than run the model.
-//
-// /health is readiness: 200 {"status":"ok"} once the model serves, 503 with the load progress
-// while it loads ({"status":"loading","progress":0.42}), 503 {"status":"failed"} if loading
-// failed, {"status":"stopping"} during shutdown, and 503 {"status":"degraded","reason":"..."}
-// while the admission gate (the daemon's memory floor) refuses new work. A ready answer carries the prefix cache's
-// state when it is configured ({"cache":{warm_sessions, warm_bytes, disk_checkpoints, disk_bytes, disk_error?}}),
-// and in gateway mode each upstream engine ({"upstreams":[{url, state, inflight, error?}]}; 503
-// "degraded" while none is up).
-// /health/live is liveness: 200 whenever the
-// process answers HTTP at all. Both are public (no API key) so that probes need no secret.
-// /metrics is the Prometheus text exposition of the ds4d_* series.
+// rather than run the model. /health is readiness, /health/live liveness; both are public so that
+// probes need no secret. The answers: docs/api.md §health-and-models.
 #include <boost/json.hpp>
 
 #include "gateway/api/endpoints.hpp"

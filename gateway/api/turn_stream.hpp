@@ -1,34 +1,12 @@
 #pragma once
 // TurnStream: the one generation sink every model endpoint uses, and TurnFormat, the only part
-// that differs between the APIs.
+// that differs between the APIs (so SSE heads, keep-alives, parsing, contract recording, usage and
+// the ds4d object are written once for all four).
 //
-// Why one sink: the chat, completion, Anthropic Messages and Responses endpoints all do the same
-// things around a generation (SSE head, keep-alive comments during a long prefill, UTF-8
-// assembly, the DSML output parser, recording the turn's echo contract, cancellation and engine
-// failures, usage and the ds4d object) and differ only in the bytes they write. Written once,
-// they cannot drift apart again (before this, only chat sent keep-alives and only chat carried
-// the ds4d object on streams).
-//
-// Waiting keeps the connection busy, for streamed and non-streamed requests alike (agent
-// clients and proxies drop idle connections):
-//   on_queued            stream: SSE head once, then `: queued, position N` (every queue tick);
-//                        non-streamed, from the first tick after the submit on: a 200 JSON head
-//                        (chunked) once, then a newline per tick
-//   on_prefill_progress  the same at most every 5 s: `: prefill` / a newline (non-streamed: once
-//                        it has waited 5 s)
-// A non-streamed body that follows such a head is the JSON document after leading whitespace
-// (valid JSON); a failure after it keeps the committed 200 and sends the API's error object as
-// the body (the SSE analogue is the error event after the head).
-//
-// Sequence on the engine worker:
-//   on_prefilled         stream: head, then format.open(usage) once
-//   on_text              text mode: format.text(); chat mode: parser events -> format.events()
-//                        (returns false once the tool-call block closed: decoding stops there)
-//   on_finished          stream: format.close(outcome); else format.whole(outcome) as the body.
-//                        A failure before anything was generated or streamed is
-//                        format.error(500, ...) instead; a client that left gets nothing.
 // Invariants: the head goes out exactly once and before any body byte; open() comes before any
-// events()/text() bytes; close() or whole() or error() is called exactly once.
+// events()/text() bytes; exactly one of close(), whole() and error() is called. Why one sink, the
+// keep-alives while queued or prefilling, and the call sequence on the engine worker:
+// docs/api.md §the-turn-stream.
 #include <chrono>
 #include <memory>
 #include <optional>

@@ -1,28 +1,12 @@
 #pragma once
 // DiskStore: KV checkpoints in a directory (cache.dir), found again by longest token prefix.
 //
-// The directory is the truth: at start the index is rebuilt from the files in it (header and
-// tokens of each, checked); stale temp files of an interrupted write are deleted; files that are
-// corrupt, truncated, of another model or of an old format version are skipped with one warning
-// and removed, never loaded. The directory is created 0700 and file names are hashes
-// (checkpoint_file_name), so nothing a client sent becomes a path.
-//
-// A disk budget (cache.disk_bytes) is kept by evicting the least valuable checkpoints (hits with
-// a half-life decay, tokens saved per byte, recency); the checkpoint just written and any the
-// caller names (the one prefixing the request being served) are never evicted for it.
-//
-// Before a write the filesystem's free space (statvfs) is compared with the file's size plus a
-// margin (free_margin_bytes, so the checkpoints never take a disk's last bytes from the rest of
-// the system); a file that would not fit is not started (reason "no_space"): no bytes are written
-// and none are evicted for it.
-//
-// Failure is not fatal: when the directory is missing and cannot be created, is read-only or the
-// disk is full, the store logs one error per change of state (ok -> failing, failing -> ok, or
-// one failure kind -> another; never once per failed file), counts every rejection (metrics:
-// ds4d_kv_checkpoint_events_total{event="reject"}), reports the latest reason in health() and
-// the daemon keeps serving without (or with fewer) checkpoints. A missing directory is retried
-// at the next write. Thread-safe (one mutex; the engine worker writes, HTTP
-// threads read health and statistics).
+// The directory is the truth: the index is rebuilt from it at start, and bad files are removed,
+// never loaded. A disk budget (cache.disk_bytes) and the filesystem's free space bound the writes.
+// Failure is not fatal: a failing directory is logged once per change of state, counted, shown in
+// health(), and serving goes on. Thread-safe (one mutex; the engine worker writes, HTTP threads
+// read health and statistics). Checks, eviction, free-space margin and failure states:
+// docs/kv-checkpoints.md §checks, §restore-points-and-the-choice, §when-the-directory-fails.
 #include <cstdint>
 #include <filesystem>
 #include <functional>

@@ -5,17 +5,9 @@
 //
 // Bounded by bytes (cache.hot_bytes). Inserting evicts the least valuable entries (see
 // checkpoint_value) and hands them back, so the caller can write them to disk; an entry that is
-// protected (the one about to be restored) is never evicted. Not thread-safe: the engine worker
-// owns it.
-//
-// Session hints. Entries may carry the client's session key (X-Claude-Code-Session-Id,
-// prompt_cache_key). A client session only moves forward: once two newer entries of the same
-// session extend an entry (the next turn's prompt end and turn end), the client has left that
-// point behind, and the entry is superseded: evicted before any entry that is not, whatever its
-// past hits. So a budget that holds two entries per session keeps every interleaved session's
-// latest turn warm (its prompt end for a retry, its turn end for the next turn), where plain
-// value order would keep an old, once-hit turn and drop another session's only one. Routing
-// stays the longest common prefix: a hint never makes a shorter match win.
+// protected (the one about to be restored) is never evicted. Entries may carry the client's
+// session key; superseded entries go first (docs/kv-checkpoints.md §session-hints). Not
+// thread-safe: the engine worker owns it.
 #include <chrono>
 #include <cstdint>
 #include <functional>

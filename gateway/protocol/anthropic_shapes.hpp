@@ -1,17 +1,8 @@
 // Builders for the Anthropic Messages response JSON, as pure functions of plain structs.
 //
-//  * message: {id:"msg_…", type:"message", role:"assistant", model, content:[blocks],
-//    stop_reason, stop_sequence:null, usage, ds4d?}; blocks in order: thinking
-//    {thinking, signature}, text {text}, tool_use {id, name, input:{…}}. An empty text block is
-//    added when there would be no text and no tool_use block (clients expect something to show).
-//  * stop_reason: tool_use (a complete tool-call block), max_tokens (length), stop_sequence (a
-//    client stop string), end_turn (everything else).
-//  * usage: {input_tokens: prompt - cached, output_tokens, cache_read_input_tokens: cached,
-//    cache_creation_input_tokens: 0}; the three input counts add up to the prompt, as in the
-//    Anthropic API. The ds4d extension object rides along as on the OpenAI shapes.
-//  * stream events: sse_event() writes "event: NAME\ndata: JSON\n\n"; payload builders below
-//    follow the documented lifecycle (message_start, ping, content_block_start/delta/stop,
-//    message_delta, message_stop, error).
+// sse_event() writes "event: NAME\ndata: JSON\n\n"; the payload builders below follow the
+// documented stream lifecycle. The shapes, stop reasons and usage:
+// docs/api.md §anthropic-response-shapes.
 #pragma once
 
 #include <boost/json/object.hpp>

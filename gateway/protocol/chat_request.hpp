@@ -1,33 +1,9 @@
 // Chat and completion requests, parsed from OpenAI-shaped JSON into plain structs.
 //
 // The parser is strict about types (a wrong type is a RequestError naming the JSON path) and
-// lenient about unknown keys (skipped, as OpenAI clients send many we do not use). Semantics:
-//  * content: string, null, or an array of parts; string parts and {"type":"text","text":...}
-//    parts are concatenated with no separator (as ds4 does). Other part types (images, audio)
-//    are rejected: the model reads text only, and silently dropping them would change meaning.
-//  * roles: system, developer -> System/Developer (both hoisted into the system prompt);
-//    user; assistant; tool and the legacy function -> Tool.
-//  * assistant reasoning: `reasoning_content` or `reasoning` (reasoning_content wins if both).
-//  * tool_calls[i]: id, function.name, function.arguments (a JSON string kept verbatim, or any
-//    other JSON value kept as its serialization).
-//  * tools[i]: {"type":"function","function":{...}} is unwrapped to the inner object; a bare
-//    {"name":...} object is taken as is. tool_choice: "none" | "auto" | "required" kept as the
-//    string; a forced {"type":"function","function":{"name":N}} is kept as "function:N". Only
-//    "none" changes rendering (tools are then not rendered), exactly as in ds4; "required" and
-//    "function:N" are enforced on the sampled tokens (serving/dsml_token_policy.hpp).
-//  * max_tokens / max_completion_tokens (the latter wins when both are present).
-//  * Thinking mapping (same as ds4-server):
-//      reasoning_effort: "none" -> Off; "minimal","low","medium","high","xhigh" -> High;
-//                        "max" -> Max; null -> no opinion; anything else -> RequestError.
-//      thinking: true/false or {"type":"enabled"|"disabled"}; think: true/false (ds4 alias).
-//      Result: Off if the switch is off or effort is "none"; else Max if effort is "max";
-//      else High. Without an explicit switch, model "deepseek-chat" means Off and
-//      "deepseek-reasoner" means on. Default High. Max needs a context of at least 393216
-//      tokens; the renderer downgrades it (see chat_render.hpp effective_thinking()).
-//  * n other than 1 is rejected (one choice per request).
-//  * response_format, logit_bias, logprobs, top_logprobs: output_controls.hpp.
-//  * tools[i].function.parameters, when present, must be a JSON schema object (as on the
-//    Messages and Responses APIs).
+// lenient about unknown keys (skipped). How each field maps (content parts, roles, reasoning,
+// tools and tool_choice, the thinking switch and effort, what is refused):
+// docs/api.md §openai-chat-requests.
 #pragma once
 
 #include <boost/json/object.hpp>

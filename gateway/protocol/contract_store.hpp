@@ -1,34 +1,12 @@
 // The contract store: what the gateway remembers about the assistant turns it generated, so a
-// later request that replays the conversation can be rendered byte-identical to what the model
-// actually produced (and what the KV cache holds), and so clients that break that contract are
-// told precisely how.
+// later request that replays the conversation renders byte-identical to what the model produced
+// (and what the KV cache holds), and clients that break that contract are told precisely how.
 //
-// Per generated turn we keep: the exact sampled reasoning bytes, the content we reported, the
-// exact sampled DSML block, and for each tool call the id we issued plus the canonical
-// arguments JSON we reported (to detect a client that changed the arguments).
-//
-// How a replayed assistant message is recognised as "a turn we generated":
-//  1. Tool-call ids. We issue every id (call_ + 32 random hex), so an id found in the store
-//     identifies the turn with certainty. This is the primary key.
-//  2. A fingerprint for turns without tool calls: 64-bit FNV-1a over (anchor, content), where
-//     the anchor is the hash of the rendered user/tool segment that prompted the turn (the
-//     bytes from the first <｜User｜> after the previous assistant turn up to, not including,
-//     <｜Assistant｜>). The renderer computes the anchor both for the generation prompt
-//     (RenderResult::turn_anchor) and for each replayed assistant message, so the same
-//     question + the same answer map to the same turn, while a common answer ("OK") to a
-//     different question does not.
-// Lookups touch the LRU order. The store is bounded by bytes (sum of stored strings plus a fixed
-// per-entry overhead) and evicts least recently used turns first; it is thread-safe.
-//
-// Contract modes: Off (no checks; DSML replay by id still used), Warn (default: check, repair
-// what can be repaired, report violations), Strict (check; the HTTP layer answers 422 when the
-// render reports violations). What each violation means and what Warn renders is described in
-// chat_render.hpp.
-//
-// serialize()/deserialize(): a versioned, checksummed byte image for KV checkpoints. Any
-// malformed input throws ContractStoreError and leaves the store unchanged. A checkpoint stores
-// only the turns that lie within its tokens (serialize_if over TurnContract::end_*), so each
-// checkpoint carries its own conversation's records and merging them back restores them.
+// Turns are found by tool-call id, else by a fingerprint of the prompting segment and the content;
+// the store is a byte-bounded, thread-safe LRU. serialize()/deserialize() make a checksummed image
+// for KV checkpoints; malformed input throws ContractStoreError and leaves the store unchanged.
+// What is kept and how turns are recognised: docs/chat-format.md §the-contract-store; the modes
+// and violations: docs/chat-format.md §echo-contracts, §contract-checks.
 #pragma once
 
 #include <cstddef>

@@ -1,17 +1,7 @@
-// DSML: the markup DeepSeek V4 uses for tool calls, and its canonical rendering.
-//
-//   \n\n<｜DSML｜tool_calls>\n
-//   <｜DSML｜invoke name="NAME">\n
-//   <｜DSML｜parameter name="KEY" string="true">RAW STRING</｜DSML｜parameter>\n
-//   <｜DSML｜parameter name="KEY" string="false">MINIFIED JSON</｜DSML｜parameter>\n
-//   </｜DSML｜invoke>\n
-//   </｜DSML｜tool_calls>
-//
-// Escaping (exactly ds4's): attribute values escape & < > " as entities; string values are raw
-// except the literal "</｜DSML｜parameter>", written "&lt;/｜DSML｜parameter>"; JSON values are
-// minified (whitespace outside strings removed) and that same tag's "<" becomes "\u003c".
-// Parameter order is the key order of the client's arguments object; if the arguments are not
-// a JSON object, one string parameter named "arguments" holds the raw text.
+// DSML: the markup DeepSeek V4 uses for tool calls, and its canonical rendering (exactly ds4's
+// escaping; parameters in the key order of the client's arguments object, non-object arguments as
+// one string parameter named "arguments"). The markup and its escaping:
+// docs/chat-format.md §dsml-tool-calls, §escaping.
 #pragma once
 
 #include <cstddef>

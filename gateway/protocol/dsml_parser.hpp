@@ -1,31 +1,9 @@
 // OutputParser: turns the model's sampled text, as it streams, into OpenAI-shaped events.
 //
-// Input is valid UTF-8 text (put the token bytes through Utf8Assembler first). The parser is
-// streaming-safe: feeding the text one byte at a time yields the same concatenated reasoning,
-// content and argument text and the same structural events as feeding it whole.
-//
-// Phases:
-//  * reasoning: when the prompt ended with "<think>" (thinking_started), or the output itself
-//    starts with "<think>", text up to the first "</think>" is ReasoningDelta. DSML in
-//    reasoning is never a tool call (ds4 037ee39).
-//  * content: ContentDelta, except that bytes which could begin a tool-call block (a prefix of
-//    "<｜DSML｜tool_calls>", "<DSML｜tool_calls>" or "<tool_calls>") and trailing whitespace are
-//    held back: the whitespace before a block is protocol, not content.
-//  * block: ToolCallBegin as soon as an invoke tag is complete (id issued then), argument JSON
-//    fragments while parameters arrive (string="true" or missing: entities unescaped and
-//    JSON-escaped as a string; string="false": minified JSON bytes; a parameter with no string
-//    attribute whose value is more parameters becomes a JSON object of them, ds4's "loose nested"
-//    recovery), ToolCallEnd at </invoke>, ToolCallsDone at the block's close tag with the exact
-//    sampled block bytes (including all whitespace between the content and the block, so that
-//    content + block is exactly what was sampled; ds4 keeps only a "\n\n"). Text after the
-//    block is ignored (the server stops decoding there).
-// Arguments JSON is built deterministically: {"k":v,...} in DSML order, no spaces; the
-// fragments of one call concatenate to exactly ToolCallEnd::arguments_json.
-// Malformed block: ToolCallsError{Malformed} with the raw bytes from the block start (the server
-// sends them as content, as ds4 does) and the parser continues in content mode without DSML
-// detection. End inside a block: ToolCallsError{Unterminated} from finish().
-// Differences from ds4's whole-text parser: the first block start in the text wins (ds4 prefers
-// the full DSML spelling anywhere over the others), and reasoning ends at the first </think>.
+// Input is valid UTF-8 text (put the token bytes through Utf8Assembler first); feeding it one byte
+// at a time yields the same text and events as feeding it whole. Reasoning, content and block
+// phases, how arguments JSON is built, malformed and unterminated blocks, and where we differ from
+// ds4: docs/chat-format.md §parsing-sampled-output, §the-streaming-parser.
 #pragma once
 
 #include <cstddef>

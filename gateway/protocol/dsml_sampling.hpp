@@ -1,45 +1,11 @@
 // DsmlSamplingState: where the model is in its output, for DSML-safe sampling.
 //
-// Why: the request's sampling settings (temperature, top_p, ...) are meant for what the model
-// says, not for the syntax of a tool call. Sampled at temperature 1, a tag, an attribute, a JSON
-// comma or a closing marker is occasionally the second-best token, and one wrong byte makes the
-// whole call unparseable. Greedy everywhere is no fix either: long file bodies written greedily
-// fall into repetition loops (ds4 22ca6ab). So, as the reference server does: protocol structure
-// is greedy, payload (string parameter values, JSON string values) uses the request's sampling.
-//
-// The state is fed the generated text (valid UTF-8, as it streams) and answers, for the next
-// token, one of:
-//   Free        reasoning or content: the request's sampling
-//   Structural  inside the tool-call block but not in a payload: greedy
-//   Payload     a string parameter's value, or a JSON string inside a string="false" value:
-//               the request's sampling, except once a possible closing tag has begun ("</"
-//               inside a string value, as ds4 counts a >= 2-byte partial close tag), which is
-//               structure again.
-// DSML inside reasoning is not a call (ds4 037ee39): before "</think>" (when the prompt opened
-// the think tag) everything is Free.
-//
-// Forcing (tool_choice required / any / a named function): once reasoning is over and until the
-// block has opened, the output must continue with the block opening
-// "\n\n<｜DSML｜tool_calls>\n<｜DSML｜invoke name=\"" followed, for a named function, by
-// NAME "\">\n", and for required/any by one of the declared tools' names.
-//
-// Declared names: a client's tools are the only calls it can run (a call to anything else is a
-// turn lost: the agent answers "no such tool"), so right after `invoke name="` the output must
-// continue with a declared tool's name and its closing quote, and right after
-// `parameter name="` with one of that tool's parameters not yet given (when its schema lists
-// any), and after that name's quote with the value spelling its schema type asks for
-// (` string="true">` for "type": "string", ` string="false">` for another single type, either
-// when the schema does not say). The model still chooses among them by its own logits: which
-// tool, which parameter.
-//
-// allowed() lists those continuations; the server lets through only tokens whose bytes are a
-// prefix of one of them, or run past the whole of one and keep to what is allowed after it
-// (admits()). Only the
-// full DSML spelling is tracked (the one the tools prompt teaches); the parser still accepts
-// the others.
-//
-// inside_block(): between the block's opening and closing tags. An end of generation there
-// leaves a call that cannot run, so the server does not take one there.
+// Fed the generated text (valid UTF-8, as it streams), it tells the server, for the next token,
+// whether it is Free (the request's sampling), Structural (greedy) or Payload (the request's
+// sampling inside argument values); allowed()/admits() give the continuations that forcing and
+// the declared tool and parameter names leave open; inside_block() is true between the block's
+// opening and closing tags. Why and the exact rules:
+// docs/chat-format.md §sampling-a-call, §where-the-sampler-is.
 #pragma once
 
 #include <boost/json/object.hpp>

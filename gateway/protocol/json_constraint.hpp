@@ -1,20 +1,11 @@
-// JsonConstraint: which bytes may come next in a JSON value that must match a JSON schema.
-//
-// Why: a tool call whose arguments the client's own parser rejects is a lost turn (Codex exits
-// with "failed to parse"), and `response_format` promises JSON. Both are enforced on the sampled
-// tokens: the token policy asks, before each token, whether its bytes keep the text a prefix
-// of some value the schema accepts (docs/json-constraint.md §features).
+// JsonConstraint: which bytes may come next in a JSON value that must match a JSON schema, so
+// tool-call arguments and `response_format` are enforced on the sampled tokens.
 //
 // Fed one byte at a time (step()); a byte that could not start or continue any accepted value is
 // refused and changes nothing. complete(): the bytes so far are a whole accepted value (a number
-// or a literal may still go on). finished(): complete and nothing more can follow.
-//
-// Schema features enforced: type (one or a list), properties, required, additionalProperties
-// (false, a schema, or anything), items, minItems/maxItems, enum/const, minLength/maxLength,
-// nested objects and arrays; anyOf/oneOf choose the first alternative that fits the value's
-// first byte. Not enforced (any value of the right type passes): pattern, format, numeric
-// bounds, $ref. No schema (null) is any JSON value. Whitespace between tokens is allowed, at
-// most kMaxWhitespace bytes in a row, so the constraint cannot be satisfied by spaces forever.
+// or a literal may still go on). finished(): complete and nothing more can follow. No schema
+// (null) is any JSON value. Why, and which schema features are enforced (whitespace runs are
+// bounded by kMaxWhitespace): docs/json-constraint.md §why, §features.
 #pragma once
 
 #include <boost/json/value.hpp>

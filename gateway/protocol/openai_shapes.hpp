@@ -1,21 +1,7 @@
 // Builders for the OpenAI response JSON the gateway sends, as pure functions of plain structs.
 //
-// Shapes follow the OpenAI API (and ds4-server where it extends it):
-//  * chat.completion: {id, object, created, model, choices:[{index:0, message:{role:"assistant",
-//    content (never null), reasoning_content?, tool_calls?}, logprobs:null, finish_reason}],
-//    usage, ds4d?}
-//  * chat.completion.chunk: same envelope, choices:[{index:0, delta, logprobs:null,
-//    finish_reason}]; the usage chunk has choices:[] (stream_options.include_usage).
-//    Tool calls stream as {index, id, type:"function", function:{name, arguments:""}} once,
-//    then {index, function:{arguments:"<fragment>"}}.
-//  * text_completion: choices:[{text, index:0, logprobs:null, finish_reason}].
-//  * usage: {prompt_tokens, completion_tokens, total_tokens, prompt_tokens_details:
-//    {cached_tokens}, protocol_tokens}; cached_tokens counts reused tokens only (never writes).
-//    protocol_tokens (our extension) = prompt tokens added by the template, not the client.
-//  * error: {"error":{"message","type","param","code"}} (param and code null when unknown).
-//  * ds4d (our extension object on final responses/chunks): {"contract":{mode, ok,
-//    violations:[{message_index, kind, detail, fix_hint}], replayed_blocks, canonical_blocks,
-//    repaired_reasoning}, "cache":{source, cached_tokens}}.
+// The shapes (chat.completion, chunks, text_completion, usage, error, our ds4d extension object)
+// are docs/api.md §openai-response-shapes.
 #pragma once
 
 #include <boost/json/object.hpp>

@@ -1,21 +1,11 @@
 #pragma once
 // DsmlTokenPolicy: DSML-safe sampling and tool_choice enforcement, as a TokenPolicy.
 //
-// protocol::DsmlSamplingState says where the output is; this applies it to the logits:
-//  * a forced tool call (tool_choice required / any / a named function) still to be opened, a
-//    tool name or a parameter name being written: the highest-logit token whose bytes fit one
-//    of the allowed continuations (a prefix of one, or running past the whole of one) is taken;
-//    every other token is excluded;
-//  * protocol structure (tags, attributes, JSON punctuation, closing markers): greedy (argmax);
-//  * reasoning, content and payload: nullopt, so the job's sampler (the request's settings)
-//    chooses.
-// Inside the tool-call block no end-of-generation token is taken (may_end() is false; the
-// structural argmax skips them). Where a name has more than one candidate, which one is decided
-// by the model's probability of each whole candidate (alternatives(): a tool name with its
-// call's opening up to its first parameter's name, see DsmlSamplingState::name_choice_texts; the
-// first token alone is a poor judge when none of them is what the model expected, and the name
-// alone when its reasoning named the wrong one).
-// The token byte table is built on the first constrained step (one pass over the vocabulary).
+// protocol::DsmlSamplingState says where the output is; this applies it to the logits: allowed
+// names and forced openings take the best fitting token, structure is greedy, reasoning, content
+// and payload are left to the job's sampler (nullopt); no end-of-generation token is taken inside
+// the tool-call block (may_end()). alternatives() gives the whole candidates the model weighs.
+// The rules: docs/chat-format.md §sampling-a-call, §where-the-sampler-is.
 #include <optional>
 #include <span>
 #include <string>

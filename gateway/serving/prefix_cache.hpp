@@ -1,17 +1,10 @@
 #pragma once
 // PrefixCache: the restore points of the live engine context and the choice between them.
 //
-// A prompt reuses the longest token prefix it shares with a restore point, and only the rest is
-// prefilled. Restore points are, in order of preference:
-//   live  the live context, extended, or taken back with truncate() to the first differing
-//         token when that is within the engine's rollback rings;
-//   warm  a snapshot in RAM (HotStore, cache.hot_bytes): one a couple of tokens before the end
-//         of every rendered prompt and one at the end of every assistant turn;
-//   disk  a KV checkpoint file (DiskStore, cache.dir): written at the end of a cold prompt,
-//         every checkpoint_interval_tokens of a long prefill, when a warm session is evicted
-//         from RAM (spill) and at shutdown; found again after a restart.
-// The one with the most reusable tokens wins (ties: live, then warm, then disk); the match is by
-// tokens first, then by bytes. Why each point exists and what is bit-identical to what:
+// A prompt reuses the longest token prefix it shares with a restore point (live context, warm
+// snapshot in RAM, disk checkpoint), and only the rest is prefilled. The one with the most
+// reusable tokens wins (ties: live, then warm, then disk); the match is by tokens first, then by
+// bytes. Where each point comes from and what is bit-identical to what:
 // docs/kv-checkpoints.md §restore-points-and-the-choice.
 //
 // Threading: open() runs once before the engine worker starts; from then on everything but

@@ -5,14 +5,8 @@
 // threads submit jobs and get back either nothing (accepted; the sink will hear the rest) or a
 // Refusal carrying the HTTP status to answer with: 503 while the model loads, when the admission
 // gate (the daemon's memory floor) says no, or while stopping; 429 with Retry-After when the
-// queue is full.
-//
-// Prefix reuse: a prompt reuses the longest token prefix it shares with a restore point (the
-// live context, a warm session in RAM, a disk checkpoint) and only the rest is prefilled; the
-// PrefixCache (prefix_cache.hpp) owns those points and the choice, the worker asks it.
-// After a turn the live context holds prompt + every sampled token but the last (the last one is
-// never fed: EOS is not part of the next prompt, and for other endings the next prompt
-// re-renders it), so a client that sends the conversation back gets a prefix hit.
+// queue is full. Prefix reuse is the PrefixCache's (prefix_cache.hpp), which the worker asks
+// (docs/kv-checkpoints.md §restore-points-and-the-choice).
 #include <chrono>
 #include <condition_variable>
 #include <deque>

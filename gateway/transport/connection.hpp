@@ -1,19 +1,10 @@
 #pragma once
 // Connection: one client socket, served by one coroutine on its own strand.
 //
-// Loop: read a request (header limit -> 431, body limit -> 413, both answered before the body
-// is read, then the connection closes), dispatch it, write the reply, and keep the connection
-// open while the client asks for keep-alive and the server is not stopping. Time limits: the
-// idle timeout between requests, the read timeout while a request arrives, the write timeout
-// for each write. A deferred reply is written as it arrives from the ResponseChannel; meanwhile
-// the socket is watched so that a client that hangs up cancels its generation at once (the
-// cancel flag is checked before every token). A wake-up of that watch is only a hint (the
-// reactor may report bytes an earlier read already took); the socket itself is asked with
-// poll(). A FIN alone is a half-close, not a hang-up: the client is still owed its answer. To
-// tell it from a client that closed entirely, an HTTP/1.1 client waiting for a non-streamed
-// reply is sent an interim "100 Continue", which a closed socket answers with a reset; after
-// a FIN the socket is polled every 50 ms for that reset, and the connection ends after the
-// reply.
+// It reads a request, dispatches it, writes the reply and keeps the connection open while the
+// client asks for keep-alive; a deferred reply is written as it arrives from the ResponseChannel
+// while the socket is watched, so a client that hangs up cancels its generation at once. Limits,
+// timeouts and how a half-close is told from a hang-up: docs/api.md §connections.
 #include <atomic>
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>

@@ -1,27 +1,8 @@
 #pragma once
-// Router: method + path -> handler, with the checks every endpoint shares.
-//
-// Order of decisions for one request, each refusal in the error shape of the path's API
-// (Anthropic's for /v1/messages, OpenAI's elsewhere; api_style_of_path):
-//   0. More than one Host header is 400 (RFC 9112 3.2).
-//   1. Host (DNS rebinding: a web page whose name resolves to 127.0.0.1 sends its own Host):
-//      checked when no API key is set or when allowed_hosts is given; loopback names
-//      (localhost, *.localhost, 127.x.x.x, [::1]) and the bind address are always allowed,
-//      "*" allows any. Else 403 (code host_not_allowed); HTTP/1.1 without Host is 400.
-//   2. Origin (sent by browsers): must be one of cors_origins ("*": any), else 403
-//      (origin_not_allowed). Requests without Origin (curl, SDKs) pass.
-//   3. OPTIONS is a CORS preflight: 204 with the CORS headers for an allowed Origin; otherwise
-//      it is a method like any other (405).
-//   4. An unknown path is 404; HEAD is served by the GET route (the connection sends no body);
-//      a known path with another method is 405 with an Allow header.
-//   5. POST bodies must be Content-Type application/json (415 otherwise): text/plain and form
-//      posts are what a web page can send cross-origin without a preflight.
-//   6. A route that is not public needs `Authorization: Bearer <api_key>` (or `x-api-key:
-//      <api_key>`, as Anthropic clients send it) when a key is configured (401 with WWW-Authenticate otherwise;
-//      compared in constant time).
-//   7. The handler runs; one that throws gets a logged 500.
-// CORS headers (Access-Control-Allow-Origin: <that origin>, Vary: Origin) go only on answers
-// to an allowed Origin. The endpoint label used in metrics is the route path, or "other".
+// Router: method + path -> handler, with the checks every endpoint shares (Host, Origin, CORS
+// preflight, method, Content-Type, API key), each refusal in the error shape of the path's API
+// (api_style_of_path). The order of the checks and what each answers:
+// docs/api.md §request-checks.
 #include <functional>
 #include <string>
 #include <string_view>

@@ -1,16 +1,5 @@
-// The listener, the io threads and graceful shutdown. See server.hpp.
-//
-// start() refuses a non-loopback address without an API key (unless explicitly allowed),
-// binds (SO_REUSEADDR), spawns the accept loop and `io_threads` threads running the
-// io_context; POST handlers run on a separate pool of `handler_threads`. Descriptors: the soft
-// RLIMIT_NOFILE is raised to the hard one and the connection cap kept below it; at the cap the
-// longest-idle keep-alive connection is closed to make room, or the newcomer gets a 503. Should
-// accept still run out of descriptors, a spare one is given up to take the waiting connection
-// off the backlog (else the listener stays readable and the loop spins), the warning is
-// rate-limited, and the loop pauses 20 ms. Every accepted socket gets its own strand and Connection. stop(drain) closes
-// the listener, tells idle connections to close and busy ones to close after their response, waits up to `drain` for
-// the busy ones, then aborts the rest (which cancels their generations), waits for every connection to end and joins
-// the threads.
+// The listener, the io threads and graceful shutdown. See server.hpp. Descriptor limits, the
+// connection cap and the order of a drain: docs/api.md §listener-and-shutdown.
 #include "gateway/transport/server.hpp"
 
 #include <fcntl.h>

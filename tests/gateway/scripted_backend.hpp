@@ -1,17 +1,13 @@
 #pragma once
 // ScriptedBackend: an EngineBackend without a model, for testing the serving and HTTP layers.
-//
-// Tokens are bytes (ids 0..255) plus EOS (256). After any prompt the "model" answers with a
-// fixed reply, byte by byte, then EOS; with `endless` it repeats the reply forever. The logits
-// put all weight on the scripted token, so every sampler setting picks it; with `flat_logits`
-// every other token is only one logit below it, so only greedy sampling (temperature 0) is
-// sure to follow the script; a token off the script starts the reply over (unless
-// keep_position). Hooks let a test
-// slow decoding down or hold the worker inside append() to fill the queue deterministically.
-// Restore points are off by default (like an engine without them); `rollback` > 0 lets
-// truncate() take back that many tokens, `snapshots` enables snapshot()/restore() (the image
-// is the tokens and the reply position), and `poison_restores` makes a restored sequence fail
-// at its next append (a checkpoint that loads but breaks the engine).
+// Tokens are bytes (ids 0..255) plus EOS (256). After any prompt the "model" answers with a fixed
+// reply, byte by byte, then EOS (`endless`: forever). The logits put all weight on the scripted
+// token; with `flat_logits` every other token is one logit below it, so only greedy sampling is
+// sure to follow, and a token off the script restarts the reply (unless keep_position). Hooks slow
+// decoding or hold the worker inside append() to fill the queue deterministically. Restore points
+// are off by default; `rollback` > 0 lets truncate() take back that many tokens, `snapshots`
+// enables snapshot()/restore() (the image: the tokens and the reply position), `poison_restores`
+// makes a restored sequence fail at its next append (a checkpoint that breaks the engine).
 #include <atomic>
 #include <chrono>
 #include <condition_variable>

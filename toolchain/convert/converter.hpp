@@ -2,22 +2,11 @@
 // ds4::convert: the official DeepSeek V4 Flash checkpoint (safetensors: FP8 E4M3 dense weights,
 // FP4 E2M1 routed experts, BF16/F32 elsewhere) to the DS4 GGUF this engine loads, by recipe.
 //
-// How it runs. make_plan() binds and checks everything first (recipe against the engine's
-// type table, every source tensor's presence, dtype and shape), so a conversion that would
-// produce an unloadable file fails before writing a byte. The output's header and every
-// tensor's offset are then fixed, and tensors are produced one at a time, each cut into row
-// chunks (one expert, or up to ~4M elements) that N worker threads decode, quantize and pwrite
-// straight to their place in OUT.partial. Memory is bounded by threads x one chunk (plus the
-// source pages in flight, which are released after each tensor): peak RSS does not grow with
-// the model.
-//
-// Resumable. After each tensor the data is fdatasync'ed and a line (tensor, XXH3 of its bytes,
-// audit sums) is appended to OUT.journal. A rerun with the same plan (the journal records the
-// header hash) re-verifies and skips finished tensors; the last step renames OUT.partial to
-// OUT and removes the journal. An interrupted run never leaves a file at OUT.
-//
-// The result carries the audit (audit.hpp): per tensor sources, type, sampled dequantization
-// error against the exact source values; the four invariants are checked on the written file.
+// make_plan() checks everything before a byte is written; tensors are then produced in row chunks
+// by worker threads straight to OUT.partial, journalled so a rerun resumes, and renamed to OUT at
+// the end (an interrupted run never leaves a file at OUT). Memory is bounded by threads x one
+// chunk. The result carries the audit (audit.hpp). How it runs and resumes:
+// docs/toolchain.md §how-a-conversion-runs, §converting-the-official-checkpoint-toolchainconvert.
 #include <cmath>
 #include <cstdint>
 #include <functional>

@@ -1,18 +1,9 @@
 #pragma once
 // `ds4ctl export-w4a16`: the official checkpoint in the W4A16 form vLLM serves (compressed-
-// tensors), for users who outgrow one box:
-//   * routed experts (FP4) -> INT4 symmetric, group 32 along the input, "pack-quantized":
-//     <name>.weight_packed I32 [out, in/8] (eight 4-bit values per word, lowest first, stored
-//     +8 as unsigned), <name>.weight_scale BF16 [out, in/32], <name>.weight_shape I64 [2].
-//     The scale of each group is chosen by grid search: s = r * amax / 7 for
-//     r in {6/7, 0.9, 0.95, 1.0, 1.05, 1.1}, keeping the lowest squared error;
-//   * FP8 attention projections kept as they are, their E8M0 block scales written as the F32
-//     "<name>.weight_scale" compressed-tensors expects (128x128 blocks);
-//   * shared expert, compressor and indexer weights dequantized to BF16; everything else copied;
-//   * config.json gains quantization_config; shards of at most `max_shard_bytes` (5 GB) plus
-//     model.safetensors.index.json; tokenizer.json copied.
-// The audit (DIR/w4a16.audit.json, .txt) gives the SNR per tensor against the exact source
-// values. Streams tensor by tensor: each shard's header is laid out from the shapes first.
+// tensors): routed experts as INT4 group-32 with grid-searched scales, FP8 attention kept, the
+// rest BF16 or copied; the audit (DIR/w4a16.audit.json, .txt) gives the SNR per tensor. Streams
+// tensor by tensor. What each tensor becomes and the packed layout:
+// docs/toolchain.md §converting-the-official-checkpoint-toolchainconvert, §w4a16-layout.
 #include <cstdint>
 #include <string>
 #include <vector>

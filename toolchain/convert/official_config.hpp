@@ -1,17 +1,7 @@
 #pragma once
 // config.json and tokenizer.json of an official-format checkpoint <-> the deepseek4.* and
-// tokenizer.ggml.* metadata of a DS4 GGUF.
-//
-// config.json keys read (all required unless noted):
-//   hidden_size, num_hidden_layers, vocab_size, num_attention_heads, head_dim, qk_rope_head_dim,
-//   q_lora_rank, o_lora_rank, o_groups, n_routed_experts, num_experts_per_tok, n_shared_experts,
-//   moe_intermediate_size, num_hash_layers, sliding_window, index_n_heads, index_head_dim,
-//   index_topk, hc_mult, hc_sinkhorn_iters, hc_eps, rms_norm_eps, rope_theta,
-//   compress_rope_theta, compress_ratios (per layer), rope_scaling {factor,
-//   original_max_position_embeddings, beta_fast, beta_slow}, routed_scaling_factor,
-//   swiglu_limit, max_position_embeddings, bos_token_id, eos_token_id.
-// tokenizer.json: model.vocab (token -> id), model.merges ("a b" strings or [a, b] pairs) and
-// added_tokens (id, content, special).
+// tokenizer.ggml.* metadata of a DS4 GGUF. The keys read:
+// docs/toolchain.md §official-layout-and-config.
 #include <cstdint>
 #include <string>
 #include <vector>

@@ -1,32 +1,9 @@
 #pragma once
 // Conversion recipes: which GGUF element type each tensor family gets. A recipe is a table of
-// slots (families of tensors that share a precision decision) plus per-tensor overrides:
-//
-//   slot               tensors                                          q2       q4     mxfp4
-//   routed_gate_up     ffn_gate_exps, ffn_up_exps                       iq2_xxs  q4_K   mxfp4
-//   routed_down        ffn_down_exps                                    q2_K     q4_K   mxfp4
-//   attention          attn_q_a/q_b/kv/output_a/output_b                q8_0
-//   shared_expert      ffn_{gate,up,down}_shexp                         q8_0
-//   output_head        output                                           q8_0
-//   embedding          token_embd                                       f16
-//   hyper_connection   hc_*_fn, output_hc_fn                            f16
-//   router             ffn_gate_inp                                     f16
-//   compressor_indexer attn_compressor_*, indexer*, (2-D ones)          f16
-//   scalars            every 1-D tensor: norms, HC scale/base, sinks,   f32
-//                      exp_probs_b
-// (ffn_gate_tid2eid is always i32: it holds expert ids, not weights.)
-//
-// A TOML recipe names a base and changes slots or single tensors:
-//   base = "q2"
-//   [slots]
-//   routed_down = "q4_K"
-//   [tensors]
-//   "blk.3.ffn_down_exps.weight" = "q2_K"
-//
-// check_recipe() applies the engine's own type table (ds4_layout's catalogue, which the model
-// loader agrees with) to every tensor of the model before anything is written: a type the
-// engine cannot load, a row length that is not a multiple of the type's block, or gate/up
-// experts of different types are all reported, one line per tensor.
+// slots (families of tensors that share a precision decision) plus per-tensor overrides, from a
+// base ("q2", "q4", "mxfp4") or a TOML file. check_recipe() applies the engine's own type table to
+// every tensor before anything is written and reports each problem, one line per tensor. The
+// slots, the TOML form and the checks: docs/toolchain.md §recipe-slots.
 #include <map>
 #include <string>
 #include <string_view>

@@ -1,17 +1,8 @@
 #pragma once
-// Safetensors checkpoints: the official DeepSeek V4 Flash release is a folder of *.safetensors
-// shards plus model.safetensors.index.json (tensor -> shard), config.json and tokenizer.json.
-//
-// A shard is an 8-byte little-endian header length N, N bytes of JSON
-// ({"name": {"dtype", "shape", "data_offsets": [begin, end]}, "__metadata__": {...}}) and the
-// data, offsets relative to byte 8+N. Each shard is mapped read-only; tensor data is served as
-// pointers into the mapping, and release() drops pages the converter has finished with, so
-// converting a 150 GB checkpoint does not grow the process past its working set.
-//
-// Validation happens at open: every entry's dtype is known, its byte range matches its shape
-// and lies inside the file (a truncated shard is caught here, naming the file and the first
-// tensor past the end), ranges do not overlap, a tensor name appears in only one shard, and
-// every shard the index names exists and holds the tensors the index assigns to it.
+// Safetensors checkpoints: the official release's folder of shards, mapped read-only; tensor data
+// is served as pointers into the mapping and release() drops pages the converter has finished
+// with. Every shard and the index are validated at open, naming the file and tensor at fault.
+// The shard format and the checks: docs/toolchain.md §safetensors-shards.
 #include <cstddef>
 #include <cstdint>
 #include <map>

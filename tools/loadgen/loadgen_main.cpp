@@ -1,23 +1,10 @@
-// ds4d-load: drives N concurrent streaming chat clients against a ds4d on loopback for a
-// bounded time and reports what a production operator needs to know about it: how many
-// requests completed, how many were refused (429/503, with the reason the daemon gave), and —
-// the number that must be zero — how many were dropped (written, never answered or answered
-// with a cut stream), plus TTFT and inter-token latency percentiles and the daemon's RSS every
-// --rss-interval seconds with its growth after warm-up.
-//
-// Beside the Beast clients it can run external keep-alive clients (--side CMD: the Python
-// http.client, Node fetch and curl loops in tools/loadgen/clients/), which receive the URL and
-// time budget in DS4D_LOAD_URL / DS4D_LOAD_SECONDS / DS4D_LOAD_MAX_TOKENS and print a JSON
-// summary as their last line; their drops count like the tool's own.
-//
-// With --spawn the tool starts the daemon itself (the command after `--`), learns the port from
-// its "listening on 127.0.0.1:PORT" log line, waits for /health, samples that process's RSS and
-// stops it with SIGTERM at the end. Otherwise --port (and --pid for RSS) name a running daemon.
-//
-// Invariants: only loopback addresses are accepted; every request has one absolute deadline
-// (--request-timeout) so nothing waits forever — a request past it is "hung" and fails the run;
-// no new request starts after --duration. Exit status: 0 when nothing was dropped or hung (and
-// the optional RSS and completion bounds hold), 1 otherwise, 2 on bad usage.
+// ds4d-load: drives N concurrent streaming chat clients against a ds4d on loopback for a bounded
+// time and reports completed, refused and — the number that must be zero — dropped requests, TTFT
+// and inter-token latency percentiles, and the daemon's RSS growth (tools/loadgen/README.md).
+// Only loopback addresses are accepted; every request has one absolute deadline, and one past it
+// is "hung" and fails the run. Exit status: 0 when nothing was dropped or hung (and the optional
+// bounds hold), 1 otherwise, 2 on bad usage. Side clients, --spawn and the invariants:
+// tools/loadgen/README.md §side-clients-spawning-invariants.
 #include <CLI/CLI.hpp>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>

@@ -1,4 +1,4 @@
-// Piece boundaries of the joyai-llm pre-tokenizer, rule by rule (see joyai_pretokenizer.hpp).
+// Piece boundaries of the joyai-llm pre-tokenizer, rule by rule (docs/engine.md §pre-tokenizer-rules).
 // Expected splits are worked out by hand from the rules, not produced by the code under test.
 #include "engine/tokenizer/joyai_pretokenizer.hpp"
 

@@ -1,19 +1,10 @@
 // The echo experiment (issue 12 item 7): one multi-turn tool conversation through the real
-// gateway on the tiny DS4 model, replayed by a client in three echo modes, in warn and strict
-// contract mode, printing per turn cached/total prompt tokens and prefill time.
-//   (a) drops reasoning, re-serializes tool calls as canonical JSON with new ids;
-//   (b) sends empty reasoning and the exact tool_call ids;
-//   (c) echoes reasoning_content and tool_call ids as contracted; (c+restart) the same with a
-//       daemon restart (shutdown checkpoints, a fresh service on the same directory) between
-//       turns.
-// It runs on two models. The embedded trained agent model (models/ds4-tiny-agent.gguf) samples
-// its own turns (greedy): its DSML tool calls are the model's, well-formed though not always the
-// right call, and the conversation follows them (a tool result answers each call, otherwise the
-// next user message). The forged tiny model has random weights and cannot produce tool calls, so
-// there the assistant's tokens are injected: ForcedBackend runs every token through the real
-// engine (the KV cache, the prefill costs and the checkpoints are real) but its logits put all
-// weight on the scripted reply, so the greedy sampler emits it. scripts/echo-experiment.sh runs
-// this test and prints the table; the README shows a run.
+// gateway, replayed by a client in three echo modes ((a) canonical re-serialization, (b) exact
+// ids without reasoning, (c) as contracted, and c+restart), in warn and strict contract mode,
+// printing per turn cached/total prompt tokens and prefill time. It runs on the embedded trained
+// agent model, which samples its own turns, and on the forged tiny model with the assistant's
+// tokens injected through ForcedBackend. scripts/echo-experiment.sh runs it and prints the table.
+// The modes, the models and a run: docs/prefix-cache.md §the-echo-experiment.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 

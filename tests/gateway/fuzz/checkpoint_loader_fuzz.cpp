@@ -1,26 +1,10 @@
 // libFuzzer target: the KV checkpoint loader on arbitrary file bytes — what the daemon does at
-// start with whatever lies in cache.dir (DiskStore's index rebuild: header and tokens), then on a
-// prefix hit (the whole file) and for the echo contracts (the contract records section, merged
-// into a ContractStore before the first request).
-//
-// Every section carries a checksum, so random mutations would almost all die at the first hash.
-// The first input byte therefore holds flags; the rest is the file:
-//   bit 0  repair the header, section table and section checksums before loading (mutations
-//          then reach the section table checks and the section contents)
-//   bit 1  repair the contract records image's own FNV-1a trailer too (reaches its parser)
-//   bit 2  name the file after its tokens (checkpoint_file_name), as the store wrote it, so the
-//          index keeps it; otherwise a well-formed name that does not match, which it must reject
-//   bit 3  the store runs for another model than the file's fingerprint (must be rejected)
-// Invariants (a violation aborts; an exception other than CheckpointError / ContractStoreError
-// escaping is a finding too):
-//   - decode_checkpoint only throws CheckpointError with a known kind; what it accepts encodes
-//     back to an image of the same size that decodes to the same checkpoint;
-//   - DiskStore never throws on a bad file; it indexes the file exactly when the header and
-//     tokens check out, the model matches and the name matches the tokens, and removes it
-//     otherwise; load() returns exactly what decode_checkpoint accepted (and removes the file
-//     when it does not); the contract records it hands out are the decoded ones;
-//   - ContractStore::merge of those records throws only ContractStoreError, and what it accepts
-//     serializes to an image that loads back to the same number of turns.
+// start with whatever lies in cache.dir (DiskStore's index rebuild), then on a prefix hit (the
+// whole file) and for the echo contracts (the contract records, merged into a ContractStore).
+// Every section carries a checksum, so the first input byte holds flags (repair checksums, repair
+// the contract trailer, name the file after its tokens, another model); the rest is the file. A
+// violated invariant aborts, and so does any exception but CheckpointError / ContractStoreError.
+// The flags and invariants: docs/faults.md §checkpoint-loader-target.
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 #include <xxhash.h>

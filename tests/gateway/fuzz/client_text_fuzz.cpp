@@ -1,16 +1,8 @@
 // libFuzzer target: client text never becomes a control token (issue 28,
-// docs/chat-format.md §client-text-is-plain).
-//
-// The input is cut at 0xFF bytes into client strings, which fill every channel the renderer
-// writes client text into: system content, user content, assistant content and reasoning, a
-// tool call's name, argument key and value, a tool result, a tool's description in the tools
-// block; and the /v1/completions prompt inside its frame. The rendered prompt is tokenized as
-// the server does (Tokenizer::encode_with_plain over the render's plain spans, with the
-// vocabulary of the GGUF named by DS4D_FUZZ_TOKENIZER_MODEL). Checked on every input:
-//  - no special token (the seven special strings' ids) holds a byte of a plain span;
-//  - the prompt has exactly the special tokens of the same request with every client string
-//    replaced by "x" (the template's own), in order;
-//  - decode(tokens) is the rendered text.
+// docs/chat-format.md §client-text-is-plain). The input is cut at 0xFF bytes into client strings
+// that fill every channel the renderer writes client text into; the prompt is tokenized as the
+// server does, with the vocabulary of the GGUF named by DS4D_FUZZ_TOKENIZER_MODEL. The channels
+// and the three checks: docs/faults.md §client-text-target.
 #include <boost/json.hpp>
 #include <cstdint>
 #include <cstdio>

@@ -1,17 +1,9 @@
 #pragma once
-// The hash-layer analysis (docs/surgery.md §hash-layers). In the first num_hash_layers layers the
-// experts are chosen by a fixed table of the token id (tid2eid [vocab, k]), not by a learned
-// router, so removing experts there moves tokens to experts that never saw them. For a
-// calibration text and a target count K this measures, per hash layer:
-//   * the load per expert: how many (token, slot) routing assignments of the text land on it;
-//   * the share of assignments a naive cut (keep experts 0..K-1) reassigns, and the share a cut
-//     keeping the K most loaded experts reassigns (T1's keep set);
-// and builds the two repairs as plan sections (surgery_plan.hpp):
-//   * T1: keep the K most loaded, send each removed expert's tokens to the kept expert with the
-//     highest cosine similarity (sketched, expert_sketch.hpp) -- an index edit only;
-//   * T2: the same K as cluster survivors, each removed expert joins its most similar survivor's
-//     cluster, clusters merged by load-weighted averaging and re-encoded (expert_merge.hpp), and
-//     tid2eid pointed at the cluster ids.
+// The hash-layer analysis (docs/surgery.md §hash-layers). For a calibration text and a target
+// count K this measures, per hash layer, the load per expert and the share of routing
+// assignments a naive cut and a most-loaded cut reassign, and builds the two repairs as plan
+// sections (surgery_plan.hpp): T1, an index edit to the most similar kept expert (sketched,
+// expert_sketch.hpp), and T2, clusters merged by load-weighted averaging (expert_merge.hpp).
 #include <cstdint>
 #include <string>
 #include <vector>

@@ -1,18 +1,10 @@
 #pragma once
 // The quality gate (docs/surgery.md §quality-gate): one judge for every artifact. A baseline and
-// a candidate model run through the engine on the same frozen prompts; the gate reports, over
-// every teacher-forced position,
-//   * perplexity of each on the prompts' own next tokens and the relative delta (cand/base - 1);
-//   * mean KL(base || cand) of the next-token distributions and top-1 agreement;
-//   * greedy agreement: the baseline continues each prompt greedily for `greedy_tokens` tokens;
-//     the share of those steps at which the candidate, fed the same tokens, picks the same one;
-// and a verdict from the perplexity delta: <= pass_max "pass", <= debt_max "debt" (passes with a
-// distillation debt), above "fail". Models are DS4 GGUFs or official-format folders (converted
-// first with `recipe` into `work_dir`). Prompts: JSON lines, each {"tokens": [ids]} (or
-// "prompt_ids", as in models/ds4-tiny-agent.eval20.jsonl) or {"text": "..."} (encoded as is
-// with the baseline's tokenizer, special strings such as BOS included; both models must share the
-// vocabulary).
-// Everything is deterministic: the same inputs give the same numbers (the engine's exact mode).
+// a candidate model run through the engine on the same frozen prompts; the gate reports
+// perplexity delta, KL, top-1 and greedy agreement over every teacher-forced position, and a
+// verdict (pass / debt / fail) from the perplexity delta. Models are DS4 GGUFs or official-format
+// folders (converted first with `recipe` into `work_dir`). Everything is deterministic: the same
+// inputs give the same numbers (the engine's exact mode).
 #include <cstddef>
 #include <string>
 #include <vector>

@@ -1,19 +1,11 @@
 #pragma once
-// ds4::convert::surgery: structural edits of an official-format checkpoint (docs/surgery.md).
-// A plan (surgery_plan.hpp) removes routed experts per layer and whole layers; the result is a
-// new checkpoint folder: kept tensors copied byte for byte from the mapped source, the routing
-// tensors cut to the kept rows (gate weight rows and bias entries: row copies, not arithmetic;
-// tid2eid: expert ids rewritten), layers renumbered, config.json rewritten (n_routed_experts,
-// num_hidden_layers, num_hash_layers, compress_ratios) and labelled with the plan's name, a new
-// index, shards written contiguously and then checked as a serving loader would
-// (load_check.hpp). Attention, shared experts, norms, embeddings and the head are never touched.
-// The only decode/re-encode is a merge in a hash layer (expert_merge.hpp).
-//
-// Shards: each output tensor goes to the shard its source came from (a merged expert: its
-// survivor's), in source order; shards left empty are not written and the rest renumbered.
-// With `shard` set, only that source shard (1-based, as in model-0000N-of-0000M) is processed,
-// to a folder holding that one shard, the config and an index of it; the check is then the
-// partial one (the field's rule: try each step on one shard before the whole model).
+// ds4::convert::surgery: structural edits of an official-format checkpoint. A plan
+// (surgery_plan.hpp) removes routed experts per layer and whole layers; the result is a new
+// checkpoint folder, written contiguously and then checked as a serving loader would
+// (load_check.hpp). The only decode/re-encode is a merge in a hash layer (expert_merge.hpp). With
+// `shard` set, only that source shard (1-based) is processed and the check is the partial one.
+// What is copied, cut and rewritten, and where each tensor goes:
+// docs/surgery.md §structure-not-numbers, §output, §plan.
 #include <cstdint>
 #include <map>
 #include <optional>

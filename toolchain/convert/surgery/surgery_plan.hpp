@@ -3,17 +3,6 @@
 // loses. The plan only names structure: the format is in docs/surgery.md §plan, and why anything
 // needing arithmetic on packed FP8/FP4 bytes is refused in docs/surgery.md §structure-not-numbers
 // (the one exception: merging experts of a hash-routed layer, docs/surgery.md §hash-layers).
-//
-//   name = "ds4-tiny-s8"          # required: the result's label (config.json "ds4d_surgery")
-//   n_routed_experts = 8          # the new count; every layer must end with exactly this many
-//   drop_layers = [4]             # source layer numbers; later layers are renumbered
-//   [layer.3]                     # learned-router layer: keep = [...] or drop = [...]
-//   keep = [0, 2, 5, 7, 8, 9, 11, 15]
-//   [layer.0]                     # hash layer: keep + where the removed experts' tokens go
-//   keep = [...]
-//   remap = "naive"               # or a table { "1" = 0, ... } (removed -> kept, source ids)
-//   merge = [[0, 4], [1, 9]]      # hash layers only: clusters merged by load-weighted averaging,
-//   merge_weights = [...]         # one weight per source expert (its calibration load)
 #include <cstdint>
 #include <map>
 #include <optional>
