@@ -6,7 +6,7 @@
 // failed, {"status":"stopping"} during shutdown, and 503 {"status":"degraded","reason":"..."}
 // while the admission gate (the daemon's memory floor) refuses new work. A ready answer carries the prefix cache's
 // state when it is configured ({"cache":{warm_sessions, warm_bytes, disk_checkpoints, disk_bytes, disk_error?}}),
-// and in gateway mode each upstream engine ({"upstreams":[{url, state, inflight, error?}]}; 503
+// and in gateway mode each upstream engine ({"upstreams":[{url, kind, state, inflight, error?}]}; 503
 // "degraded" while none is up).
 // /health/live is liveness: 200 whenever the
 // process answers HTTP at all. Both are public (no API key) so that probes need no secret.

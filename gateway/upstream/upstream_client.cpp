@@ -16,10 +16,28 @@ namespace net = boost::asio;
 namespace http = boost::beast::http;
 using tcp = net::ip::tcp;
 
+const char* upstream_kind_name(UpstreamKind kind) {
+  switch (kind) {
+    case UpstreamKind::Vllm: return "vllm";
+    case UpstreamKind::Sglang: return "sglang";
+    case UpstreamKind::Ds4d: break;
+  }
+  return "ds4d";
+}
+
 UpstreamUrl parse_upstream_url(std::string_view url) {
-  constexpr std::string_view scheme = "http://";
-  if (!url.starts_with(scheme))
-    throw std::invalid_argument("upstream '" + std::string(url) + "': only http://HOST:PORT is supported");
+  UpstreamKind kind = UpstreamKind::Ds4d;
+  std::string_view scheme = "http://";
+  if (url.starts_with("vllm+http://")) {
+    kind = UpstreamKind::Vllm;
+    scheme = "vllm+http://";
+  } else if (url.starts_with("sglang+http://")) {
+    kind = UpstreamKind::Sglang;
+    scheme = "sglang+http://";
+  } else if (!url.starts_with(scheme)) {
+    throw std::invalid_argument("upstream '" + std::string(url) +
+                                "': give http://HOST:PORT (a ds4d), vllm+http://HOST:PORT or sglang+http://HOST:PORT");
+  }
   std::string_view rest = url.substr(scheme.size());
   if (rest.ends_with('/')) rest.remove_suffix(1);
   if (rest.find('/') != std::string_view::npos)
@@ -35,6 +53,7 @@ UpstreamUrl parse_upstream_url(std::string_view url) {
     if (c < '0' || c > '9')
       throw std::invalid_argument("upstream '" + std::string(url) + "': the port is not a number");
   u.text = std::string(url.substr(0, scheme.size() + rest.size()));
+  u.kind = kind;
   return u;
 }
 

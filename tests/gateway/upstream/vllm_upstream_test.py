@@ -1,0 +1,277 @@
+#!/usr/bin/env python3
+"""Gateway mode over a vLLM-style upstream on loopback (docs/scale-out.md §vllm-and-sglang).
+
+A fake OpenAI completions server (http.server in this process) plays vLLM: GET /v1/models with
+max_model_len, POST /v1/completions with a token-id prompt answered as vLLM streams it (SSE,
+return_token_ids: the ids of each chunk, the end-of-generation id in the last one, a usage chunk,
+[DONE]). What it samples is scripted per request, in the tiny model's token ids (asked of the
+gateway's own /tokenize). ds4d runs as `ds4d --upstream vllm+http://... --tokenizer GGUF` and
+must:
+  1. serve a chat turn (plain and streamed) from the upstream's token ids, having sent the
+     documented fields (token-id prompt, return_token_ids, stream, the served model name);
+  2. serve a tool call end to end (DSML parsed into tool_calls);
+  3. reject what ds4d's token policy would not have allowed: tool_choice "required" answered in
+     prose (a 500 naming why), an undeclared tool (the stream ends with finish_reason "error" on
+     chat completions, an error event naming why on Messages), DSML in a turn without tools
+     (finish_reason "error", the reason in the log).
+
+Usage: vllm_upstream_test.py DS4D TINY_MODEL_GGUF
+"""
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+MODEL_NAME = "ds4-flash-w4a16"
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def http(port, method, path, body=None, timeout=60):
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request("http://127.0.0.1:%d%s" % (port, path), data=data, method=method)
+    req.add_header("Content-Type", "application/json")
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return r.status, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+    except OSError as e:
+        return 0, str(e).encode()
+
+
+class FakeVllm(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    script = []      # (token ids, texts) the next completion samples
+    requests = []    # (headers, body) of each completion request
+
+    def log_message(self, *args):
+        pass
+
+    def reply(self, status, body):
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self):
+        if self.path == "/v1/models":
+            return self.reply(200, {"object": "list", "data": [
+                {"id": MODEL_NAME, "object": "model", "created": 0, "owned_by": "vllm", "root": "/m",
+                 "parent": None, "max_model_len": 4096, "permission": []}]})
+        self.reply(404, {"error": {"message": "not found", "type": "NotFoundError", "code": 404}})
+
+    def event(self, obj):
+        data = ("data: %s\n\n" % (obj if isinstance(obj, str) else json.dumps(obj))).encode()
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+        self.wfile.flush()
+
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        FakeVllm.requests.append((dict(self.headers), body))
+        if self.path != "/v1/completions":
+            return self.reply(404, {"error": {"message": "not found", "code": 404}})
+        ids, pieces = FakeVllm.script
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        try:
+            for i in range(0, len(ids), 2):
+                choice = {"index": 0, "text": "".join(pieces[i:i + 2]), "logprobs": None, "finish_reason": None,
+                          "stop_reason": None, "token_ids": ids[i:i + 2]}
+                if i == 0:
+                    choice["prompt_token_ids"] = body["prompt"]
+                self.event({"id": "cmpl-1", "object": "text_completion", "created": 0, "model": MODEL_NAME,
+                            "choices": [choice], "usage": None})
+            eos = body["stop_token_ids"][0]
+            self.event({"id": "cmpl-1", "object": "text_completion", "created": 0, "model": MODEL_NAME,
+                        "choices": [{"index": 0, "text": "", "logprobs": None, "finish_reason": "stop",
+                                     "stop_reason": None, "token_ids": [eos]}], "usage": None})
+            n = len(body["prompt"])
+            self.event({"id": "cmpl-1", "object": "text_completion", "created": 0, "model": MODEL_NAME,
+                        "choices": [], "usage": {"prompt_tokens": n, "completion_tokens": len(ids) + 1,
+                                                 "total_tokens": n + len(ids) + 1,
+                                                 "prompt_tokens_details": {"cached_tokens": n // 2}}})
+            self.event("[DONE]")
+            self.wfile.write(b"0\r\n\r\n")
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the gateway stopped reading (a stop string, a rejected token)
+
+
+def sample(gateway, text):
+    """The next upstream answer samples `text` (in the tiny model's token ids)."""
+    status, body = http(gateway, "POST", "/tokenize", {"content": text, "with_pieces": True})
+    assert status == 200, body
+    tokens = json.loads(body)["tokens"]
+    FakeVllm.script = ([t["id"] for t in tokens], [t["piece"] for t in tokens])
+
+
+def chat(gateway, messages, **extra):
+    body = {"model": "x", "messages": messages, "thinking": False, "max_tokens": 200}
+    body.update(extra)
+    status, raw = http(gateway, "POST", "/v1/chat/completions", body)
+    return status, json.loads(raw) if raw.startswith(b"{") else raw
+
+
+def stream_chat(gateway, messages, **extra):
+    body = {"model": "x", "messages": messages, "thinking": False, "max_tokens": 200, "stream": True}
+    body.update(extra)
+    status, raw = http(gateway, "POST", "/v1/chat/completions", body)
+    content, finish, errors = "", None, []
+    for line in raw.decode().splitlines():
+        if not line.startswith("data: ") or line == "data: [DONE]":
+            continue
+        ev = json.loads(line[6:])
+        if "error" in ev:
+            errors.append(ev["error"])
+            continue
+        for ch in ev.get("choices", []):
+            content += ch.get("delta", {}).get("content") or ""
+            finish = ch.get("finish_reason") or finish
+    return status, content, finish, errors
+
+
+WEATHER = [{"type": "function", "function": {"name": "get_weather", "description": "weather of a city",
+                                             "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
+                                                            "required": ["city"]}}}]
+CALL = ("<｜DSML｜tool_calls>\n<｜DSML｜invoke name=\"get_weather\">\n"
+        "<｜DSML｜parameter name=\"city\" string=\"true\">Paris</｜DSML｜parameter>\n"
+        "</｜DSML｜invoke>\n</｜DSML｜tool_calls>")
+
+
+def check(cond, what):
+    if not cond:
+        raise SystemExit("FAIL: " + what)
+    print("ok:", what.split(":")[0])
+
+
+def main():
+    exe, model = sys.argv[1], sys.argv[2]
+    workdir = tempfile.mkdtemp(prefix="ds4d-vllm-upstream-")
+    fake = ThreadingHTTPServer(("127.0.0.1", free_port()), FakeVllm)
+    threading.Thread(target=fake.serve_forever, daemon=True).start()
+    port = free_port()
+    config = os.path.join(workdir, "gateway.toml")
+    with open(config, "w") as f:
+        f.write('[server]\nhost = "127.0.0.1"\nport = %d\n[log]\nlevel = "info"\n' % port)
+    env = {k: v for k, v in os.environ.items() if k not in ("NOTIFY_SOCKET", "WATCHDOG_PID", "WATCHDOG_USEC")}
+    log = open(os.path.join(workdir, "gateway.log"), "wb")
+    proc = subprocess.Popen([exe, "--config", config, "--tokenizer", model,
+                             "--upstream", "vllm+http://127.0.0.1:%d" % fake.server_address[1]],
+                            stdout=log, stderr=log, env=env)
+    ok = False
+    try:
+        until = time.time() + 120
+        health = None
+        while time.time() < until:
+            status, body = http(port, "GET", "/health", timeout=5)
+            if status == 200:
+                health = json.loads(body)
+                break
+            if proc.poll() is not None:
+                raise SystemExit("FAIL: the gateway exited with %d" % proc.returncode)
+            time.sleep(0.2)
+        check(health is not None, "the gateway became healthy over the vLLM upstream")
+        check(any(u.get("kind") == "vllm" and u.get("state") == "up" for u in health.get("upstreams", [])),
+              "health lists the vllm upstream as up: %s" % health)
+        status, body = http(port, "GET", "/v1/models")
+        check(status == 200 and MODEL_NAME.encode() in body, "the served model name comes from /v1/models: %s" % body)
+
+        # 1. A chat turn, whole and streamed.
+        sample(port, "Hello from the vLLM upstream.")
+        status, out = chat(port, [{"role": "user", "content": "Say hello."}])
+        check(status == 200 and out["choices"][0]["message"]["content"] == "Hello from the vLLM upstream.",
+              "a chat turn is served from the upstream's token ids: %s" % out)
+        check(out["choices"][0]["finish_reason"] == "stop", "finish_reason stop: %s" % out)
+        usage = out["usage"]
+        check(usage["prompt_tokens"] > 0 and usage.get("prompt_tokens_details", {}).get("cached_tokens") ==
+              usage["prompt_tokens"] // 2, "cached tokens are the upstream's count: %s" % usage)
+        headers, req = FakeVllm.requests[-1]
+        check(req["model"] == MODEL_NAME and req["stream"] is True and req["return_token_ids"] is True and
+              all(isinstance(t, int) for t in req["prompt"]) and len(req["prompt"]) == usage["prompt_tokens"] and
+              req["skip_special_tokens"] is False and req["stop_token_ids"] and
+              req["max_tokens"] == 200, "the completions request has the documented fields: %s" % req)
+        check(any(k.lower() == "x-ds4-route-key" for k in headers), "the route key header goes upstream")
+        status, content, finish, errors = stream_chat(port, [{"role": "user", "content": "Say hello."}])
+        check(status == 200 and content == "Hello from the vLLM upstream." and finish == "stop" and not errors,
+              "the same turn streamed: %r %r %r" % (content, finish, errors))
+        sample(port, "one. two. three.")
+        status, out = chat(port, [{"role": "user", "content": "Count."}], stop=[" two"])
+        check(status == 200 and out["choices"][0]["message"]["content"] == "one." and
+              out["choices"][0]["finish_reason"] == "stop", "stop strings are cut by the gateway: %s" % out)
+
+        # 2. A tool call end to end.
+        sample(port, "Checking the weather.\n\n" + CALL)
+        status, out = chat(port, [{"role": "user", "content": "Weather in Paris?"}], tools=WEATHER)
+        msg = out["choices"][0]["message"] if status == 200 else {}
+        calls = msg.get("tool_calls") or []
+        check(status == 200 and len(calls) == 1 and calls[0]["function"]["name"] == "get_weather" and
+              json.loads(calls[0]["function"]["arguments"]) == {"city": "Paris"} and
+              out["choices"][0]["finish_reason"] == "tool_calls", "a tool call is served end to end: %s" % out)
+        sample(port, "\n\n" + CALL)
+        status, out = chat(port, [{"role": "user", "content": "Weather in Paris?"}], tools=WEATHER,
+                           tool_choice="required")
+        check(status == 200 and out["choices"][0]["finish_reason"] == "tool_calls",
+              "tool_choice required, and the upstream calls: %s" % out)
+
+        # 3. Output ds4d's token policy would not have allowed is rejected, never served.
+        sample(port, "It is sunny in Paris.")
+        status, out = chat(port, [{"role": "user", "content": "Weather in Paris?"}], tools=WEATHER,
+                           tool_choice="required")
+        check(status == 500 and "rejects" in json.dumps(out) and "tool" in json.dumps(out),
+              "tool_choice required answered in prose is a clear error: %s %s" % (status, out))
+        sample(port, "Sure.\n\n" + CALL.replace("get_weather", "delete_files"))
+        status, content, finish, errors = stream_chat(port, [{"role": "user", "content": "Weather?"}], tools=WEATHER)
+        check(status == 200 and finish == "error" and content == "Sure." and "delete_files" not in content,
+              "an undeclared tool ends the chat stream with finish_reason error: %r %r %r" % (content, finish, errors))
+        sample(port, "Sure.\n\n" + CALL.replace("get_weather", "delete_files"))
+        status, raw = http(port, "POST", "/v1/messages", {
+            "model": "x", "max_tokens": 200, "stream": True, "thinking": {"type": "disabled"},
+            "messages": [{"role": "user", "content": "Weather?"}],
+            "tools": [{"name": "get_weather", "description": "weather of a city",
+                       "input_schema": WEATHER[0]["function"]["parameters"]}]})
+        text = raw.decode(errors="replace")
+        check(status == 200 and "event: error" in text and "rejects" in text and "delete_files" not in text,
+              "the same on the Messages API ends with an error event naming why: %s" % text[-1500:])
+        sample(port, "Sure.\n\n" + CALL)
+        status, out = chat(port, [{"role": "user", "content": "Weather?"}])
+        choice = out["choices"][0] if status == 200 else {}
+        check(choice.get("finish_reason") == "error" and not choice["message"].get("tool_calls") and
+              "DSML" not in choice["message"].get("content", ""),
+              "DSML in a turn without tools ends the answer with finish_reason error: %s %s" % (status, out))
+        with open(os.path.join(workdir, "gateway.log"), "rb") as f:
+            check(b"may not call tools" in f.read(), "the log says why")
+        ok = True
+        print("PASS")
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        fake.shutdown()
+        if ok:
+            shutil.rmtree(workdir, ignore_errors=True)
+        else:
+            print("logs in", workdir)
+            with open(os.path.join(workdir, "gateway.log"), "rb") as f:
+                sys.stdout.write(f.read().decode(errors="replace")[-6000:])
+
+
+if __name__ == "__main__":
+    main()
