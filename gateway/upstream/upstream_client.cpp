@@ -176,14 +176,16 @@ bool StreamCall::read_lines(const std::function<bool(std::string_view)>& line) {
     s.parser.get().body().data = chunk;
     s.parser.get().body().size = sizeof chunk;
     boost::system::error_code ec;
-    http::read(s.socket, s.buffer, s.parser, ec);
+    // read_some: each event as soon as it is in (read() would wait for a full buffer), and what
+    // came before a break is still handed on before the break is reported.
+    http::read_some(s.socket, s.buffer, s.parser, ec);
     if (ec == http::error::need_buffer) ec = {};
-    if (ec) throw std::runtime_error(s.where + ": the stream broke: " + ec.message());
     pending.append(chunk, sizeof chunk - s.parser.get().body().size);
     size_t start = 0;
     for (size_t nl; (nl = pending.find('\n', start)) != std::string::npos; start = nl + 1)
       if (!line(std::string_view(pending).substr(start, nl - start))) return false;
     pending.erase(0, start);
+    if (ec) throw std::runtime_error(s.where + ": the stream broke: " + ec.message());
   }
   if (!pending.empty() && !line(pending)) return false;
   return true;

@@ -13,10 +13,14 @@ must:
   3. reject what ds4d's token policy would not have allowed: tool_choice "required" answered in
      prose (a 500 naming why), an undeclared tool (the stream ends with finish_reason "error" on
      chat completions, an error event naming why on Messages), DSML in a turn without tools
-     (finish_reason "error", the reason in the log).
+     (finish_reason "error", the reason in the log);
+  4. keep the pool's behaviour: an engine that refuses (503) hands the job to the next node, one
+     that dies mid-stream ends the stream cleanly with finish_reason "error" (what it sent before
+     is passed on), and each event reaches the client as it comes, not when a buffer fills.
 
 Usage: vllm_upstream_test.py DS4D TINY_MODEL_GGUF
 """
+import http.client as http_client
 import json
 import os
 import shutil
@@ -56,6 +60,9 @@ class FakeVllm(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     script = []      # (token ids, texts) the next completion samples
     requests = []    # (headers, body) of each completion request
+    break_after = None  # a number of chunks: then the connection drops (the engine died)
+    hold = None         # an Event: after two chunks, wait for it (the client must have them by then)
+    hold_timed_out = False
 
     def log_message(self, *args):
         pass
@@ -92,6 +99,12 @@ class FakeVllm(BaseHTTPRequestHandler):
         self.end_headers()
         try:
             for i in range(0, len(ids), 2):
+                if FakeVllm.hold is not None and i // 2 == 2:
+                    FakeVllm.hold_timed_out = not FakeVllm.hold.wait(10)
+                if FakeVllm.break_after is not None and i // 2 == FakeVllm.break_after:
+                    self.close_connection = True
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                    return
                 choice = {"index": 0, "text": "".join(pieces[i:i + 2]), "logprobs": None, "finish_reason": None,
                           "stop_reason": None, "token_ids": ids[i:i + 2]}
                 if i == 0:
@@ -111,6 +124,68 @@ class FakeVllm(BaseHTTPRequestHandler):
             self.wfile.write(b"0\r\n\r\n")
         except (BrokenPipeError, ConnectionResetError):
             pass  # the gateway stopped reading (a stop string, a rejected token)
+
+
+class RefusingVllm(FakeVllm):
+    """An engine that is up but refuses every job (vLLM answers 503 while it cannot take one)."""
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers["Content-Length"]))
+        RefusingVllm.refused += 1
+        self.reply(503, {"error": {"message": "engine busy", "type": "ServiceUnavailableError", "code": 503}})
+
+
+RefusingVllm.refused = 0
+
+
+def start_gateway(exe, model, workdir, upstreams):
+    port = free_port()
+    config = os.path.join(workdir, "gateway-%d.toml" % port)
+    with open(config, "w") as f:
+        f.write('[server]\nhost = "127.0.0.1"\nport = %d\n[log]\nlevel = "info"\n' % port)
+    env = {k: v for k, v in os.environ.items() if k not in ("NOTIFY_SOCKET", "WATCHDOG_PID", "WATCHDOG_USEC")}
+    log = open(os.path.join(workdir, "gateway.log"), "ab")
+    args = [exe, "--config", config, "--tokenizer", model]
+    for u in upstreams:
+        args += ["--upstream", u]
+    proc = subprocess.Popen(args, stdout=log, stderr=log, env=env)
+    until = time.time() + 120
+    while time.time() < until:
+        status, body = http(port, "GET", "/health", timeout=5)
+        if status == 200:
+            return proc, port, json.loads(body)
+        if proc.poll() is not None:
+            raise SystemExit("FAIL: the gateway exited with %d" % proc.returncode)
+        time.sleep(0.2)
+    raise SystemExit("FAIL: the gateway did not become healthy")
+
+
+def stop(proc):
+    proc.terminate()
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+def first_delta_while_held(gateway):
+    """Streams a chat turn and releases the held upstream once the first content delta is in:
+    True when it came while the upstream was still holding the rest back."""
+    conn = http_client.HTTPConnection("127.0.0.1", gateway, timeout=60)
+    body = {"model": "x", "messages": [{"role": "user", "content": "Count."}], "thinking": False,
+            "max_tokens": 200, "stream": True}
+    conn.request("POST", "/v1/chat/completions", json.dumps(body), {"Content-Type": "application/json"})
+    r = conn.getresponse()
+    seen = None
+    while True:
+        line = r.fp.readline()
+        if not line:
+            break
+        if line.startswith(b"data: {") and b'"content"' in line and seen is None:
+            seen = not FakeVllm.hold_timed_out and not FakeVllm.hold.is_set()
+            FakeVllm.hold.set()
+    conn.close()
+    return bool(seen) and not FakeVllm.hold_timed_out
 
 
 def sample(gateway, text):
@@ -165,28 +240,13 @@ def main():
     workdir = tempfile.mkdtemp(prefix="ds4d-vllm-upstream-")
     fake = ThreadingHTTPServer(("127.0.0.1", free_port()), FakeVllm)
     threading.Thread(target=fake.serve_forever, daemon=True).start()
-    port = free_port()
-    config = os.path.join(workdir, "gateway.toml")
-    with open(config, "w") as f:
-        f.write('[server]\nhost = "127.0.0.1"\nport = %d\n[log]\nlevel = "info"\n' % port)
-    env = {k: v for k, v in os.environ.items() if k not in ("NOTIFY_SOCKET", "WATCHDOG_PID", "WATCHDOG_USEC")}
-    log = open(os.path.join(workdir, "gateway.log"), "wb")
-    proc = subprocess.Popen([exe, "--config", config, "--tokenizer", model,
-                             "--upstream", "vllm+http://127.0.0.1:%d" % fake.server_address[1]],
-                            stdout=log, stderr=log, env=env)
+    url = "vllm+http://127.0.0.1:%d" % fake.server_address[1]
+    procs = []
     ok = False
     try:
-        until = time.time() + 120
-        health = None
-        while time.time() < until:
-            status, body = http(port, "GET", "/health", timeout=5)
-            if status == 200:
-                health = json.loads(body)
-                break
-            if proc.poll() is not None:
-                raise SystemExit("FAIL: the gateway exited with %d" % proc.returncode)
-            time.sleep(0.2)
-        check(health is not None, "the gateway became healthy over the vLLM upstream")
+        proc, port, health = start_gateway(exe, model, workdir, [url])
+        procs.append(proc)
+        print("ok: the gateway became healthy over the vLLM upstream")
         check(any(u.get("kind") == "vllm" and u.get("state") == "up" for u in health.get("upstreams", [])),
               "health lists the vllm upstream as up: %s" % health)
         status, body = http(port, "GET", "/v1/models")
@@ -256,14 +316,43 @@ def main():
               "DSML in a turn without tools ends the answer with finish_reason error: %s %s" % (status, out))
         with open(os.path.join(workdir, "gateway.log"), "rb") as f:
             check(b"may not call tools" in f.read(), "the log says why")
+
+        # 4. The pool's failover and lost streams, unchanged for this kind: an engine that
+        # refuses hands the job to the next; one that dies mid-stream ends it with an error.
+        refusing = ThreadingHTTPServer(("127.0.0.1", free_port()), RefusingVllm)
+        threading.Thread(target=refusing.serve_forever, daemon=True).start()
+        bad = "sglang+http://127.0.0.1:%d" % refusing.server_address[1]
+        proc2, port2, health2 = start_gateway(exe, model, workdir, [bad, url])
+        procs.append(proc2)
+        check(len(health2["upstreams"]) == 2 and {u["kind"] for u in health2["upstreams"]} == {"vllm", "sglang"},
+              "both kinds are listed: %s" % health2)
+        sample(port2, "Served after a refusal.")
+        for i in range(8):
+            status, out = chat(port2, [{"role": "user", "content": "Hi."}], prompt_cache_key="session-%d" % i)
+            check(status == 200 and out["choices"][0]["message"]["content"] == "Served after a refusal.",
+                  "session %d is served whichever node ranks first: %s" % (i, out))
+        status, metrics = http(port2, "GET", "/metrics")
+        refused = [l for l in metrics.decode().splitlines()
+                   if l.startswith("ds4d_upstream_requests_total") and 'outcome="refused"' in l and bad in l]
+        check(RefusingVllm.refused > 0 and refused and float(refused[0].split()[-1]) == RefusingVllm.refused,
+              "refusals failed over and are counted: %d %s" % (RefusingVllm.refused, refused))
+        sample(port, "one two three four five six seven eight")
+        FakeVllm.break_after = 2
+        status, content, finish, errors = stream_chat(port, [{"role": "user", "content": "Count."}])
+        FakeVllm.break_after = None
+        check(status == 200 and finish == "error" and content and "eight" not in content,
+              "an engine lost mid-stream ends the stream cleanly with finish_reason error: %r %r %r" % (status, content, finish))
+        sample(port, "one two three four five six seven eight")
+        FakeVllm.hold = threading.Event()
+        streamed = first_delta_while_held(port)
+        FakeVllm.hold = None
+        check(streamed, "each event is passed on as it comes (the first delta before the upstream goes on)")
+        refusing.shutdown()
         ok = True
         print("PASS")
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        for p in procs:
+            stop(p)
         fake.shutdown()
         if ok:
             shutil.rmtree(workdir, ignore_errors=True)
