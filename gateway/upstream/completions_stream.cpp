@@ -62,7 +62,13 @@ void CompletionsStream::take(serving::Token token, const ChunkLogprob* logprob) 
                   fmt::format("upstream {} sampled token id {}, outside engine.tokenizer's vocabulary of {}: it serves "
                               "another model",
                               upstream_, token, tokenizer_.vocab_size()));
-  if (std::optional<std::string> refused = check_.next(token))
+  std::optional<std::string> refused;
+  try {
+    refused = check_.next(token);
+  } catch (const std::exception& e) {  // a token without bytes: no output of a model
+    refused = fmt::format("token {}: {}", token, e.what());
+  }
+  if (refused)
     return finish(FinishReason::Error,
                   fmt::format("upstream {} produced output the gateway rejects at completion token {}: {} (vLLM and "
                               "SGLang cannot run ds4d's token policy; docs/scale-out.md)",
@@ -71,8 +77,13 @@ void CompletionsStream::take(serving::Token token, const ChunkLogprob* logprob) 
     ended_ = true;  // the usage chunk may still follow
     return;
   }
+  std::string bytes;
+  try {
+    bytes = tokenizer_.token_bytes(token);
+  } catch (const std::exception& e) {
+    return finish(FinishReason::Error, fmt::format("upstream {} sampled token {}: {}", upstream_, token, e.what()));
+  }
   result_.completion.push_back(token);
-  const std::string bytes = tokenizer_.token_bytes(token);
   if (job_.logprobs) {
     serving::TokenLogprob lp;
     lp.bytes = bytes;

@@ -250,7 +250,10 @@ void UpstreamPool::run_job(serving::GenerationJob job) {
       model = nodes_[i].model;
       context = nodes_[i].context ? nodes_[i].context : context_;
     }
-    auto leave = [&] {
+    bool left = false;
+    auto leave = [&] {  // once: a throw after it (a stream without its end) reaches the catch
+      if (left) return;
+      left = true;
       std::lock_guard lock(mu_);
       running_.erase(self);
       --nodes_[i].inflight;

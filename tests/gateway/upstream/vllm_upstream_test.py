@@ -16,13 +16,16 @@ must:
      (finish_reason "error", the reason in the log);
   4. keep the pool's behaviour: an engine that refuses (503) hands the job to the next node, one
      that dies mid-stream ends the stream cleanly with finish_reason "error" (what it sent before
-     is passed on), and each event reaches the client as it comes, not when a buffer fills.
+     is passed on), and each event reaches the client as it comes, not when a buffer fills;
+  5. over a (fake) ds4d engine whose answer ends without its finished event, end the stream with
+     finish_reason "error" and live on.
 
 Usage: vllm_upstream_test.py DS4D TINY_MODEL_GGUF
 """
 import http.client as http_client
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -52,7 +55,7 @@ def http(port, method, path, body=None, timeout=60):
             return r.status, r.read()
     except urllib.error.HTTPError as e:
         return e.code, e.read()
-    except OSError as e:
+    except (OSError, http_client.HTTPException) as e:  # refused, reset, cut short (the gateway died)
         return 0, str(e).encode()
 
 
@@ -136,6 +139,30 @@ class RefusingVllm(FakeVllm):
 
 
 RefusingVllm.refused = 0
+
+
+class FakeDs4d(FakeVllm):
+    """A ds4d engine (the engine protocol) whose answer ends without its finished event."""
+    fingerprint = 0
+
+    def do_GET(self):
+        if self.path == "/engine/info":
+            return self.reply(200, {"model_id": "tiny", "vocab_size": 1, "context_length": 4096,
+                                    "vocab_fingerprint": FakeDs4d.fingerprint})
+        self.reply(404, {"error": {"message": "not found"}})
+
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        ids, pieces = FakeVllm.script
+        self.send_response(200)
+        self.send_header("Content-Type", "application/x-ndjson")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        for ev in ({"prefilled": {"prompt_tokens": len(body["prompt"])}},
+                   {"tokens": ids, "bytes": "".join(pieces).encode().hex()}):
+            data = (json.dumps(ev) + "\n").encode()
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+        self.wfile.write(b"0\r\n\r\n")
 
 
 def start_gateway(exe, model, workdir, upstreams):
@@ -348,6 +375,26 @@ def main():
         FakeVllm.hold = None
         check(streamed, "each event is passed on as it comes (the first delta before the upstream goes on)")
         refusing.shutdown()
+
+        # 5. The same pool over a ds4d engine whose answer ends without its finished event: the
+        # stream ends with finish_reason "error" and the gateway lives on.
+        with open(os.path.join(workdir, "gateway.log")) as f:
+            FakeDs4d.fingerprint = int(re.search(r"vocabulary ([0-9a-f]{16})", f.read()).group(1), 16)
+        engine = ThreadingHTTPServer(("127.0.0.1", free_port()), FakeDs4d)
+        threading.Thread(target=engine.serve_forever, daemon=True).start()
+        proc3, port3, _ = start_gateway(exe, model, workdir, ["http://127.0.0.1:%d" % engine.server_address[1]])
+        procs.append(proc3)
+        sample(port3, "A partial answer")
+        status, content, finish, errors = stream_chat(port3, [{"role": "user", "content": "Hi."}])
+        check(status == 200 and content == "A partial answer" and finish == "error",
+              "a ds4d stream without its end finishes with an error: %r %r %r" % (status, content, finish))
+        until = time.time() + 20  # the node was marked down; its health check brings it back
+        status = 0
+        while time.time() < until and proc3.poll() is None and status != 200:
+            status, _ = http(port3, "GET", "/health")
+            time.sleep(0.2)
+        check(status == 200 and proc3.poll() is None, "and the gateway lives on, the node back up (%d)" % status)
+        engine.shutdown()
         ok = True
         print("PASS")
     finally:
