@@ -154,7 +154,9 @@ std::vector<ConfigKey> build() {
       [](const Config& c) { return std::string(cuda::backend_name(c.engine.backend)); }, KeyScope::Daemon, "--backend");
   b.add(
       "engine.upstreams", "URL,...",
-      "gateway mode: upstream ds4d engines (http://HOST:PORT, comma list; the flag repeats); empty: run the model here",
+      "gateway mode: upstream engines, comma list (the flag repeats): http://HOST:PORT for a ds4d, "
+      "vllm+http://HOST:PORT or sglang+http://HOST:PORT for vLLM or SGLang (docs/scale-out.md); empty: run the model "
+      "here",
       [](Config& c, const std::string& v) { c.engine.upstreams = v; },
       [](const Config& c) { return c.engine.upstreams; }, KeyScope::Daemon, "--upstream");
   b.keys.back().repeatable = true;

@@ -44,7 +44,12 @@ std::shared_ptr<serving::EngineBackend> connect_upstreams(const config::Config& 
   const uint64_t fingerprint = upstream::vocab_fingerprint(*backend);
   const upstream::EngineInfo info = pool.check(fingerprint, std::chrono::seconds(cfg.engine.upstream_wait_s));
   size_t context = info.context_length;
-  if (cfg.model.context && *cfg.model.context) context = std::min<size_t>(context, *cfg.model.context);
+  if (cfg.model.context && *cfg.model.context)
+    context = context ? std::min<size_t>(context, *cfg.model.context) : *cfg.model.context;
+  if (context == 0)
+    throw std::runtime_error(
+        "the upstream reports no context length (vLLM and SGLang: max_model_len in /v1/models); "
+        "give model.context");
   backend->describe(info.model_id, context);  // before anything else sees the backend
   pool.start(backend);
   spdlog::info("gateway mode: model {} (context {} tokens, vocabulary {:016x}) on {}", info.model_id, context,

@@ -16,10 +16,28 @@ namespace net = boost::asio;
 namespace http = boost::beast::http;
 using tcp = net::ip::tcp;
 
+const char* upstream_kind_name(UpstreamKind kind) {
+  switch (kind) {
+    case UpstreamKind::Vllm: return "vllm";
+    case UpstreamKind::Sglang: return "sglang";
+    case UpstreamKind::Ds4d: break;
+  }
+  return "ds4d";
+}
+
 UpstreamUrl parse_upstream_url(std::string_view url) {
-  constexpr std::string_view scheme = "http://";
-  if (!url.starts_with(scheme))
-    throw std::invalid_argument("upstream '" + std::string(url) + "': only http://HOST:PORT is supported");
+  UpstreamKind kind = UpstreamKind::Ds4d;
+  std::string_view scheme = "http://";
+  if (url.starts_with("vllm+http://")) {
+    kind = UpstreamKind::Vllm;
+    scheme = "vllm+http://";
+  } else if (url.starts_with("sglang+http://")) {
+    kind = UpstreamKind::Sglang;
+    scheme = "sglang+http://";
+  } else if (!url.starts_with(scheme)) {
+    throw std::invalid_argument("upstream '" + std::string(url) +
+                                "': give http://HOST:PORT (a ds4d), vllm+http://HOST:PORT or sglang+http://HOST:PORT");
+  }
   std::string_view rest = url.substr(scheme.size());
   if (rest.ends_with('/')) rest.remove_suffix(1);
   if (rest.find('/') != std::string_view::npos)
@@ -35,6 +53,7 @@ UpstreamUrl parse_upstream_url(std::string_view url) {
     if (c < '0' || c > '9')
       throw std::invalid_argument("upstream '" + std::string(url) + "': the port is not a number");
   u.text = std::string(url.substr(0, scheme.size() + rest.size()));
+  u.kind = kind;
   return u;
 }
 
@@ -157,14 +176,16 @@ bool StreamCall::read_lines(const std::function<bool(std::string_view)>& line) {
     s.parser.get().body().data = chunk;
     s.parser.get().body().size = sizeof chunk;
     boost::system::error_code ec;
-    http::read(s.socket, s.buffer, s.parser, ec);
+    // read_some: each event as soon as it is in (read() would wait for a full buffer), and what
+    // came before a break is still handed on before the break is reported.
+    http::read_some(s.socket, s.buffer, s.parser, ec);
     if (ec == http::error::need_buffer) ec = {};
-    if (ec) throw std::runtime_error(s.where + ": the stream broke: " + ec.message());
     pending.append(chunk, sizeof chunk - s.parser.get().body().size);
     size_t start = 0;
     for (size_t nl; (nl = pending.find('\n', start)) != std::string::npos; start = nl + 1)
       if (!line(std::string_view(pending).substr(start, nl - start))) return false;
     pending.erase(0, start);
+    if (ec) throw std::runtime_error(s.where + ": the stream broke: " + ec.message());
   }
   if (!pending.empty() && !line(pending)) return false;
   return true;

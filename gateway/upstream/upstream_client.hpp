@@ -17,12 +17,18 @@
 
 namespace ds4::upstream {
 
+// What speaks at the URL (docs/scale-out.md §vllm-and-sglang): another ds4d (the engine protocol,
+// http://), or vLLM / SGLang through their OpenAI completions API (vllm+http://, sglang+http://).
+enum class UpstreamKind { Ds4d, Vllm, Sglang };
+const char* upstream_kind_name(UpstreamKind kind);  // "ds4d", "vllm", "sglang"
+
 struct UpstreamUrl {
   std::string text;  // as configured, without a trailing slash
   std::string host, port;
+  UpstreamKind kind = UpstreamKind::Ds4d;
 };
-// http://HOST:PORT (a trailing slash allowed); throws std::invalid_argument saying what is wrong
-// (another scheme, a path, no port).
+// [vllm+|sglang+]http://HOST:PORT (a trailing slash allowed); throws std::invalid_argument saying
+// what is wrong (another scheme, a path, no port).
 UpstreamUrl parse_upstream_url(std::string_view url);
 
 struct HttpAnswer {

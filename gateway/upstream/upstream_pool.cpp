@@ -7,6 +7,8 @@
 #include <set>
 #include <stdexcept>
 
+#include "gateway/upstream/completions_stream.hpp"
+#include "gateway/upstream/completions_wire.hpp"
 #include "gateway/upstream/job_wire.hpp"
 #include "gateway/upstream/route_key.hpp"
 
@@ -65,6 +67,13 @@ EngineInfo UpstreamPool::check(uint64_t fingerprint, std::chrono::milliseconds w
     errors.clear();
     for (size_t i = 0; i < nodes_.size(); ++i) {
       try {
+        if (nodes_[i].url.kind != UpstreamKind::Ds4d) {
+          EngineInfo info = served_info(i);
+          info.vocab_fingerprint = fingerprint;
+          mark(i, true, "up");
+          if (!first) first = info;
+          continue;
+        }
         HttpAnswer a = http_get(nodes_[i].url, "/engine/info", config_.health_timeout);
         if (a.status != 200)
           throw std::runtime_error(nodes_[i].url.text + ": /engine/info answered " + std::to_string(a.status));
@@ -84,14 +93,37 @@ EngineInfo UpstreamPool::check(uint64_t fingerprint, std::chrono::milliseconds w
       }
     }
     if (first) return *first;
-    if (Clock::now() >= until) throw std::runtime_error("no upstream engine answered /engine/info" + errors);
+    if (Clock::now() >= until)
+      throw std::runtime_error("no upstream engine answered /engine/info or /v1/models" + errors);
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
+}
+
+EngineInfo UpstreamPool::served_info(size_t i) {
+  HttpAnswer a = http_get(nodes_[i].url, "/v1/models", config_.health_timeout);
+  if (a.status != 200)
+    throw std::runtime_error(nodes_[i].url.text + ": /v1/models answered " + std::to_string(a.status) + ": " +
+                             completions_error_message(a.body));
+  const ServedModel served = parse_served_models(a.body);
+  {
+    std::lock_guard lock(mu_);
+    nodes_[i].model = served.id;
+    nodes_[i].context = served.context_length;
+  }
+  EngineInfo info;
+  info.model_id = served.id;
+  info.context_length = served.context_length;
+  return info;
 }
 
 void UpstreamPool::start(std::shared_ptr<const serving::EngineBackend> tokenizer) {
   auto user = tokenizer->encode("<｜User｜>");
   user_token_ = user.size() == 1 ? user[0] : -1;
+  for (size_t t = 0; t < tokenizer->vocab_size(); ++t)
+    if (tokenizer->is_end_of_generation(static_cast<serving::Token>(t)))
+      end_tokens_.push_back(static_cast<serving::Token>(t));
+  context_ = tokenizer->context_length();  // the gateway's: the first node's, or model.context
+  tokenizer_ = std::move(tokenizer);
   health_ = std::thread([this] { health_main(); });
 }
 
@@ -116,6 +148,10 @@ void UpstreamPool::mark(size_t i, bool up, std::string state, std::string error)
 
 void UpstreamPool::probe(size_t i) {
   try {
+    if (nodes_[i].url.kind != UpstreamKind::Ds4d) {
+      served_info(i);
+      return mark(i, true, "up");
+    }
     HttpAnswer a = http_get(nodes_[i].url, "/engine/info", config_.health_timeout);
     if (a.status == 503) return mark(i, false, "draining", "it answers 503 (loading or stopping)");
     if (a.status != 200) return mark(i, false, "down", "/engine/info answered " + std::to_string(a.status));
@@ -184,44 +220,60 @@ void UpstreamPool::run_job(serving::GenerationJob job) {
   const std::string key = route_key(job, user_token_);
   serving::GenerationResult result;
   result.usage.prompt_tokens = job.prompt.size();
-  std::string body;
+  // The engine protocol's body (a policy without a spec cannot go to a ds4d; vLLM and SGLang
+  // nodes check the policy here instead).
+  std::string body, body_error;
   try {
     body = json::serialize(job_to_wire(job, Clock::now()));
   } catch (const std::exception& e) {
-    result.finish = serving::FinishReason::Error;
-    result.error = e.what();
-    job.sink->on_finished(result);
-    return;
+    body_error = e.what();
   }
   const std::vector<std::pair<std::string, std::string>> headers{{std::string(kRouteKeyHeader), key}};
   std::string last_error = "no upstream engine is configured";
   for (size_t i : ranking(key)) {
     const std::string& name = names_[i];
     if (job.cancelled->load()) break;
+    const UpstreamKind kind = nodes_[i].url.kind;
+    if (kind == UpstreamKind::Ds4d && !body_error.empty()) {
+      last_error = name + ": " + body_error;
+      continue;
+    }
     auto call = std::make_shared<StreamCall>();
     std::list<Running>::iterator self;
+    std::string model;
+    size_t context = 0;
     {
       std::lock_guard lock(mu_);
       self = running_.insert(running_.end(), Running{call, job.cancelled, job.deadline + std::chrono::seconds(2)});
       ++nodes_[i].inflight;
       inflight_->set({name}, double(nodes_[i].inflight));
+      model = nodes_[i].model;
+      context = nodes_[i].context ? nodes_[i].context : context_;
     }
-    auto leave = [&] {
+    bool left = false;
+    auto leave = [&] {  // once: a throw after it (a stream without its end) reaches the catch
+      if (left) return;
+      left = true;
       std::lock_guard lock(mu_);
       running_.erase(self);
       --nodes_[i].inflight;
       inflight_->set({name}, double(nodes_[i].inflight));
     };
-    bool committed = false;  // the sink heard the prompt is in: no failover from here on
-    std::string outcome;
+    bool committed = false;                          // the sink heard the prompt is in: no failover from here on
+    std::unique_ptr<CompletionsStream> completions;  // vLLM, SGLang
     try {
-      const unsigned status = call->open(nodes_[i].url, "/engine/generate", body, headers, config_.connect_timeout);
+      unsigned status;
+      if (kind == UpstreamKind::Ds4d) {
+        status = call->open(nodes_[i].url, "/engine/generate", body, headers, config_.connect_timeout);
+      } else {
+        if (model.empty()) throw std::runtime_error(name + ": its served model is not known yet (/v1/models)");
+        completions = std::make_unique<CompletionsStream>(job, *tokenizer_, name);
+        status = call->open(nodes_[i].url, "/v1/completions",
+                            json::serialize(completions_request(job, kind, model, context, end_tokens_)), headers,
+                            config_.connect_timeout);
+      }
       if (status != 200) {
-        std::string message = call->body();
-        try {
-          message = std::string(json::parse(call->body()).at("error").at("message").as_string());
-        } catch (const std::exception&) {
-        }
+        const std::string message = completions_error_message(call->body());
         if (status == 429 || status == 503) {
           last_error = name + " refused the job (" + std::to_string(status) + "): " + message;
           requests_->add({name, "refused"}, 1);
@@ -234,6 +286,19 @@ void UpstreamPool::run_job(serving::GenerationJob job) {
         result.finish = serving::FinishReason::Error;
         result.error = "upstream " + name + " rejected the job (" + std::to_string(status) + "): " + message;
         job.sink->on_finished(result);
+        return;
+      }
+      if (completions) {
+        call->read_lines([&](std::string_view line) {
+          const bool more = completions->line(line);
+          committed = completions->committed();
+          return more;
+        });
+        if (!completions->over()) completions->close();
+        leave();
+        const serving::GenerationResult& r = completions->result();
+        requests_->add({name, r.finish == serving::FinishReason::Error ? "error" : "ok"}, 1);
+        job.sink->on_finished(r);
         return;
       }
       bool finished = false;
@@ -276,6 +341,10 @@ void UpstreamPool::run_job(serving::GenerationJob job) {
     } catch (const std::exception& e) {
       leave();
       last_error = e.what();
+      if (completions) {
+        result = completions->result();
+        committed = completions->committed();
+      }
       if (job.cancelled->load() || Clock::now() > job.deadline) {
         requests_->add({name, "cancelled"}, 1);
         result.finish = job.cancelled->load() ? serving::FinishReason::Cancelled : serving::FinishReason::Timeout;
@@ -296,6 +365,7 @@ void UpstreamPool::run_job(serving::GenerationJob job) {
       requests_->add({name, "failover"}, 1);
       spdlog::warn("upstream {} failed before streaming ({}); trying the next node", name, e.what());
       result.completion.clear();
+      result.logprobs.clear();
     }
   }
   result.finish = job.cancelled->load() ? serving::FinishReason::Cancelled : serving::FinishReason::Error;
@@ -329,7 +399,8 @@ std::string UpstreamPool::status_json() const {
   json::array out;
   std::lock_guard lock(mu_);
   for (const Node& n : nodes_) {
-    json::object o{{"url", n.url.text}, {"state", n.state}, {"inflight", n.inflight}};
+    json::object o{
+        {"url", n.url.text}, {"kind", upstream_kind_name(n.url.kind)}, {"state", n.state}, {"inflight", n.inflight}};
     if (!n.last_error.empty()) o["error"] = n.last_error;
     out.push_back(std::move(o));
   }

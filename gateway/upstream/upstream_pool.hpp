@@ -13,6 +13,10 @@
 //    with the gateway's vocabulary fingerprint. A draining node (stopping: 503) gets no new jobs
 //    and finishes the ones it has. A node with another vocabulary is never used.
 //  * Each job runs on its own thread (the upstream queues); stop() cancels and joins them.
+//  * Kinds: a ds4d speaks the engine protocol; vLLM and SGLang (vllm+http://, sglang+http://)
+//    their OpenAI completions API (completions_wire.hpp), their answers checked against the
+//    job's token policy (completions_stream.hpp); their health check is GET /v1/models, and
+//    they have no vocabulary fingerprint to compare (docs/scale-out.md §vllm-and-sglang).
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -32,7 +36,7 @@ namespace ds4::upstream {
 enum class Routing { Hash, RoundRobin };
 
 struct PoolConfig {
-  std::vector<std::string> urls;  // http://HOST:PORT each
+  std::vector<std::string> urls;  // [vllm+|sglang+]http://HOST:PORT each
   Routing routing = Routing::Hash;
   std::chrono::milliseconds health_interval{1000};
   std::chrono::milliseconds connect_timeout{2000};
@@ -53,11 +57,14 @@ class UpstreamPool final : public serving::JobRunner {
   UpstreamPool(PoolConfig config, serving::Metrics& metrics);
   ~UpstreamPool() override;
 
-  // The start check: asks every node for /engine/info until one answers or `wait` passes, and
-  // returns the first answer. Throws std::runtime_error when a node reports a vocabulary other
-  // than `fingerprint` (the gateway's tokenizer does not match it) or when none answered.
+  // The start check: asks every node for /engine/info (vLLM, SGLang: /v1/models) until one
+  // answers or `wait` passes, and returns the first answer (for vLLM and SGLang: the served
+  // model's name and max_model_len, 0 where not given, and `fingerprint` itself: theirs is not
+  // known). Throws std::runtime_error when a ds4d node reports a vocabulary other than
+  // `fingerprint` (the gateway's tokenizer does not match it) or when none answered.
   EngineInfo check(uint64_t fingerprint, std::chrono::milliseconds wait);
-  // Starts the health checks; `tokenizer` gives the user-turn token for route keys.
+  // Starts the health checks; `tokenizer` gives the user-turn token for route keys and decodes
+  // what vLLM and SGLang nodes sample.
   void start(std::shared_ptr<const serving::EngineBackend> tokenizer);
 
   std::optional<serving::Refusal> submit(serving::GenerationJob job) override;
@@ -71,6 +78,8 @@ class UpstreamPool final : public serving::JobRunner {
     bool up = false, incompatible = false;
     std::string state = "unknown", last_error;
     size_t inflight = 0;
+    std::string model;   // vLLM, SGLang: the served model's name (/v1/models)
+    size_t context = 0;  // vLLM, SGLang: its max_model_len
   };
   struct Running {
     std::shared_ptr<StreamCall> call;
@@ -78,6 +87,8 @@ class UpstreamPool final : public serving::JobRunner {
     std::chrono::steady_clock::time_point deadline;
   };
   void run_job(serving::GenerationJob job);
+  // What GET /v1/models of a vLLM or SGLang node says; throws std::runtime_error.
+  EngineInfo served_info(size_t node);
   std::vector<size_t> ranking(const std::string& key);
   void mark(size_t node, bool up, std::string state, std::string error = {});
   void health_main();
@@ -87,7 +98,10 @@ class UpstreamPool final : public serving::JobRunner {
   serving::Metrics& metrics_;
   uint64_t fingerprint_ = 0;
   serving::Token user_token_ = -1;
-  std::vector<std::string> names_;  // node URLs, for ranking
+  std::shared_ptr<const serving::EngineBackend> tokenizer_;
+  std::vector<serving::Token> end_tokens_;  // sent to vLLM and SGLang as stop_token_ids
+  size_t context_ = 0;                      // the gateway's context: for nodes that gave none
+  std::vector<std::string> names_;          // node URLs, for ranking
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::vector<Node> nodes_;
