@@ -1,22 +1,9 @@
 #pragma once
 // The token-level engine protocol between a ds4d gateway and an upstream ds4d (POST
-// /engine/generate, docs/scale-out.md §engine-protocol): a GenerationJob as a JSON body, and what
-// its sink hears as a stream of events, one JSON object per line.
-//
-// The body carries everything the engine worker uses to choose tokens: the prompt's ids, the
-// sampler settings with the seed, max_tokens, stop strings, logit_bias, logprobs, the session
-// hint, the time left, speculation, and the token policy (DSML-safe sampling with tool_choice,
-// no tool calls, a JSON format) by the spec its factory wrote (TokenPolicy::spec), from which the
-// upstream builds the same policy. So a served turn samples what a local one would.
-//
-// Events, in order (each line one object with one key):
-//   {"queued":N}                         the job waits at position N (repeated)
-//   {"prefill":[done,total]}             between prefill chunks
-//   {"prefilled":USAGE}                  the prompt is in the context; counts are final
-//   {"tokens":[ids],"bytes":"HEX"}       tokens sampled since the last event and the output bytes
-//                                        released with them (stop strings cut; hex because a
-//                                        token may end inside a UTF-8 character)
-//   {"finished":{"finish":R,"error":E,"usage":USAGE,"completion":[ids],"logprobs":[...]}}
+// /engine/generate): a GenerationJob as a JSON body, carrying everything the worker uses to choose
+// tokens (prompt ids, sampler settings and seed, stops, logit_bias, the token policy's spec), and
+// what its sink hears as newline-delimited JSON events. So a served turn samples what a local one
+// would. Body fields and the event table: docs/scale-out.md §engine-protocol.
 #include <boost/json.hpp>
 #include <chrono>
 #include <memory>

@@ -1,22 +1,11 @@
 #pragma once
 // UpstreamPool: gateway mode's JobRunner. Jobs the local gateway rendered and tokenized run on
-// upstream ds4d engines over the engine protocol (job_wire.hpp); what their sinks hear is what
-// a local worker would have told them. docs/scale-out.md §routing.
-//
-//  * Routing: each job's route key (route_key.hpp) ranks the nodes by rendezvous hashing (or,
-//    as a baseline, round robin); the key goes along in X-DS4-Route-Key.
-//  * Failover: a node that cannot be reached, refuses (429/503) or breaks before the prompt is
-//    in (before the client saw a byte) hands the job to the next node in the ranking. A node
-//    lost after that ends the job with FinishReason::Error, which each API turns into its own
-//    error event; the node is marked down.
-//  * Health: a thread polls every node's GET /engine/info; a node is up while it answers 200
-//    with the gateway's vocabulary fingerprint. A draining node (stopping: 503) gets no new jobs
-//    and finishes the ones it has. A node with another vocabulary is never used.
-//  * Each job runs on its own thread (the upstream queues); stop() cancels and joins them.
-//  * Kinds: a ds4d speaks the engine protocol; vLLM and SGLang (vllm+http://, sglang+http://)
-//    their OpenAI completions API (completions_wire.hpp), their answers checked against the
-//    job's token policy (completions_stream.hpp); their health check is GET /v1/models, and
-//    they have no vocabulary fingerprint to compare (docs/scale-out.md §vllm-and-sglang).
+// upstream engines; what their sinks hear is what a local worker would have told them. Each job's
+// route key ranks the nodes by rendezvous hashing (or round robin); a node that fails before the
+// prompt is in hands the job to the next, one lost later ends it with FinishReason::Error. A
+// health thread polls every node; each job runs on its own thread, and stop() cancels and joins
+// them. ds4d nodes speak job_wire.hpp, vLLM and SGLang their completions API (completions_wire).
+// Routing, failover and health: docs/scale-out.md §routing, §vllm-and-sglang.
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
