@@ -63,6 +63,16 @@ struct LoadOutcome {
   std::string error;
   std::string model_id;
   WeightPin pin;  // lives as long as the daemon
+
+  // The loader thread's last act: what it loaded, or why it failed.
+  void publish(int code, std::string err, std::string id, WeightPin p = {}) {
+    std::lock_guard lock(mu);
+    done = true;
+    exit_code = code;
+    error = std::move(err);
+    model_id = std::move(id);
+    pin = std::move(p);
+  }
 };
 
 void load_model(const config::Config& cfg, serving::Service& service, std::shared_ptr<WorkerHeartbeat> heartbeat,
@@ -93,12 +103,7 @@ void load_model(const config::Config& cfg, serving::Service& service, std::share
     error = e.what();
     service.set_load_failed(error);
   }
-  std::lock_guard lock(out.mu);
-  out.done = true;
-  out.exit_code = code;
-  out.error = error;
-  out.model_id = id;
-  out.pin = std::move(pin);
+  out.publish(code, std::move(error), std::move(id), std::move(pin));
 }
 
 // Gateway mode: the tokenizer and the upstreams instead of the model (gateway_mode.hpp).
@@ -115,11 +120,7 @@ void load_upstreams(const config::Config& cfg, serving::Service& service, upstre
     error = e.what();
     service.set_load_failed(error);
   }
-  std::lock_guard lock(out.mu);
-  out.done = true;
-  out.exit_code = code;
-  out.error = error;
-  out.model_id = id;
+  out.publish(code, std::move(error), std::move(id));
 }
 
 // The configuration with its `auto` budgets (context, hot cache, floor) sized by the same plan

@@ -13,6 +13,7 @@
 #include <stdexcept>
 
 #include "ds4ctl/command_registry.hpp"
+#include "ds4ctl/count_list.hpp"
 #include "engine/cuda/backend_choice.hpp"
 #include "engine/gguf/gguf_reader.hpp"
 #include "engine/kernels/thread_pool.hpp"
@@ -183,28 +184,6 @@ int run_bench(const BenchOptions& o) {
   return 0;
 }
 
-std::vector<uint32_t> parse_contexts(const std::string& list) {
-  std::vector<uint32_t> out;
-  size_t pos = 0;
-  while (pos <= list.size()) {
-    size_t comma = list.find(',', pos);
-    if (comma == std::string::npos) comma = list.size();
-    const std::string item = list.substr(pos, comma - pos);
-    size_t used = 0;
-    unsigned long v = 0;
-    try {
-      v = std::stoul(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (item.empty() || used != item.size() || v > (1ul << 30))
-      throw CLI::ValidationError("--contexts", "\"" + item + "\" is not a token count");
-    out.push_back(static_cast<uint32_t>(v));
-    pos = comma + 1;
-  }
-  return out;
-}
-
 ds4ctl::Register reg{
     "bench", "Measure prefill/decode speed against the memory and kernel roofline", [](CLI::App& sub) -> ds4ctl::RunFn {
       auto o = std::make_shared<BenchOptions>();
@@ -215,7 +194,10 @@ ds4ctl::Register reg{
           ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
           ->capture_default_str();
       sub.add_option_function<std::string>(
-          "--contexts", [o](const std::string& s) { o->contexts = parse_contexts(s); },
+          "--contexts",
+          [o](const std::string& s) {
+            o->contexts = ds4ctl::parse_count_list("--contexts", s, 0, 1u << 30, "a token count");
+          },
           "Comma-separated context lengths to decode at (default 0,512,2048)");
       sub.add_option("--decode-tokens", o->decode_tokens, "Timed decode steps per context")
           ->capture_default_str()

@@ -14,6 +14,7 @@
 #include <stdexcept>
 
 #include "ds4ctl/command_registry.hpp"
+#include "ds4ctl/count_list.hpp"
 #include "ds4ctl/default_model.hpp"
 #include "engine/model/batch_step.hpp"
 #include "engine/model/model.hpp"
@@ -149,28 +150,6 @@ int run_bench_batch(const BatchBenchOptions& o) {
   return same ? 0 : 1;
 }
 
-std::vector<uint32_t> parse_sessions(const std::string& list) {
-  std::vector<uint32_t> out;
-  size_t pos = 0;
-  while (pos <= list.size()) {
-    size_t comma = list.find(',', pos);
-    if (comma == std::string::npos) comma = list.size();
-    const std::string item = list.substr(pos, comma - pos);
-    size_t used = 0;
-    unsigned long v = 0;
-    try {
-      v = std::stoul(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (item.empty() || used != item.size() || v == 0 || v > 256)
-      throw CLI::ValidationError("--sessions", "\"" + item + "\" is not a session count (1..256)");
-    out.push_back(static_cast<uint32_t>(v));
-    pos = comma + 1;
-  }
-  return out;
-}
-
 ds4ctl::Register reg{
     "bench-batch", "Measure batched decode of several sessions against one, side by side",
     [](CLI::App& sub) -> ds4ctl::RunFn {
@@ -181,7 +160,10 @@ ds4ctl::Register reg{
           ->capture_default_str();
       sub.add_option("-t,--threads", o->threads, "Worker threads; 0 uses every core")->capture_default_str();
       sub.add_option_function<std::string>(
-          "--sessions", [o](const std::string& s) { o->sessions = parse_sessions(s); },
+          "--sessions",
+          [o](const std::string& s) {
+            o->sessions = ds4ctl::parse_count_list("--sessions", s, 1, 256, "a session count (1..256)");
+          },
           "Comma-separated session counts (default 1,2,4,8)");
       sub.add_option("--context", o->context, "Prompt tokens of session 0 (session i: + i)")->capture_default_str();
       sub.add_option("--steps", o->steps, "Timed decode steps per level and repeat")

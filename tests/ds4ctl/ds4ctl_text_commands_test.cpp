@@ -183,12 +183,18 @@ TEST(Ds4ctlBenchBatch, ChecksBitIdentityAndPrintsOneRowPerLevel) {
   EXPECT_TRUE(std::regex_search(r.out, std::regex(R"(\n +1 \(solo\))" + num))) << r.out;
   for (const char* n : {"1", "2", "3"})  // 1 added as the ratios' baseline
     EXPECT_TRUE(std::regex_search(r.out, std::regex(std::string(R"(\n +)") + n + num))) << n << "\n" << r.out;
-  EXPECT_NE(ds4ctl("bench-batch -m " + model() + " --sessions 2,0").status, 0);
+  const ProcessResult zero = ds4ctl("bench-batch -m " + model() + " --sessions 2,0");
+  EXPECT_NE(zero.status, 0);
+  EXPECT_NE(zero.err.find("--sessions"), std::string::npos) << zero.err;
+  EXPECT_NE(zero.err.find("\"0\" is not a session count (1..256)"), std::string::npos) << zero.err;
 }
 
 TEST(Ds4ctlBench, RejectsBadArguments) {
   EXPECT_NE(ds4ctl("bench").status, 0);  // neither a model nor --kernels
-  EXPECT_NE(ds4ctl("bench -m " + model() + " --contexts 0,abc").status, 0);
+  const ProcessResult abc = ds4ctl("bench -m " + model() + " --contexts 0,abc");
+  EXPECT_NE(abc.status, 0);
+  EXPECT_NE(abc.err.find("\"abc\" is not a token count"), std::string::npos) << abc.err;
+  EXPECT_NE(ds4ctl("bench -m " + model() + " --contexts 0,,8").status, 0);  // an empty item
 }
 
 }  // namespace
