@@ -56,6 +56,7 @@ cp "$src_root/units/ds4d.toml" "$pkg_src/conf/ds4d.toml"
 # Gateway mode and the HAProxy configuration for replicas (docs/scale-out.md): shipped, not enabled.
 cp "$src_root/units/ds4d-gateway.service" "$src_root/units/gateway.toml" "$pkg_src/conf/"
 cp "$here/haproxy/ds4d-replicas.cfg" "$pkg_src/conf/haproxy-ds4d-replicas.cfg"
+cp "$here/grafana/ds4d-dashboard.json" "$pkg_src/conf/ds4d-dashboard.json"
 cat > "$pkg_src/debian/artifacts.mk" <<EOF
 DS4D_DAEMON := $DS4D_DAEMON
 DS4D_SUPERVISOR := $DS4D_SUPERVISOR

@@ -24,6 +24,7 @@ dpkg-deb -c "$deb" | awk '{ print $6 }' | sed 's|^\./|/|' > "$tmp/files"
 for f in /usr/sbin/ds4d /usr/sbin/ds4d-supervisor /usr/bin/ds4ctl \
          /usr/share/ds4d/models/ds4-tiny-agent.gguf /lib/systemd/system/ds4d.service \
          /lib/systemd/system/ds4d-gateway.service /usr/share/doc/ds4d/examples/haproxy-ds4d-replicas.cfg \
+         /usr/share/ds4d/grafana/ds4d-dashboard.json \
          /usr/lib/sysusers.d/ds4d.conf /usr/lib/tmpfiles.d/ds4d.conf /etc/ds4d/ds4d.toml \
          /usr/share/man/man8/ds4d.8.gz /usr/share/man/man8/ds4d-supervisor.8.gz \
          /usr/share/man/man1/ds4ctl.1.gz /usr/share/doc/ds4d/copyright; do
