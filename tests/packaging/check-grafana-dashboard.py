@@ -138,7 +138,8 @@ def missing_series(items, types, samples, defined):
                 if label in SCRAPE_LABELS:
                     continue
                 if op == "=" and not any(r.get(label) == value for r in rows):
-                    missing.append(f'{sel_name}{{{label}="{value}"}} (panel {title!r}: no sample with that label value)')
+                    missing.append(f'{sel_name}{{{label}="{value}"}} (panel {title!r}: '
+                                   "no sample with that label value)")
                 elif op != "=" and not any(label in r for r in rows):
                     missing.append(f"{sel_name} label {label} (panel {title!r}: no sample carries that label)")
     return missing
