@@ -42,7 +42,7 @@ std::shared_ptr<serving::EngineBackend> connect_upstreams(const config::Config& 
   auto backend = std::make_shared<upstream::TokenizerBackend>(
       upstream::TokenizerBackend::load_tokenizer(cfg.engine.tokenizer), "", 0);
   const uint64_t fingerprint = upstream::vocab_fingerprint(*backend);
-  const upstream::EngineInfo info = pool.check(fingerprint, std::chrono::seconds(cfg.engine.upstream_wait_s));
+  const upstream::EngineInfo info = pool.check(backend, fingerprint, std::chrono::seconds(cfg.engine.upstream_wait_s));
   size_t context = info.context_length;
   if (cfg.model.context && *cfg.model.context)
     context = context ? std::min<size_t>(context, *cfg.model.context) : *cfg.model.context;

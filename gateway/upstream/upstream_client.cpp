@@ -90,23 +90,41 @@ void set_read_timeout(tcp::socket& socket, std::chrono::milliseconds timeout) {
 
 }  // namespace
 
-HttpAnswer http_get(const UpstreamUrl& url, std::string_view target, std::chrono::milliseconds timeout) {
+namespace {
+HttpAnswer exchange(const UpstreamUrl& url, http::verb verb, std::string_view target, std::string body,
+                    std::chrono::milliseconds timeout) {
+  const std::string what = std::string(http::to_string(verb)) + " " + std::string(target);
   net::io_context ioc;
   tcp::socket socket(ioc);
   connect(ioc, socket, url, timeout);
   set_read_timeout(socket, timeout);
-  http::request<http::empty_body> req(http::verb::get, std::string(target), 11);
+  http::request<http::string_body> req(verb, std::string(target), 11);
   req.set(http::field::host, url.host + ":" + url.port);
   req.set(http::field::connection, "close");
+  if (verb == http::verb::post) {
+    req.set(http::field::content_type, "application/json");
+    req.body() = std::move(body);
+    req.prepare_payload();
+  }
   boost::system::error_code ec;
   http::write(socket, req, ec);
-  if (ec) throw std::runtime_error(url.text + ": GET " + std::string(target) + ": " + ec.message());
+  if (ec) throw std::runtime_error(url.text + ": " + what + ": " + ec.message());
   boost::beast::flat_buffer buffer;
   http::response_parser<http::string_body> parser;
   parser.body_limit(1 << 20);
   http::read(socket, buffer, parser, ec);
-  if (ec) throw std::runtime_error(url.text + ": GET " + std::string(target) + ": " + ec.message());
+  if (ec) throw std::runtime_error(url.text + ": " + what + ": " + ec.message());
   return HttpAnswer{parser.get().result_int(), parser.get().body()};
+}
+}  // namespace
+
+HttpAnswer http_get(const UpstreamUrl& url, std::string_view target, std::chrono::milliseconds timeout) {
+  return exchange(url, http::verb::get, target, {}, timeout);
+}
+
+HttpAnswer http_post_json(const UpstreamUrl& url, std::string_view target, std::string body,
+                          std::chrono::milliseconds timeout) {
+  return exchange(url, http::verb::post, target, std::move(body), timeout);
 }
 
 struct StreamCall::Impl {

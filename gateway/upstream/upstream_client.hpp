@@ -39,6 +39,9 @@ struct HttpAnswer {
 // GET `target`; throws std::runtime_error naming the upstream on any failure (refused, timed
 // out, malformed).
 HttpAnswer http_get(const UpstreamUrl& url, std::string_view target, std::chrono::milliseconds timeout);
+// POST a JSON `body` to `target`, likewise.
+HttpAnswer http_post_json(const UpstreamUrl& url, std::string_view target, std::string body,
+                          std::chrono::milliseconds timeout);
 
 class StreamCall {
  public:

@@ -11,6 +11,7 @@
 #include "gateway/upstream/completions_wire.hpp"
 #include "gateway/upstream/job_wire.hpp"
 #include "gateway/upstream/route_key.hpp"
+#include "gateway/upstream/vocab_probe.hpp"
 
 namespace ds4::upstream {
 namespace json = boost::json;
@@ -58,8 +59,10 @@ UpstreamPool::UpstreamPool(PoolConfig config, serving::Metrics& metrics)
 
 UpstreamPool::~UpstreamPool() { stop(std::chrono::milliseconds(0)); }
 
-EngineInfo UpstreamPool::check(uint64_t fingerprint, std::chrono::milliseconds wait) {
+EngineInfo UpstreamPool::check(std::shared_ptr<const serving::EngineBackend> tokenizer, uint64_t fingerprint,
+                               std::chrono::milliseconds wait) {
   fingerprint_ = fingerprint;
+  tokenizer_ = std::move(tokenizer);
   const auto until = Clock::now() + wait;
   std::optional<EngineInfo> first;
   std::string errors;
@@ -70,6 +73,11 @@ EngineInfo UpstreamPool::check(uint64_t fingerprint, std::chrono::milliseconds w
         if (nodes_[i].url.kind != UpstreamKind::Ds4d) {
           EngineInfo info = served_info(i);
           info.vocab_fingerprint = fingerprint;
+          const std::string bad = vocab_mismatch(i);
+          if (!bad.empty())
+            throw std::invalid_argument(bad +
+                                        "; serve the model of engine.tokenizer there or give the GGUF the "
+                                        "upstream serves");
           mark(i, true, "up");
           if (!first) first = info;
           continue;
@@ -97,6 +105,39 @@ EngineInfo UpstreamPool::check(uint64_t fingerprint, std::chrono::milliseconds w
       throw std::runtime_error("no upstream engine answered /engine/info or /v1/models" + errors);
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
+}
+
+std::string UpstreamPool::vocab_mismatch(size_t i) {
+  std::string model;
+  {
+    std::lock_guard lock(mu_);
+    model = nodes_[i].model;
+  }
+  const UpstreamUrl& url = nodes_[i].url;
+  const HttpAnswer a = http_post_json(url, "/tokenize", vocab_probe_request(model), config_.health_timeout);
+  if (a.status == 404) {
+    bool first;
+    {
+      std::lock_guard lock(mu_);
+      first = nodes_[i].note.empty();
+      nodes_[i].note = "vocabulary not checked: it has no POST /tokenize (404)";
+    }
+    if (first)
+      spdlog::warn(
+          "upstream {}: its vocabulary cannot be checked (POST /tokenize answered 404); make sure it "
+          "serves the model of engine.tokenizer",
+          url.text);
+    return {};
+  }
+  if (a.status != 200)
+    throw std::runtime_error(url.text + ": /tokenize answered " + std::to_string(a.status) + ": " +
+                             completions_error_message(a.body));
+  {
+    std::lock_guard lock(mu_);
+    nodes_[i].note.clear();
+  }
+  const auto mismatch = vocab_probe_mismatch(a.body, *tokenizer_);
+  return mismatch ? url.text + ": its vocabulary is not the one of engine.tokenizer: " + *mismatch : std::string();
 }
 
 EngineInfo UpstreamPool::served_info(size_t i) {
@@ -150,6 +191,16 @@ void UpstreamPool::probe(size_t i) {
   try {
     if (nodes_[i].url.kind != UpstreamKind::Ds4d) {
       served_info(i);
+      bool was_up;
+      {
+        std::lock_guard lock(mu_);
+        was_up = nodes_[i].up;
+      }
+      // A node that comes back may be another model now: the probe again.
+      if (!was_up) {
+        const std::string bad = vocab_mismatch(i);
+        if (!bad.empty()) return mark(i, false, "incompatible", bad);
+      }
       return mark(i, true, "up");
     }
     HttpAnswer a = http_get(nodes_[i].url, "/engine/info", config_.health_timeout);
@@ -402,6 +453,7 @@ std::string UpstreamPool::status_json() const {
     json::object o{
         {"url", n.url.text}, {"kind", upstream_kind_name(n.url.kind)}, {"state", n.state}, {"inflight", n.inflight}};
     if (!n.last_error.empty()) o["error"] = n.last_error;
+    if (!n.note.empty()) o["note"] = n.note;
     out.push_back(std::move(o));
   }
   return json::serialize(out);

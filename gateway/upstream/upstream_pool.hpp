@@ -49,9 +49,10 @@ class UpstreamPool final : public serving::JobRunner {
   // The start check: asks every node for /engine/info (vLLM, SGLang: /v1/models) until one
   // answers or `wait` passes, and returns the first answer (for vLLM and SGLang: the served
   // model's name and max_model_len, 0 where not given, and `fingerprint` itself: theirs is not
-  // known). Throws std::runtime_error when a ds4d node reports a vocabulary other than
-  // `fingerprint` (the gateway's tokenizer does not match it) or when none answered.
-  EngineInfo check(uint64_t fingerprint, std::chrono::milliseconds wait);
+  // known, their POST /tokenize is probed instead, vocab_probe.hpp). Throws std::runtime_error
+  // when a node's vocabulary is not `tokenizer`'s (fingerprint `fingerprint`) or none answered.
+  EngineInfo check(std::shared_ptr<const serving::EngineBackend> tokenizer, uint64_t fingerprint,
+                   std::chrono::milliseconds wait);
   // Starts the health checks; `tokenizer` gives the user-turn token for route keys and decodes
   // what vLLM and SGLang nodes sample.
   void start(std::shared_ptr<const serving::EngineBackend> tokenizer);
@@ -69,6 +70,7 @@ class UpstreamPool final : public serving::JobRunner {
     size_t inflight = 0;
     std::string model;   // vLLM, SGLang: the served model's name (/v1/models)
     size_t context = 0;  // vLLM, SGLang: its max_model_len
+    std::string note;    // vLLM, SGLang: why its vocabulary is not checked (no /tokenize)
   };
   struct Running {
     std::shared_ptr<StreamCall> call;
@@ -78,6 +80,10 @@ class UpstreamPool final : public serving::JobRunner {
   void run_job(serving::GenerationJob job);
   // What GET /v1/models of a vLLM or SGLang node says; throws std::runtime_error.
   EngineInfo served_info(size_t node);
+  // vLLM, SGLang: the vocabulary probe (vocab_probe.hpp); why the node's vocabulary is not the
+  // gateway's, empty when it is or cannot be checked (then its note says so). Throws
+  // std::runtime_error when /tokenize fails otherwise.
+  std::string vocab_mismatch(size_t node);
   std::vector<size_t> ranking(const std::string& key);
   void mark(size_t node, bool up, std::string state, std::string error = {});
   void health_main();

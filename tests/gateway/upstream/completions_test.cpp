@@ -17,6 +17,7 @@
 #include "gateway/upstream/completions_wire.hpp"
 #include "gateway/upstream/policy_check.hpp"
 #include "gateway/upstream/upstream_client.hpp"
+#include "gateway/upstream/vocab_probe.hpp"
 #include "tests/gateway/scripted_backend.hpp"
 
 namespace ds4::upstream {
@@ -348,6 +349,42 @@ TEST(PolicyCheck, OutputALocalTurnCouldNotWriteIsRejected) {
   r = run(serving::response_format_policy(backend, json_object(), false), "Here it is");
   EXPECT_EQ(r.finish, FinishReason::Error);
   EXPECT_NE(r.error.find("not admitted"), std::string::npos) << r.error;
+}
+
+// The vocabulary probe (docs/scale-out.md §vocabulary-probe): the request as recorded, a /tokenize
+// answer of either engine that agrees, and one that does not, named by position, ids and text.
+TEST(VocabProbe, RequestCarriesTheDocumentedFields) {
+  for (const char* engine : {"vllm", "sglang"}) {
+    const json::value want =
+        without_comment(json::parse(fixture(std::string(engine) + "_tokenize_request.json")).as_object());
+    EXPECT_EQ(json::parse(vocab_probe_request("ds4-flash-w4a16")), want) << engine;
+  }
+}
+
+TEST(VocabProbe, TheSameVocabularyAgrees) {
+  ScriptedBackend local("");
+  for (const char* engine : {"vllm", "sglang"})
+    EXPECT_EQ(vocab_probe_mismatch(fixture(std::string(engine) + "_tokenize.json"), local), std::nullopt) << engine;
+}
+
+TEST(VocabProbe, AnotherVocabularyIsNamedWhereItDiffers) {
+  ScriptedBackend local("");
+  json::object answer = json::parse(fixture("vllm_tokenize.json")).as_object();
+  json::array& ids = answer["tokens"].as_array();
+  ids[4] = ids[4].to_number<int64_t>() + 1;  // 'q' of "quick" becomes 'r'
+  auto why = vocab_probe_mismatch(json::serialize(answer), local);
+  ASSERT_TRUE(why.has_value());
+  EXPECT_NE(why->find("position 4"), std::string::npos) << *why;
+  EXPECT_NE(why->find("id 114 where engine.tokenizer has id 113 (\"q\")"), std::string::npos) << *why;
+
+  ids.pop_back();
+  ids[4] = 113;
+  why = vocab_probe_mismatch(json::serialize(answer), local);
+  ASSERT_TRUE(why.has_value());
+  EXPECT_NE(why->find("ends at position " + std::to_string(ids.size())), std::string::npos) << *why;
+
+  EXPECT_THROW(vocab_probe_mismatch("{\"count\":3}", local), std::runtime_error);
+  EXPECT_THROW(vocab_probe_mismatch("not json", local), std::runtime_error);
 }
 
 }  // namespace

@@ -18,7 +18,11 @@ must:
      that dies mid-stream ends the stream cleanly with finish_reason "error" (what it sent before
      is passed on), and each event reaches the client as it comes, not when a buffer fills;
   5. over a (fake) ds4d engine whose answer ends without its finished event, end the stream with
-     finish_reason "error" and live on.
+     finish_reason "error" and live on;
+  6. check the upstream's vocabulary with POST /tokenize (docs/scale-out.md §vocabulary-probe):
+     a fake without it (404) is served with a warning and a note in /health, one whose ids are
+     the tiny model's (asked of a gateway over the same GGUF) starts and serves, one whose ids
+     are shifted by one makes ds4d exit 78 (configuration error) naming its URL.
 
 Usage: vllm_upstream_test.py DS4D TINY_MODEL_GGUF
 """
@@ -129,6 +133,29 @@ class FakeVllm(BaseHTTPRequestHandler):
             pass  # the gateway stopped reading (a stop string, a rejected token)
 
 
+class TokenizingVllm(FakeVllm):
+    """A vLLM with POST /tokenize: the tiny model's ids (asked of the gateway `reference` over the
+    same GGUF), plus `shift`."""
+    reference = None
+    shift = 0
+    probes = []
+
+    def do_POST(self):
+        if self.path != "/tokenize":
+            return FakeVllm.do_POST(self)
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        TokenizingVllm.probes.append(body)
+        status, raw = http(TokenizingVllm.reference, "POST", "/tokenize", {"content": body["prompt"]})
+        assert status == 200, raw
+        ids = [t + self.shift for t in json.loads(raw)["tokens"]]
+        self.reply(200, {"tokens": ids, "count": len(ids), "max_model_len": 4096})
+
+
+class ShiftedVllm(TokenizingVllm):
+    """Serves another vocabulary: every id one off."""
+    shift = 1
+
+
 class RefusingVllm(FakeVllm):
     """An engine that is up but refuses every job (vLLM answers 503 while it cannot take one)."""
 
@@ -185,6 +212,22 @@ def start_gateway(exe, model, workdir, upstreams):
             raise SystemExit("FAIL: the gateway exited with %d" % proc.returncode)
         time.sleep(0.2)
     raise SystemExit("FAIL: the gateway did not become healthy")
+
+
+def start_failing_gateway(exe, model, workdir, upstreams):
+    """Runs a gateway that must exit at start: its exit code and log."""
+    port = free_port()
+    config = os.path.join(workdir, "failing-%d.toml" % port)
+    with open(config, "w") as f:
+        f.write('[server]\nhost = "127.0.0.1"\nport = %d\n[log]\nlevel = "info"\n' % port)
+    args = [exe, "--config", config, "--tokenizer", model]
+    for u in upstreams:
+        args += ["--upstream", u]
+    try:
+        done = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120)
+    except subprocess.TimeoutExpired:
+        raise SystemExit("FAIL: the gateway over %s did not exit" % upstreams)
+    return done.returncode, done.stdout.decode(errors="replace")
 
 
 def stop(proc):
@@ -279,6 +322,38 @@ def main():
               "health lists the vllm upstream as up: %s" % health)
         status, body = http(port, "GET", "/v1/models")
         check(status == 200 and MODEL_NAME.encode() in body, "the served model name comes from /v1/models: %s" % body)
+
+        # 6. The vocabulary probe. This fake has no /tokenize: a warning, a note, and it serves.
+        check(any("not checked" in u.get("note", "") for u in health["upstreams"]),
+              "an upstream without /tokenize is noted in /health: %s" % health)
+        with open(os.path.join(workdir, "gateway.log"), "rb") as f:
+            check(b"vocabulary cannot be checked" in f.read(), "and its warning is in the log")
+        TokenizingVllm.reference = port
+        matching = ThreadingHTTPServer(("127.0.0.1", free_port()), TokenizingVllm)
+        shifted = ThreadingHTTPServer(("127.0.0.1", free_port()), ShiftedVllm)
+        for server in (matching, shifted):
+            threading.Thread(target=server.serve_forever, daemon=True).start()
+        try:
+            proc6, port6, health6 = start_gateway(exe, model, workdir, ["vllm+http://127.0.0.1:%d" %
+                                                                        matching.server_address[1]])
+            procs.append(proc6)
+            probe = TokenizingVllm.probes[-1] if TokenizingVllm.probes else {}
+            check(probe.get("model") == MODEL_NAME and probe.get("add_special_tokens") is False and
+                  "<｜DSML｜" in probe.get("prompt", ""), "the probe went to /tokenize as documented: %s" % probe)
+            check(all(u.get("state") == "up" and "note" not in u for u in health6["upstreams"]),
+                  "an upstream with the same vocabulary is up, without a note: %s" % health6)
+            sample(port6, "Same vocabulary.")
+            status, out = chat(port6, [{"role": "user", "content": "Say it."}])
+            check(status == 200 and out["choices"][0]["message"]["content"] == "Same vocabulary.",
+                  "and serves: %s" % out)
+            bad = "vllm+http://127.0.0.1:%d" % shifted.server_address[1]
+            code, log = start_failing_gateway(exe, model, workdir, [bad])
+            check(code == 78 and bad in log and "position 0" in log and "engine.tokenizer" in log,
+                  "an upstream with another vocabulary is a configuration error naming it: %d %s" %
+                  (code, log[-1500:]))
+        finally:
+            matching.shutdown()
+            shifted.shutdown()
 
         # 1. A chat turn, whole and streamed.
         sample(port, "Hello from the vLLM upstream.")
