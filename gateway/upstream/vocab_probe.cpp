@@ -39,8 +39,8 @@ std::string vocab_probe_request(std::string_view model) {
 std::optional<std::string> vocab_probe_mismatch(std::string_view answer, const serving::EngineBackend& local) {
   std::vector<int64_t> theirs;
   try {
-    const json::array& tokens = json::parse(answer).as_object().at("tokens").as_array();
-    for (const auto& t : tokens) theirs.push_back(t.to_number<int64_t>());
+    const json::value parsed = json::parse(answer);
+    for (const auto& t : parsed.as_object().at("tokens").as_array()) theirs.push_back(t.to_number<int64_t>());
   } catch (const std::exception& e) {
     throw std::runtime_error(std::string("malformed /tokenize answer: ") + e.what());
   }
@@ -48,13 +48,13 @@ std::optional<std::string> vocab_probe_mismatch(std::string_view answer, const s
   for (size_t i = 0; i < ours.size() || i < theirs.size(); ++i) {
     if (i < ours.size() && i < theirs.size() && theirs[i] == ours[i]) continue;
     if (i >= theirs.size())
-      return fmt::format("its /tokenize answer ends at position {}, where engine.tokenizer has id {} ({})", i,
-                         ours[i], shown(local, ours[i]));
+      return fmt::format("its /tokenize answer ends at position {}, where engine.tokenizer has id {} ({})", i, ours[i],
+                         shown(local, ours[i]));
     if (i >= ours.size())
-      return fmt::format("its /tokenize answer has id {} at position {}, past engine.tokenizer's {} tokens",
-                         theirs[i], i, ours.size());
-    return fmt::format("its /tokenize answer differs at position {}: id {} where engine.tokenizer has id {} ({})",
-                       i, theirs[i], ours[i], shown(local, ours[i]));
+      return fmt::format("its /tokenize answer has id {} at position {}, past engine.tokenizer's {} tokens", theirs[i],
+                         i, ours.size());
+    return fmt::format("its /tokenize answer differs at position {}: id {} where engine.tokenizer has id {} ({})", i,
+                       theirs[i], ours[i], shown(local, ours[i]));
   }
   return std::nullopt;
 }

@@ -156,10 +156,13 @@ class ShiftedVllm(TokenizingVllm):
     shift = 1
 
 
-class RefusingVllm(FakeVllm):
-    """An engine that is up but refuses every job (vLLM answers 503 while it cannot take one)."""
+class RefusingVllm(TokenizingVllm):
+    """An engine that is up but refuses every job (vLLM answers 503 while it cannot take one; it
+    still tokenizes)."""
 
     def do_POST(self):
+        if self.path == "/tokenize":
+            return TokenizingVllm.do_POST(self)
         self.rfile.read(int(self.headers["Content-Length"]))
         RefusingVllm.refused += 1
         self.reply(503, {"error": {"message": "engine busy", "type": "ServiceUnavailableError", "code": 503}})
