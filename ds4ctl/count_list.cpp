@@ -6,8 +6,8 @@
 
 namespace ds4ctl {
 
-std::vector<uint32_t> parse_count_list(const std::string& option, const std::string& list, uint32_t min,
-                                       uint32_t max, const std::string& what) {
+std::vector<uint32_t> parse_count_list(const std::string& option, const std::string& list, uint32_t min, uint32_t max,
+                                       const std::string& what) {
   std::vector<uint32_t> out;
   size_t pos = 0;
   while (pos <= list.size()) {

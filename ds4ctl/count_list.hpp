@@ -8,7 +8,7 @@
 
 namespace ds4ctl {
 
-std::vector<uint32_t> parse_count_list(const std::string& option, const std::string& list, uint32_t min,
-                                       uint32_t max, const std::string& what);
+std::vector<uint32_t> parse_count_list(const std::string& option, const std::string& list, uint32_t min, uint32_t max,
+                                       const std::string& what);
 
 }  // namespace ds4ctl
