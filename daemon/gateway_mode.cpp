@@ -7,7 +7,6 @@
 #include <stdexcept>
 
 #include "gateway/upstream/tokenizer_backend.hpp"
-#include "gateway/upstream/vocab_fingerprint.hpp"
 
 namespace ds4::daemon {
 
@@ -41,8 +40,7 @@ std::shared_ptr<upstream::UpstreamPool> make_upstream_pool(const config::Config&
 std::shared_ptr<serving::EngineBackend> connect_upstreams(const config::Config& cfg, upstream::UpstreamPool& pool) {
   auto backend = std::make_shared<upstream::TokenizerBackend>(
       upstream::TokenizerBackend::load_tokenizer(cfg.engine.tokenizer), "", 0);
-  const uint64_t fingerprint = upstream::vocab_fingerprint(*backend);
-  const upstream::EngineInfo info = pool.check(backend, fingerprint, std::chrono::seconds(cfg.engine.upstream_wait_s));
+  const upstream::EngineInfo info = pool.check(backend, std::chrono::seconds(cfg.engine.upstream_wait_s));
   size_t context = info.context_length;
   if (cfg.model.context && *cfg.model.context)
     context = context ? std::min<size_t>(context, *cfg.model.context) : *cfg.model.context;
@@ -53,7 +51,7 @@ std::shared_ptr<serving::EngineBackend> connect_upstreams(const config::Config& 
   backend->describe(info.model_id, context);  // before anything else sees the backend
   pool.start(backend);
   spdlog::info("gateway mode: model {} (context {} tokens, vocabulary {:016x}) on {}", info.model_id, context,
-               fingerprint, cfg.engine.upstreams);
+               info.vocab_fingerprint, cfg.engine.upstreams);
   return backend;
 }
 

@@ -11,6 +11,7 @@
 #include "gateway/upstream/completions_wire.hpp"
 #include "gateway/upstream/job_wire.hpp"
 #include "gateway/upstream/route_key.hpp"
+#include "gateway/upstream/vocab_fingerprint.hpp"
 #include "gateway/upstream/vocab_probe.hpp"
 
 namespace ds4::upstream {
@@ -59,8 +60,9 @@ UpstreamPool::UpstreamPool(PoolConfig config, serving::Metrics& metrics)
 
 UpstreamPool::~UpstreamPool() { stop(std::chrono::milliseconds(0)); }
 
-EngineInfo UpstreamPool::check(std::shared_ptr<const serving::EngineBackend> tokenizer, uint64_t fingerprint,
+EngineInfo UpstreamPool::check(std::shared_ptr<const serving::EngineBackend> tokenizer,
                                std::chrono::milliseconds wait) {
+  const uint64_t fingerprint = vocab_fingerprint(*tokenizer);
   fingerprint_ = fingerprint;
   tokenizer_ = std::move(tokenizer);
   const auto until = Clock::now() + wait;

@@ -48,11 +48,10 @@ class UpstreamPool final : public serving::JobRunner {
 
   // The start check: asks every node for /engine/info (vLLM, SGLang: /v1/models) until one
   // answers or `wait` passes, and returns the first answer (for vLLM and SGLang: the served
-  // model's name and max_model_len, 0 where not given, and `fingerprint` itself: theirs is not
-  // known, their POST /tokenize is probed instead, vocab_probe.hpp). Throws std::runtime_error
-  // when a node's vocabulary is not `tokenizer`'s (fingerprint `fingerprint`) or none answered.
-  EngineInfo check(std::shared_ptr<const serving::EngineBackend> tokenizer, uint64_t fingerprint,
-                   std::chrono::milliseconds wait);
+  // model's name and max_model_len, 0 where not given, and `tokenizer`'s fingerprint: theirs is
+  // not known, their POST /tokenize is probed instead, vocab_probe.hpp). Throws std::runtime_error
+  // when a node's vocabulary is not `tokenizer`'s (vocab_fingerprint.hpp) or none answered.
+  EngineInfo check(std::shared_ptr<const serving::EngineBackend> tokenizer, std::chrono::milliseconds wait);
   // Starts the health checks; `tokenizer` gives the user-turn token for route keys and decodes
   // what vLLM and SGLang nodes sample.
   void start(std::shared_ptr<const serving::EngineBackend> tokenizer);
