@@ -17,9 +17,9 @@ Prints one line per broken citation (file:line: what is wrong) and exits 1 if th
 """
 import os
 import re
-import subprocess
 import sys
-import tempfile
+
+import tree_check
 
 SECTION = "\u00a7" + r"[\w.-]*[\w]"
 CITATION = re.compile(r"([\w./-]+\.md)((?:[ \t]*,?[ \t]*(?:and[ \t]+)?" + SECTION + r")+)")
@@ -54,19 +54,6 @@ def anchors(path, cache={}):
     return cache[path]
 
 
-def tree_files(root):
-    try:
-        out = subprocess.run(["git", "-C", root, "ls-files", "-co", "--exclude-standard", "-z"],
-                             check=True, capture_output=True).stdout.decode()
-        files = [f for f in out.split("\0") if f]
-    except (OSError, subprocess.CalledProcessError):
-        files = []
-        for d, subdirs, names in os.walk(root):
-            subdirs[:] = [s for s in subdirs if not s.startswith((".", "build")) and s != "node_modules"]
-            files += [os.path.relpath(os.path.join(d, n), root) for n in names]
-    return sorted(f for f in files if f.endswith(TEXT_SUFFIXES) and os.path.isfile(os.path.join(root, f)))
-
-
 def resolve(root, citing, target):
     for base in (root, os.path.join(root, os.path.dirname(citing))):
         p = os.path.normpath(os.path.join(base, target))
@@ -77,7 +64,7 @@ def resolve(root, citing, target):
 
 def check(root):
     problems = []
-    for rel in tree_files(root):
+    for rel in tree_check.tree_files(root, TEXT_SUFFIXES):
         with open(os.path.join(root, rel), encoding="utf-8", errors="replace") as f:
             lines = f.read().split("\n")
         is_md = rel.endswith(".md")
@@ -118,47 +105,19 @@ def check(root):
     return problems
 
 
-def self_test():
-    with tempfile.TemporaryDirectory() as root:
-        def write(rel, text):
-            os.makedirs(os.path.dirname(os.path.join(root, rel)), exist_ok=True)
-            with open(os.path.join(root, rel), "w", encoding="utf-8") as f:
-                f.write(text)
-        write("docs/memory.md", "# Memory\n\n## earlyoom thresholds\n\n```\n## not a heading\n```\n")
-        write("good.cpp", "// docs/memory.md \u00a7earlyoom-thresholds, \u00a7memory; docs/memory.md\n")
-        write("good.md", "[a](docs/memory.md#earlyoom-thresholds) [b](#x)\n\n## x\n")
-        bad = {
-            "missing_file.cpp": "// ops.md \u00a70.4\n",
-            "missing_section.cpp": "// docs/memory.md \u00a7swap\n",
-            "fenced_heading.cpp": "// docs/memory.md \u00a7not-a-heading\n",
-            "orphan.hpp": "// as in \u00a75.3 of the architecture notes\n",
-            "bad_link.md": "[a](docs/nothing.md)\n",
-            "bad_anchor.md": "[a](docs/memory.md#swap)\n",
-        }
-        ok = not check(root)
-        if not ok:
-            print("self-test: a clean tree was reported:", *check(root), sep="\n  ")
-        for name, text in bad.items():
-            write(name, text)
-            found = check(root)
-            if len(found) != 1 or not found[0].startswith(name + ":1:"):
-                print(f"self-test: {name} ({text.strip()!r}) gave {found}")
-                ok = False
-            os.remove(os.path.join(root, name))
-        print("self-test:", "ok" if ok else "FAILED")
-        return 0 if ok else 1
-
-
-def main(argv):
-    if argv[1:] == ["--self-test"]:
-        return self_test()
-    root = argv[1] if len(argv) > 1 else os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
-    problems = check(root)
-    for p in problems:
-        print(p)
-    print(f"check-citations: {len(problems)} broken citation(s)" if problems else "check-citations: ok")
-    return 1 if problems else 0
-
+GOOD = {
+    "docs/memory.md": "# Memory\n\n## earlyoom thresholds\n\n```\n## not a heading\n```\n",
+    "good.cpp": "// docs/memory.md \u00a7earlyoom-thresholds, \u00a7memory; docs/memory.md\n",
+    "good.md": "[a](docs/memory.md#earlyoom-thresholds) [b](#x)\n\n## x\n",
+}
+BAD = {
+    "missing_file.cpp": "// ops.md \u00a70.4\n",
+    "missing_section.cpp": "// docs/memory.md \u00a7swap\n",
+    "fenced_heading.cpp": "// docs/memory.md \u00a7not-a-heading\n",
+    "orphan.hpp": "// as in \u00a75.3 of the architecture notes\n",
+    "bad_link.md": "[a](docs/nothing.md)\n",
+    "bad_anchor.md": "[a](docs/memory.md#swap)\n",
+}
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    sys.exit(tree_check.main(sys.argv, "check-citations", check, GOOD, BAD, "broken citation(s)"))
