@@ -31,6 +31,7 @@ class JobRunner;
 
 struct ServiceConfig {
   size_t max_queued_jobs = 8;           // waiting jobs, not counting the running one
+  size_t max_batch = 1;                 // sessions decoded together in one step (live contexts)
   std::chrono::seconds retry_after{2};  // Retry-After on 429
   size_t prefill_chunk_tokens = 512;    // cancellation is checked between chunks
   size_t contract_store_bytes = protocol::ContractStore::kDefaultMaxBytes;
