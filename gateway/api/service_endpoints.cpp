@@ -37,6 +37,10 @@ void add_service_endpoints(Router& router, EndpointEnv env) {
                 return Reply::json(503, std::move(o));
               }
             }
+            // The local worker's sessions: running now, at most, waiting.
+            if (!sc.remote)
+              o["sessions"] =
+                  json::object{{"active", service.running()}, {"max", sc.max_batch}, {"queued", service.queued()}};
             if (sc.hot_bytes == 0 && (sc.cache_dir.empty() || sc.disk_bytes == 0))
               return Reply::json(200, std::move(o));
             const auto stats = service.cache_stats();

@@ -4,6 +4,8 @@
 #include <spdlog/spdlog.h>
 #include <xxhash.h>
 
+#include <algorithm>
+
 #include "engine/gguf/gguf_reader.hpp"
 #include "engine/loaded_model/loaded_model.hpp"
 
@@ -27,6 +29,7 @@ class Ds4Sequence final : public EngineSequence {
   void truncate(size_t n) override { context_.truncate(n); }
   std::vector<uint8_t> snapshot() const override { return context_.snapshot(); }
   void restore(std::span<const uint8_t> state) override { context_.restore(state); }
+  Context& context() { return context_; }
 
  private:
   Context context_;
@@ -64,6 +67,36 @@ Ds4Backend::~Ds4Backend() = default;
 std::unique_ptr<EngineSequence> Ds4Backend::new_sequence() {
   if (first_sequence_) return std::move(first_sequence_);
   return std::make_unique<Ds4Sequence>(model_, context_options_);
+}
+
+void Ds4Backend::step(std::span<StepEntry> entries) {
+  std::vector<BatchEntry> batch(entries.size());
+  size_t rows = 0;
+  for (size_t i = 0; i < entries.size(); i++) {
+    auto* seq = dynamic_cast<Ds4Sequence*>(entries[i].sequence);
+    if (!seq) return EngineBackend::step(entries);  // not ours: one by one
+    batch[i] = BatchEntry{&seq->context(), entries[i].tokens, entries[i].all_logits};
+    rows += entries[i].tokens.size();
+  }
+  if (entries.size() < 2) return EngineBackend::step(entries);
+  if (!batch_step_ || batch_step_->max_rows() < rows)
+    batch_step_ = std::make_unique<BatchStep>(model_, static_cast<uint32_t>(std::max<size_t>(rows, 512)));
+  try {
+    batch_step_->run(batch);
+  } catch (const std::exception& e) {
+    // BatchStep refuses before touching any context: run the entries alone, so that each one
+    // gets its own error (or succeeds) and the others are not failed with it.
+    spdlog::debug("serving: batched step refused ({}); running its {} entries one by one", e.what(), entries.size());
+    return EngineBackend::step(entries);
+  }
+  for (size_t i = 0; i < entries.size(); i++) {
+    if (!entries[i].all_logits) continue;
+    const std::span<const float> all = batch_step_->row_logits(i);
+    const size_t vocab = all.size() / entries[i].tokens.size();
+    entries[i].row_logits.clear();
+    for (size_t r = 0; r < entries[i].tokens.size(); r++)
+      entries[i].row_logits.emplace_back(all.begin() + r * vocab, all.begin() + (r + 1) * vocab);
+  }
 }
 
 }  // namespace ds4::serving

@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "engine/model/batch_step.hpp"
 #include "engine/model/model.hpp"
 #include "engine/tokenizer/tokenizer.hpp"
 #include "gateway/serving/engine_backend.hpp"
@@ -42,6 +43,8 @@ class Ds4Backend final : public EngineBackend {
   // XXH64 of the GGUF up to its data section (header, metadata, tensor table).
   uint64_t fingerprint() const override { return fingerprint_; }
   std::unique_ptr<EngineSequence> new_sequence() override;
+  // Several entries run as one ds4::BatchStep; one runs on its own context (the solo path).
+  void step(std::span<StepEntry> entries) override;
 
   const tokenizer::Tokenizer& tokenizer() const { return tokenizer_; }
 
@@ -53,6 +56,7 @@ class Ds4Backend final : public EngineBackend {
   size_t context_length_ = 0;
   uint64_t fingerprint_ = 0;
   std::unique_ptr<EngineSequence> first_sequence_;  // handed to the worker by new_sequence()
+  std::unique_ptr<BatchStep> batch_step_;           // made by the first step of several entries
 };
 
 }  // namespace ds4::serving

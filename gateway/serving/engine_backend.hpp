@@ -10,6 +10,7 @@
 // Threading: the metadata and text methods are const and thread-safe (HTTP threads tokenize);
 // an EngineSequence is owned and used by the engine worker thread alone.
 #include <cstdint>
+#include <exception>
 #include <memory>
 #include <span>
 #include <stdexcept>
@@ -64,6 +65,16 @@ class EngineSequence {
   }
 };
 
+// One sequence's part of a batched step (EngineBackend::step): its tokens are appended, as
+// append() would, or verified, as verify() would (all_logits).
+struct StepEntry {
+  EngineSequence* sequence = nullptr;  // at most one entry per sequence in a step
+  std::span<const Token> tokens;       // at least one
+  bool all_logits = false;
+  std::vector<std::vector<float>> row_logits;  // out, all_logits entries: verify()'s result
+  std::exception_ptr error;                    // out: this entry failed (what append/verify threw)
+};
+
 class EngineBackend {
  public:
   virtual ~EngineBackend() = default;
@@ -87,8 +98,13 @@ class EngineBackend {
   // Identifies the model (weights layout and tokenizer) for checkpoints; 0: unknown, checkpoints
   // are not kept.
   virtual uint64_t fingerprint() const { return 0; }
-  // The live sequence; called once by the engine worker.
+  // A live sequence (one per session the worker runs at once); the first call may hand over one
+  // made at load time.
   virtual std::unique_ptr<EngineSequence> new_sequence() = 0;
+  // Runs every entry (sequences of this backend), each ending exactly as if it had been run
+  // alone, and records a failure in its entry instead of throwing. The default runs them one by
+  // one; the engine runs them in one forward pass (ds4::BatchStep). docs/batching.md §scheduler.
+  virtual void step(std::span<StepEntry> entries);
 };
 
 }  // namespace ds4::serving

@@ -32,7 +32,13 @@ Metrics::Metrics() {
   ttft_ = &r.histogram("ds4d_time_to_first_token_seconds", "Time from enqueue to the first sampled token.",
                        kSecondsBuckets);
   queue_depth_ = &r.gauge("ds4d_queue_depth", "Generation jobs waiting for the engine worker.");
-  running_ = &r.gauge("ds4d_requests_running", "Generation jobs the engine worker is running (0 or 1).");
+  running_ = &r.gauge("ds4d_requests_running", "Generation jobs running now: the active sessions (at most max_batch).");
+  queue_wait_ =
+      &r.histogram("ds4d_queue_wait_seconds", "Time from enqueue until a session slot took the job.", kSecondsBuckets);
+  step_sequences_ = &r.histogram("ds4d_batch_sequences", "Sessions in each engine step (the batch size).",
+                                 {1, 2, 3, 4, 5, 6, 8, 12, 16, 24, 32, 64});
+  step_rows_ =
+      &r.counter("ds4d_step_rows_total", "Token rows run in engine steps, by kind: decode, verify, prefill.", {"kind"});
   rejections_ =
       &r.counter("ds4d_rejected_requests_total", "Generation requests refused before running, by reason.", {"reason"});
   contract_violations_ =
@@ -78,6 +84,13 @@ void Metrics::observe_decode(long tokens, double seconds) {
 void Metrics::observe_time_to_first_token(double seconds) { ttft_->observe({}, seconds); }
 void Metrics::set_queue_depth(long jobs) { queue_depth_->set({}, static_cast<double>(jobs)); }
 void Metrics::set_requests_running(long jobs) { running_->set({}, static_cast<double>(jobs)); }
+void Metrics::observe_queue_wait(double seconds) { queue_wait_->observe({}, seconds); }
+void Metrics::observe_step(long sequences, long decode_rows, long verify_rows, long prefill_rows) {
+  step_sequences_->observe({}, static_cast<double>(sequences));
+  if (decode_rows > 0) step_rows_->add({"decode"}, static_cast<double>(decode_rows));
+  if (verify_rows > 0) step_rows_->add({"verify"}, static_cast<double>(verify_rows));
+  if (prefill_rows > 0) step_rows_->add({"prefill"}, static_cast<double>(prefill_rows));
+}
 void Metrics::add_speculation(long drafted, long accepted) {
   if (drafted <= 0) return;
   speculation_->add({"drafted"}, static_cast<double>(drafted));

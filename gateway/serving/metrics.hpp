@@ -31,6 +31,10 @@ class Metrics {
   void observe_time_to_first_token(double seconds);
   void set_queue_depth(long jobs);
   void set_requests_running(long jobs);
+  // Time a job waited in the queue before a slot took it.
+  void observe_queue_wait(double seconds);
+  // One engine step of the batched worker: the sessions in it and its rows by kind.
+  void observe_step(long sequences, long decode_rows, long verify_rows, long prefill_rows);
   void count_rejection(std::string_view reason);  // queue_full, memory_floor, loading, shutting_down
   // Exact speculative decoding of one generation: drafts verified and accepted (the rest rejected).
   void add_speculation(long drafted, long accepted);
@@ -68,7 +72,7 @@ class Metrics {
       *prefill_throughput_, *decode_throughput_, *prefill_seconds_, *decode_seconds_, *ttft_, *queue_depth_, *running_,
       *rejections_, *contract_violations_, *cache_outcomes_, *checkpoint_events_, *checkpoint_bytes_, *kv_entries_,
       *kv_bytes_, *mem_available_, *memory_floor_, *psi_some_, *psi_full_, *load_progress_, *model_loaded_,
-      *speculation_;
+      *speculation_, *queue_wait_, *step_sequences_, *step_rows_;
 };
 
 }  // namespace ds4::serving

@@ -105,6 +105,7 @@ void PrefixCache::open(const EngineBackend& backend) {
 }
 
 void PrefixCache::reuse(EngineSequence& seq, GenerationJob& job, GenerationUsage& usage) {
+  std::lock_guard work(work_mu_);
   if (!backend_) throw std::logic_error("PrefixCache::reuse before open");
   const std::vector<Token>& live = seq.tokens();
   usage.cached_tokens = 0;
@@ -140,7 +141,7 @@ void PrefixCache::reuse(EngineSequence& seq, GenerationJob& job, GenerationUsage
     if (live_k < live.size()) {
       save_live_before_switch(seq, {}, {});
       seq.truncate(live_k);
-      live_saved_.clear();
+      live_of(seq).saved.clear();
     }
     usage.cache = CacheOutcome::Live;
     usage.cached_tokens = live_k;
@@ -152,8 +153,7 @@ void PrefixCache::reuse(EngineSequence& seq, GenerationJob& job, GenerationUsage
   save_live_before_switch(seq, {}, {});
   usage.cache = live.empty() ? CacheOutcome::Cold : CacheOutcome::Miss;
   seq.clear();
-  live_saved_.clear();
-  restored_.reset();
+  live_of(seq) = Live{{}, live_of(seq).session, std::nullopt};
 }
 
 bool PrefixCache::restore_warm(EngineSequence& seq, size_t index, std::span<const Token> prompt,
@@ -163,8 +163,8 @@ bool PrefixCache::restore_warm(EngineSequence& seq, size_t index, std::span<cons
   auto again = hot_.find(prompt, tokens.size());
   if (!again || hot_.at(*again).tokens.size() != tokens.size()) return false;
   seq.restore(hot_.use(*again).state);
-  restored_ = Restored{tokens, {}};
-  live_saved_ = tokens;
+  live_of(seq).restored = Restored{tokens, {}};
+  live_of(seq).saved = tokens;
   usage.cache = CacheOutcome::Warm;
   usage.cached_tokens = tokens.size();
   return true;
@@ -189,8 +189,8 @@ bool PrefixCache::restore_disk(EngineSequence& seq, const cache::DiskMatch& matc
       spdlog::warn("kv checkpoints: the contract records of {} are unreadable: {}", match.name, e.what());
     }
   }
-  restored_ = Restored{checkpoint->tokens, match.name};
-  live_saved_ = checkpoint->tokens;
+  live_of(seq).restored = Restored{checkpoint->tokens, match.name};
+  live_of(seq).saved = checkpoint->tokens;
   usage.cache = CacheOutcome::Disk;
   usage.cached_tokens = checkpoint->tokens.size();
   // Warm from now on: the next switch back to this conversation is a copy, not a read.
@@ -237,12 +237,18 @@ void PrefixCache::match_restore_points_by_bytes(const EngineSequence& seq, Gener
   }
 }
 
+void PrefixCache::set_session(const EngineSequence& seq, std::string session) {
+  std::lock_guard work(work_mu_);
+  live_of(seq).session = std::move(session);
+}
+
 void PrefixCache::keep(const EngineSequence& seq, cache::CheckpointReason reason, bool to_disk) {
+  std::lock_guard work(work_mu_);
   const std::vector<Token>& tokens = seq.tokens();
   if (tokens.empty() || tokens.size() < config_.checkpoint_min_tokens) return;
   const bool want_hot = hot_.budget() > 0 && reason != cache::CheckpointReason::Interval;
   const bool want_disk = to_disk && disk_on() && !disk_->contains(tokens);
-  if (!want_disk && (!want_hot || live_saved_ == tokens)) return;
+  if (!want_disk && (!want_hot || live_of(seq).saved == tokens)) return;
   std::vector<uint8_t> state = seq.snapshot();
   if (state.empty()) return;  // this engine has no snapshots
   if (want_disk) store_on_disk(reason, tokens, state);
@@ -252,16 +258,16 @@ void PrefixCache::keep(const EngineSequence& seq, cache::CheckpointReason reason
     e.state = std::move(state);
     e.reason = reason;
     e.on_disk = disk_on() && disk_->contains(tokens);
-    e.session = live_session_;
+    e.session = live_of(seq).session;
     spill(hot_.insert(std::move(e)), {});
-    live_saved_ = tokens;
+    live_of(seq).saved = tokens;
   }
 }
 
 void PrefixCache::save_live_before_switch(const EngineSequence& seq, std::span<const Token> protect,
                                           const std::string& protect_name) {
   const std::vector<Token>& tokens = seq.tokens();
-  if (tokens.empty() || tokens.size() < config_.checkpoint_min_tokens || live_saved_ == tokens) return;
+  if (tokens.empty() || tokens.size() < config_.checkpoint_min_tokens || live_of(seq).saved == tokens) return;
   const bool to_disk = disk_on();
   if (hot_.budget() == 0 && !to_disk) return;
   std::vector<uint8_t> state = seq.snapshot();
@@ -274,12 +280,12 @@ void PrefixCache::save_live_before_switch(const EngineSequence& seq, std::span<c
     e.state = std::move(state);
     e.reason = cache::CheckpointReason::Evict;
     e.on_disk = to_disk && disk_->contains(tokens);
-    e.session = live_session_;
+    e.session = live_of(seq).session;
     spill(hot_.insert(std::move(e), protect), keep);
   } else {
     store_on_disk(cache::CheckpointReason::Evict, tokens, std::move(state), keep);
   }
-  live_saved_ = tokens;
+  live_of(seq).saved = tokens;
 }
 
 void PrefixCache::spill(std::vector<cache::HotEntry> evicted, std::span<const std::string> keep) {
@@ -305,36 +311,41 @@ void PrefixCache::store_on_disk(cache::CheckpointReason reason, std::vector<Toke
   if (disk_->store(c, keep)) hot_.mark_on_disk(c.tokens);
 }
 
-std::optional<size_t> PrefixCache::restored_tokens() const {
-  if (!restored_) return std::nullopt;
-  return restored_->tokens.size();
+std::optional<size_t> PrefixCache::restored_tokens(const EngineSequence& seq) const {
+  std::lock_guard work(work_mu_);
+  auto it = live_.find(&seq);
+  if (it == live_.end() || !it->second.restored) return std::nullopt;
+  return it->second.restored->tokens.size();
 }
 
 void PrefixCache::drop_failed_restore(EngineSequence& seq) {
-  if (restored_) {
-    hot_.erase(restored_->tokens);
-    if (!restored_->disk_name.empty() && disk_) disk_->remove(restored_->disk_name, "load_failed");
-    else if (disk_ && disk_->contains(restored_->tokens))
-      disk_->remove(cache::checkpoint_file_name(disk_->config().model_fingerprint, restored_->tokens), "load_failed");
-    restored_.reset();
+  std::lock_guard work(work_mu_);
+  if (const std::optional<Restored>& restored = live_of(seq).restored) {
+    hot_.erase(restored->tokens);
+    if (!restored->disk_name.empty() && disk_) disk_->remove(restored->disk_name, "load_failed");
+    else if (disk_ && disk_->contains(restored->tokens))
+      disk_->remove(cache::checkpoint_file_name(disk_->config().model_fingerprint, restored->tokens), "load_failed");
   }
   seq.clear();
-  live_saved_.clear();
+  live_of(seq) = Live{{}, live_of(seq).session, std::nullopt};
 }
 
 void PrefixCache::clear_live(EngineSequence& seq) {
-  live_saved_.clear();
-  restored_.reset();
+  std::lock_guard work(work_mu_);
+  live_of(seq) = Live{{}, live_of(seq).session, std::nullopt};
   seq.clear();
 }
 
-void PrefixCache::write_shutdown_checkpoints(const EngineSequence& seq) {
+void PrefixCache::write_shutdown_checkpoints(std::span<const EngineSequence* const> live) {
+  std::lock_guard work(work_mu_);
   if (!disk_on()) return;
   try {
-    const std::vector<Token>& live = seq.tokens();
-    if (!live.empty() && live.size() >= config_.checkpoint_min_tokens && !disk_->contains(live)) {
-      std::vector<uint8_t> state = seq.snapshot();
-      if (!state.empty()) store_on_disk(cache::CheckpointReason::Shutdown, live, std::move(state));
+    for (const EngineSequence* seq : live) {
+      const std::vector<Token>& tokens = seq->tokens();
+      if (!tokens.empty() && tokens.size() >= config_.checkpoint_min_tokens && !disk_->contains(tokens)) {
+        std::vector<uint8_t> state = seq->snapshot();
+        if (!state.empty()) store_on_disk(cache::CheckpointReason::Shutdown, tokens, std::move(state));
+      }
     }
     for (cache::HotEntry& e : hot_.drain())
       if (!e.on_disk && !disk_->contains(e.tokens))
@@ -345,6 +356,7 @@ void PrefixCache::write_shutdown_checkpoints(const EngineSequence& seq) {
 }
 
 void PrefixCache::publish() {
+  std::lock_guard work(work_mu_);
   metrics_.set_kv_cache_usage("warm", double(hot_.size()), double(hot_.bytes()));
   if (disk_) metrics_.set_kv_cache_usage("disk", double(disk_->files()), double(disk_->bytes()));
   std::lock_guard lock(mu_);

@@ -7,10 +7,13 @@
 // bytes. Where each point comes from and what is bit-identical to what:
 // docs/kv-checkpoints.md §restore-points-and-the-choice.
 //
-// Threading: open() runs once before the engine worker starts; from then on everything but
-// health() and stats() belongs to the worker. The sequence is the worker's; it is passed in.
+// Threading: open() runs once before the engine worker starts. The other calls are thread-safe
+// (one at a time): each running session's thread passes its own live sequence, and every live
+// sequence has its own bookkeeping (what of it is kept, its session hint, what it was restored
+// from); warm sessions and disk checkpoints are shared by all.
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -57,19 +60,19 @@ class PrefixCache {
   // re-tokenize after the point) and says in usage.cache / usage.cached_tokens what was reused.
   // The live context is kept as a restore point first when it is about to be replaced.
   void reuse(EngineSequence& seq, GenerationJob& job, GenerationUsage& usage);
-  // Restore points kept from now on belong to this client session hint.
-  void set_session(std::string session) { live_session_ = std::move(session); }
+  // Restore points kept of `seq` from now on belong to this client session hint.
+  void set_session(const EngineSequence& seq, std::string session);
   // Snapshots the live context as a warm session (not for `interval`) and, with to_disk, as a
   // disk checkpoint.
   void keep(const EngineSequence& seq, cache::CheckpointReason reason, bool to_disk);
-  // Tokens of the warm session or checkpoint the live context was last restored from.
-  std::optional<size_t> restored_tokens() const;
+  // Tokens of the warm session or checkpoint `seq` was last restored from.
+  std::optional<size_t> restored_tokens(const EngineSequence& seq) const;
   // The restored point failed in the engine: it is deleted (RAM and disk) and `seq` cleared.
   void drop_failed_restore(EngineSequence& seq);
   // The live context is in an unknown state: `seq` is cleared and nothing of it counts as kept.
   void clear_live(EngineSequence& seq);
-  // Stopping: the live context and every warm session not on disk yet become disk checkpoints.
-  void write_shutdown_checkpoints(const EngineSequence& seq);
+  // Stopping: the live contexts and every warm session not on disk yet become disk checkpoints.
+  void write_shutdown_checkpoints(std::span<const EngineSequence* const> live);
   // Publishes the counts to the metrics and to stats().
   void publish();
 
@@ -82,6 +85,13 @@ class PrefixCache {
     std::vector<Token> tokens;  // of the warm session or checkpoint the sequence was restored from
     std::string disk_name;      // when it came from disk
   };
+  // One live sequence's bookkeeping.
+  struct Live {
+    std::vector<Token> saved;          // its tokens already kept as a restore point
+    std::string session;               // the session hint of the job it is from
+    std::optional<Restored> restored;  // what it was last restored from
+  };
+  Live& live_of(const EngineSequence& seq) { return live_[&seq]; }
   bool disk_on() const { return disk_ && disk_->enabled(); }
   void match_restore_points_by_bytes(const EngineSequence& seq, GenerationJob& job);
   bool restore_warm(EngineSequence& seq, size_t index, std::span<const Token> prompt, GenerationUsage& usage);
@@ -100,10 +110,9 @@ class PrefixCache {
   const EngineBackend* backend_ = nullptr;
   cache::HotStore hot_;
   std::unique_ptr<cache::DiskStore> disk_;  // set by open(); its health and counts are thread-safe
-  std::vector<Token> live_saved_;           // live tokens already kept as a restore point
-  std::string live_session_;                // the session hint of the job the live context is from
-  std::optional<Restored> restored_;        // what the live context was last restored from
-  mutable std::mutex mu_;                   // guards disk_ (the pointer) and the published counts
+  std::map<const EngineSequence*, Live> live_;
+  mutable std::mutex work_mu_;  // one public call at a time (see the threading note)
+  mutable std::mutex mu_;       // guards disk_ (the pointer) and the published counts
   uint64_t hot_bytes_published_ = 0;
   size_t hot_sessions_published_ = 0;
 };

@@ -1,5 +1,5 @@
-// The engine worker's life: model lifecycle, admission, the queue and the worker loop. One job's
-// run is in service_turn.cpp; the restore points are the PrefixCache's. See service.hpp.
+// The engine worker's life: model lifecycle, admission, the queue, the slots and their loop. One
+// job's run is in service_turn.cpp; the restore points are the PrefixCache's. See service.hpp.
 #include "gateway/serving/service.hpp"
 
 #include <spdlog/spdlog.h>
@@ -8,9 +8,22 @@
 #include <optional>
 #include <random>
 
-#include "gateway/serving/stop_sequence_filter.hpp"
+#include "gateway/cache/token_prefix.hpp"
 
 namespace ds4::serving {
+
+struct Service::Slot {
+  size_t index = 0;
+  std::unique_ptr<EngineSequence> engine;  // the backend's; null: it could not be made
+  std::unique_ptr<BatchedSequence> seq;    // what turns use
+  bool started = false;                    // the thread has tried to make its sequence
+  bool usable = false;                     // takes jobs (slot 0 always does once started)
+  std::optional<Queued> job;               // handed over by dispatch_locked(), not yet taken
+  CancelFlag cancel;                       // the job it runs, for stop()
+  bool busy = false;                       // holds a job, from hand-over to the end of its run
+  uint64_t last_used = 0;
+  std::thread thread;
+};
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -90,7 +103,18 @@ void Service::set_backend(std::shared_ptr<EngineBackend> backend) {
     state_ = ServiceState::Ready;
     progress_ = 1;
     if (!config_.remote) {  // gateway mode has no local worker
-      worker_ = std::thread([this] { worker_main(); });
+      StepBatcherConfig bc;
+      bc.max_rows = std::max<size_t>(config_.prefill_chunk_tokens, 64);
+      bc.prefill_rows_beside_decode = config_.prefill_tokens_beside_decode;
+      bc.min_grace = config_.step_min_grace;
+      batcher_ = std::make_unique<StepBatcher>(*backend_, bc, [this](const StepRecord& r) {
+        metrics_.observe_step(long(r.sequences), long(r.decode_rows), long(r.verify_rows), long(r.prefill_rows));
+      });
+      for (size_t i = 0; i < std::max<size_t>(config_.max_batch, 1); i++) {
+        slots_.push_back(std::make_unique<Slot>());
+        slots_.back()->index = i;
+      }
+      for (auto& slot : slots_) slot->thread = std::thread([this, s = slot.get()] { slot_main(*s); });
       ticker_ = std::thread([this] { ticker_main(); });
     }
   }
@@ -139,6 +163,10 @@ std::shared_ptr<EngineBackend> Service::backend() const {
 size_t Service::queued() const {
   std::lock_guard lock(mu_);
   return queue_.size();
+}
+size_t Service::running() const {
+  std::lock_guard lock(mu_);
+  return running_;
 }
 size_t Service::live_tokens() const {
   std::lock_guard lock(mu_);
@@ -195,9 +223,11 @@ std::optional<Refusal> Service::submit(GenerationJob job) {
                         config_.retry_after};
     } else {
       queue_.push_back(Queued{std::move(job), Clock::now()});
-      // It has to wait: say so now, so a stream opens before the engine gets to it.
-      if (running_ || queue_.size() > 1) queue_.back().job.sink->on_queued(queue_.size());
-      cv_.notify_one();
+      dispatch_locked();
+      // It has to wait (every slot is busy): say so now, so a stream opens before the engine
+      // gets to it. Slots still starting up take it in a moment.
+      const bool starting = std::any_of(slots_.begin(), slots_.end(), [](const auto& s) { return !s->started; });
+      if (!queue_.empty() && !starting) queue_.back().job.sink->on_queued(queue_.size());
     }
     metrics_.set_queue_depth(static_cast<long>(queue_.size()));
   }
@@ -217,17 +247,28 @@ void Service::stop(std::chrono::milliseconds drain) {
   if (config_.remote) config_.remote->stop(drain);
   {
     std::unique_lock lock(mu_);
-    if (!idle_cv_.wait_for(lock, drain, [&] { return !running_; }) && running_cancel_) running_cancel_->store(true);
+    if (!idle_cv_.wait_for(lock, drain, [&] { return running_ == 0; }))
+      for (auto& slot : slots_) {
+        if (slot->cancel) slot->cancel->store(true);
+        if (slot->job) slot->job->job.cancelled->store(true);
+      }
     stop_worker_ = true;
     cv_.notify_all();
     ticker_cv_.notify_all();
   }
-  if (worker_.joinable()) worker_.join();
+  for (auto& slot : slots_)
+    if (slot->thread.joinable()) slot->thread.join();
   if (ticker_.joinable()) ticker_.join();
+  // Nothing runs now; what the RAM holds goes to disk (once: a second stop() finds no threads).
+  std::vector<const EngineSequence*> live;
+  for (auto& slot : slots_)
+    if (slot->seq) live.push_back(slot->seq.get());
+  if (!live.empty()) cache_.write_shutdown_checkpoints(live);
+  for (auto& slot : slots_) slot->seq.reset(), slot->engine.reset();
 }
 
-void Service::publish_live_tokens() {
-  size_t n = sequence_ ? sequence_->tokens().size() : 0;
+void Service::publish_live_tokens(const EngineSequence& seq) {
+  const size_t n = seq.tokens().size();
   cache_.publish();
   std::lock_guard lock(mu_);
   live_tokens_ = n;
@@ -256,43 +297,87 @@ void Service::ticker_main() {
   }
 }
 
-void Service::worker_main() {
+void Service::dispatch_locked() {
+  while (!queue_.empty()) {
+    // Which free slot: one whose live context the prompt extends (the longest: a session's next
+    // turn finds its own context); else an empty one; else the one sharing the longest prefix
+    // with the prompt (its context is cut back to it). Among equals, the one used longest ago.
+    // So no conversation's context is given up while an empty slot is left.
+    const std::vector<Token>& prompt = queue_.front().job.prompt;
+    Slot* best = nullptr;
+    std::pair<int, size_t> best_rank{-1, 0};
+    for (auto& slot : slots_) {
+      if (!slot->usable || slot->busy) continue;
+      std::pair<int, size_t> rank{1, 0};  // empty, or no context at all
+      if (slot->seq && !slot->seq->tokens().empty()) {
+        const std::vector<Token>& live = slot->seq->tokens();
+        const size_t common = cache::common_prefix<Token>(live, prompt);
+        rank = common == live.size() ? std::pair{2, common} : std::pair{0, common};
+      }
+      if (!best || rank > best_rank || (rank == best_rank && slot->last_used < best->last_used)) {
+        best = slot.get();
+        best_rank = rank;
+      }
+    }
+    // A slot still starting up will be an empty one: wait for it rather than cut a context.
+    const bool starting = std::any_of(slots_.begin(), slots_.end(), [](const auto& s) { return !s->started; });
+    if (!best || (best_rank.first == 0 && starting)) break;
+    best->job = std::move(queue_.front());
+    queue_.pop_front();
+    best->busy = true;
+    best->last_used = ++slot_clock_;
+    running_++;
+  }
+  metrics_.set_queue_depth(static_cast<long>(queue_.size()));
+  metrics_.set_requests_running(static_cast<long>(running_));
+  cv_.notify_all();
+}
+
+void Service::slot_main(Slot& slot) {
   std::shared_ptr<EngineBackend> backend = this->backend();
   try {
-    sequence_ = backend->new_sequence();
+    slot.engine = backend->new_sequence();
+    slot.seq = batcher_->wrap(*slot.engine);
   } catch (const std::exception& e) {
-    spdlog::error("serving: cannot create the engine context: {}", e.what());
+    spdlog::error("serving: cannot create the engine context of slot {}: {}", slot.index, e.what());
+    if (slot.index == 0) {
+      std::lock_guard lock(mu_);
+      state_ = ServiceState::Failed;
+      failure_ = std::string("cannot create the engine context: ") + e.what();
+    }
+  }
+  {
     std::lock_guard lock(mu_);
-    state_ = ServiceState::Failed;
-    failure_ = std::string("cannot create the engine context: ") + e.what();
+    slot.started = true;
+    // Slot 0 takes jobs even without a context (they end with an error, so nothing waits forever).
+    slot.usable = slot.seq || slot.index == 0;
+    dispatch_locked();
   }
   for (;;) {
     Queued q;
     {
       std::unique_lock lock(mu_);
-      cv_.wait(lock, [&] { return stop_worker_ || !queue_.empty(); });
-      if (queue_.empty()) break;  // stop_worker_
-      q = std::move(queue_.front());
-      queue_.pop_front();
-      metrics_.set_queue_depth(static_cast<long>(queue_.size()));
-      running_ = true;
-      running_cancel_ = q.job.cancelled;
+      cv_.wait(lock, [&] { return stop_worker_ || slot.job; });
+      if (!slot.job) break;  // stop_worker_
+      q = std::move(*slot.job);
+      slot.job.reset();
+      slot.cancel = q.job.cancelled;
     }
-    metrics_.set_requests_running(1);
-    if (!sequence_) finish_unrun(q, FinishReason::Error, "no engine context");
+    metrics_.observe_queue_wait(seconds_since(q.enqueued));
+    if (!slot.seq) finish_unrun(q, FinishReason::Error, "no engine context");
     else if (q.job.cancelled->load()) finish_unrun(q, FinishReason::Cancelled);
     else if (Clock::now() >= q.job.deadline) finish_unrun(q, FinishReason::Timeout, "timed out in the queue");
-    else run(q);
-    metrics_.set_requests_running(0);
+    else run(q, *slot.seq);
     {
       std::lock_guard lock(mu_);
-      running_ = false;
-      running_cancel_.reset();
+      slot.busy = false;
+      slot.cancel.reset();
+      running_--;
+      if (!stop_worker_) dispatch_locked();
+      else metrics_.set_requests_running(static_cast<long>(running_));
     }
     idle_cv_.notify_all();
   }
-  // Stopping: the queue is drained and nothing runs; what the RAM holds goes to disk.
-  if (sequence_) cache_.write_shutdown_checkpoints(*sequence_);
 }
 
 }  // namespace ds4::serving

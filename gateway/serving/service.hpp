@@ -1,12 +1,15 @@
 #pragma once
-// Service: the one engine worker, its bounded job queue, and the model's lifecycle.
+// Service: the engine worker's sessions, its bounded job queue, and the model's lifecycle.
 //
-// One thread owns the live EngineSequence and runs jobs one at a time, in arrival order. HTTP
-// threads submit jobs and get back either nothing (accepted; the sink will hear the rest) or a
-// Refusal carrying the HTTP status to answer with: 503 while the model loads, when the admission
-// gate (the daemon's memory floor) says no, or while stopping; 429 with Retry-After when the
-// queue is full. Prefix reuse is the PrefixCache's (prefix_cache.hpp), which the worker asks
-// (docs/kv-checkpoints.md §restore-points-and-the-choice).
+// Concurrency model: max_batch slots, each a thread with its own live EngineSequence, run jobs
+// at once; their tokens meet in the StepBatcher (step_batcher.hpp), which runs them together in
+// one engine step, so every session's output is what it would be alone. Jobs are admitted in
+// arrival order to the free slot whose live tokens share the longest prefix with the prompt.
+// HTTP threads submit jobs and get back either nothing (accepted; the sink will hear the rest)
+// or a Refusal carrying the HTTP status: 503 while the model loads, when the admission gate (the
+// daemon's memory floor) says no, or while stopping; 429 with Retry-After when the queue is
+// full. Prefix reuse is the PrefixCache's (docs/kv-checkpoints.md §restore-points-and-the-choice);
+// scheduling: docs/batching.md §scheduler.
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -17,6 +20,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "gateway/protocol/contract_store.hpp"
 #include "gateway/serving/drafter.hpp"
@@ -24,6 +28,7 @@
 #include "gateway/serving/generation.hpp"
 #include "gateway/serving/metrics.hpp"
 #include "gateway/serving/prefix_cache.hpp"
+#include "gateway/serving/step_batcher.hpp"
 
 namespace ds4::serving {
 
@@ -34,6 +39,10 @@ struct ServiceConfig {
   size_t max_batch = 1;                 // sessions decoded together in one step (live contexts)
   std::chrono::seconds retry_after{2};  // Retry-After on 429
   size_t prefill_chunk_tokens = 512;    // cancellation is checked between chunks
+  // Prefill tokens one step takes while other sessions decode in it (step_batcher.hpp).
+  size_t prefill_tokens_beside_decode = 64;
+  // The least a step waits for a running session still sampling (step_batcher.hpp).
+  std::chrono::microseconds step_min_grace{200};
   size_t contract_store_bytes = protocol::ContractStore::kDefaultMaxBytes;
   std::chrono::milliseconds queue_keepalive{5000};  // how often waiting jobs hear their position
   // Prefix cache (prefix_cache.hpp). 0 bytes or an empty dir turn that level off.
@@ -116,7 +125,9 @@ class Service {
   void stop(std::chrono::milliseconds drain);
 
   size_t queued() const;
-  // Tokens in the live context as of the last finished job (updated before its sink's
+  // Jobs running now (at most max_batch).
+  size_t running() const;
+  // Tokens in the live context of the last finished job (updated before its sink's
   // on_finished, so a caller woken by on_finished sees it).
   size_t live_tokens() const;
   // Empty when the disk checkpoint store is fine (or off); otherwise what is wrong with it.
@@ -130,18 +141,21 @@ class Service {
     GenerationJob job;
     std::chrono::steady_clock::time_point enqueued;
   };
+  struct Slot;  // one session's thread and live sequence: service.cpp
   struct Turn;  // one job's run: service_turn.cpp
-  void worker_main();
-  void ticker_main();  // tells queued jobs their position every queue_keepalive
-  void run(Queued& q);
+  void slot_main(Slot& slot);
+  void ticker_main();      // tells queued jobs their position every queue_keepalive
+  void dispatch_locked();  // hands queued jobs to free slots; mu_ held
+  void run(Queued& q, BatchedSequence& seq);
   // The named steps of run().
-  void check_prompt(const GenerationJob& job) const;
+  void check_prompt(const GenerationJob& job, const EngineSequence& seq) const;
   // Prefills the prompt after the reused prefix, keeping the prompt's restore point on the way.
   bool prefill_rest(Turn& turn);  // false: interrupted
   void decode_turn(Turn& turn);
   void account(Turn& turn);
   void finish_unrun(Queued& q, FinishReason reason, std::string error = {});
-  void publish_live_tokens();  // before the sink hears the end, so callers see the new state
+  // Before the sink hears the end, so callers see the new state.
+  void publish_live_tokens(const EngineSequence& seq);
 
   ServiceConfig config_;
   Metrics& metrics_;
@@ -155,13 +169,14 @@ class Service {
   std::string failure_;
   AdmissionGate gate_;
   std::shared_ptr<EngineBackend> backend_;
-  std::unique_ptr<EngineSequence> sequence_;  // worker only
-  CancelFlag running_cancel_;                 // the running job's flag, for stop()
-  bool running_ = false;
+  std::unique_ptr<StepBatcher> batcher_;
+  std::vector<std::unique_ptr<Slot>> slots_;  // the vector under mu_; each slot's sequence its thread's
+  size_t running_ = 0;                        // slots holding a job
+  uint64_t slot_clock_ = 0;                   // orders slots by last use
   size_t live_tokens_ = 0;
-  PrefixCache cache_;  // worker-only but its health() and stats()
+  PrefixCache cache_;        // thread-safe (prefix_cache.hpp)
+  std::mutex finishing_mu_;  // a turn's on_finished and the placing of its contract records
   bool stop_worker_ = false;
-  std::thread worker_;
   std::condition_variable ticker_cv_;
   std::thread ticker_;
 };

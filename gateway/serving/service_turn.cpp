@@ -31,6 +31,7 @@ uint64_t fresh_seed() {
 
 struct Service::Turn {
   Queued& q;
+  BatchedSequence& seq;
   GenerationJob& job;
   GenerationResult result;
   GenerationUsage& usage = result.usage;
@@ -47,22 +48,23 @@ struct Service::Turn {
   }
 };
 
-void Service::run(Queued& q) {
-  Turn turn{q, q.job, {}};
+void Service::run(Queued& q, BatchedSequence& seq) {
+  Turn turn{q, seq, q.job, {}};
   GenerationJob& job = q.job;
   GenerationUsage& usage = turn.usage;
   usage.prompt_tokens = job.prompt.size();
   usage.queue_seconds = seconds_since(q.enqueued);
   try {
-    check_prompt(job);
-    cache_.reuse(*sequence_, job, usage);
-    cache_.set_session(job.session);          // restore points kept from here on are this session's
+    check_prompt(job, seq);
+    cache_.reuse(seq, job, usage);
+    cache_.set_session(seq, job.session);     // restore points kept from here on are this session's
     usage.prompt_tokens = job.prompt.size();  // a byte-prefix match may have re-tokenized the tail
     metrics_.count_cache_outcome(cache_outcome_name(usage.cache));
     if (prefill_rest(turn)) {
       job.sink->on_prefilled(usage);
       decode_turn(turn);
-      cache_.keep(*sequence_, cache::CheckpointReason::Turn, false);
+      seq.idle();  // the other sessions' steps stop waiting for this one
+      cache_.keep(seq, cache::CheckpointReason::Turn, false);
     }
     // else interrupted: a half-prefilled prompt is still a valid prefix of it; kept for a retry.
   } catch (const std::exception& e) {
@@ -72,25 +74,31 @@ void Service::run(Queued& q) {
     turn.result.error = e.what();
     // The state may be half-updated; start clean next time.
     try {
-      cache_.clear_live(*sequence_);
+      cache_.clear_live(seq);
     } catch (const std::exception& e2) {
       spdlog::error("serving: clearing the context failed too: {}", e2.what());
     }
   }
+  seq.idle();
   account(turn);
 }
 
-void Service::check_prompt(const GenerationJob& job) const {
+void Service::check_prompt(const GenerationJob& job, const EngineSequence& seq) const {
   if (job.prompt.empty()) throw std::invalid_argument("empty prompt");
-  if (job.prompt.size() >= sequence_->capacity())
+  if (job.prompt.size() >= seq.capacity())
     throw std::length_error("prompt has " + std::to_string(job.prompt.size()) + " tokens, context holds " +
-                            std::to_string(sequence_->capacity()));
+                            std::to_string(seq.capacity()));
 }
 
 bool Service::prefill_rest(Turn& turn) {
   GenerationJob& job = turn.job;
   GenerationUsage& usage = turn.usage;
-  EngineSequence& seq = *sequence_;
+  BatchedSequence& seq = turn.seq;
+  // A restore point's snapshot (and disk write) is slow: the other sessions' steps go on meanwhile.
+  auto keep = [&](cache::CheckpointReason reason, bool to_disk) {
+    seq.idle();
+    cache_.keep(seq, reason, to_disk);
+  };
   const auto start = Clock::now();
   const size_t interval = config_.checkpoint_interval_tokens;
   const size_t margin = config_.prompt_point_margin_tokens;
@@ -105,7 +113,7 @@ bool Service::prefill_rest(Turn& turn) {
       // Reused up to the point or beyond it: the point is what was restored (kept already),
       // or, beyond it, one at the end of the prompt is the best there is.
       bool point_passed = seq.tokens().size() > point;
-      if (seq.tokens().size() == point) cache_.keep(seq, cache::CheckpointReason::Cold, false);
+      if (seq.tokens().size() == point) keep(cache::CheckpointReason::Cold, false);
       std::span<const Token> rest(job.prompt.data() + seq.tokens().size(), job.prompt.size() - seq.tokens().size());
       while (!rest.empty() && !(stopped = turn.interrupted())) {
         const size_t before = seq.tokens().size();
@@ -117,17 +125,16 @@ bool Service::prefill_rest(Turn& turn) {
         // restart halfway through a 200K-token prompt does not start it over.
         const bool crossed = !rest.empty() && interval && before / interval != seq.tokens().size() / interval;
         // Nothing reused: this prompt is a new conversation's first restore point on disk too.
-        if (seq.tokens().size() == point)
-          cache_.keep(seq, cache::CheckpointReason::Cold, usage.cached_tokens == 0 || crossed);
-        else if (crossed) cache_.keep(seq, cache::CheckpointReason::Interval, true);
+        if (seq.tokens().size() == point) keep(cache::CheckpointReason::Cold, usage.cached_tokens == 0 || crossed);
+        else if (crossed) keep(cache::CheckpointReason::Interval, true);
         if (!rest.empty()) job.sink->on_prefill_progress(job.prompt.size() - rest.size(), job.prompt.size());
       }
-      if (!stopped && point_passed) cache_.keep(seq, cache::CheckpointReason::Cold, usage.cached_tokens == 0);
+      if (!stopped && point_passed) keep(cache::CheckpointReason::Cold, usage.cached_tokens == 0);
       break;
     } catch (const std::exception& e) {
       // A restore point that restored fine but breaks the engine must not fail every request
       // that finds it: delete it and prefill from scratch, once.
-      const std::optional<size_t> restored = cache_.restored_tokens();
+      const std::optional<size_t> restored = cache_.restored_tokens(seq);
       if (attempt > 0 || !restored || (usage.cache != CacheOutcome::Warm && usage.cache != CacheOutcome::Disk)) throw;
       spdlog::warn("serving: the {} restore point of {} tokens failed in the engine ({}); removed it, prefilling cold",
                    cache_outcome_name(usage.cache), *restored, e.what());
@@ -146,7 +153,7 @@ void Service::decode_turn(Turn& turn) {
   GenerationUsage& usage = turn.usage;
   GenerationResult& result = turn.result;
   EngineBackend& backend = *backend_;
-  EngineSequence& seq = *sequence_;
+  EngineSequence& seq = turn.seq;
   StopSequenceFilter stops(job.stop);
   sampler::SamplerConfig sampling = job.sampling;
   if (sampling.seed == 0) sampling.seed = fresh_seed();
@@ -207,13 +214,15 @@ void Service::account(Turn& turn) {
       u.prompt_tokens, u.cached_tokens, cache_outcome_name(u.cache), u.completion_tokens, u.queue_seconds,
       u.prefill_seconds, u.decode_seconds, finish_reason_name(turn.result.finish),
       turn.job.session.empty() ? "" : " session=", turn.job.session);
-  publish_live_tokens();
+  publish_live_tokens(turn.seq);
   // The sink remembers the turn's echo contract inside on_finished (the chat endpoints do);
   // locate what it remembered in the token stream, so the checkpoints holding these tokens (and
-  // only those) carry its records (store_on_disk).
+  // only those) carry its records (store_on_disk). One turn at a time, or another session's
+  // records would be placed in this one's tokens.
+  std::lock_guard finishing(finishing_mu_);
   const uint64_t noted = contracts_.remembered();
   turn.job.sink->on_finished(turn.result);
-  const std::vector<Token>& live = sequence_->tokens();
+  const std::vector<Token>& live = turn.seq.tokens();
   if (!live.empty() && contracts_.remembered() != noted)
     contracts_.place_new_turns(noted, live.size(), cache::prefix_hashes(std::span<const Token>(live)).back());
 }

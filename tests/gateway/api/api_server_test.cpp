@@ -39,7 +39,7 @@ TEST(GatewayServer, HealthReportsLoadingProgressThenReady) {
   h.service.set_backend(h.backend);
   r = c.request(verb::get, "/health");
   EXPECT_EQ(r.result_int(), 200);
-  EXPECT_EQ(r.body(), R"({"status":"ok"})");
+  EXPECT_EQ(r.body(), R"({"status":"ok","sessions":{"active":0,"max":1,"queued":0}})");
 }
 
 TEST(GatewayServer, UnknownPathIs404AndWrongMethodIs405WithAllow) {

@@ -110,8 +110,8 @@ TEST(PrefixCache, ADiskCheckpointWinsOverAShorterWarmSessionAndBecomesWarm) {
   EXPECT_EQ(u.cache, CacheOutcome::Disk);
   EXPECT_EQ(u.cached_tokens, std::string("a long conversation that went on").size());
   EXPECT_EQ(f.live_text(), "a long conversation that went on");
-  ASSERT_TRUE(f.cache->restored_tokens().has_value());
-  EXPECT_EQ(*f.cache->restored_tokens(), u.cached_tokens);
+  ASSERT_TRUE(f.cache->restored_tokens(*f.seq).has_value());
+  EXPECT_EQ(*f.cache->restored_tokens(*f.seq), u.cached_tokens);
   // Restored from disk, it is warm from now on (and the replaced live context too).
   EXPECT_EQ(f.stats().warm_sessions, 3u);
   f.live("unrelated");
@@ -126,7 +126,7 @@ TEST(PrefixCache, NothingSharedIsAMissAndClearsTheLiveContext) {
   EXPECT_EQ(u.cache, CacheOutcome::Miss);
   EXPECT_EQ(u.cached_tokens, 0u);
   EXPECT_TRUE(f.seq->tokens().empty());
-  EXPECT_FALSE(f.cache->restored_tokens().has_value());
+  EXPECT_FALSE(f.cache->restored_tokens(*f.seq).has_value());
 }
 
 TEST(PrefixCache, WarmSessionsEvictedFromRamSpillToDisk) {
@@ -169,7 +169,7 @@ TEST(PrefixCache, ShutdownCheckpointsHoldTheLiveContextAndTheWarmSessionsForTheN
     f.cache->keep(*f.seq, CheckpointReason::Turn, false);
     f.live("the live conversation");
     EXPECT_EQ(f.stats().disk_files, 0u);
-    f.cache->write_shutdown_checkpoints(*f.seq);
+    f.cache->write_shutdown_checkpoints(std::vector<const serving::EngineSequence*>{f.seq.get()});
     EXPECT_EQ(f.stats().disk_files, 2u);
   }
   Fixture next(1 << 20, d.path);  // a restart on the same directory
@@ -184,7 +184,7 @@ TEST(PrefixCache, ShutdownCheckpointsHoldTheLiveContextAndTheWarmSessionsForTheN
 TEST(PrefixCache, ShutdownWritesNothingWithoutADisk) {
   Fixture f(1 << 20);
   f.live("a conversation");
-  f.cache->write_shutdown_checkpoints(*f.seq);
+  f.cache->write_shutdown_checkpoints(std::vector<const serving::EngineSequence*>{f.seq.get()});
   EXPECT_EQ(f.stats().disk_files, 0u);
 }
 
@@ -198,7 +198,7 @@ TEST(PrefixCache, ARestorePointThatFailedInTheEngineIsDeletedEverywhere) {
   ASSERT_EQ(f.reuse("a conversation that breaks the engine, again").cache, CacheOutcome::Warm);
   f.cache->drop_failed_restore(*f.seq);
   EXPECT_TRUE(f.seq->tokens().empty());
-  EXPECT_FALSE(f.cache->restored_tokens().has_value());
+  EXPECT_FALSE(f.cache->restored_tokens(*f.seq).has_value());
   EXPECT_EQ(f.stats().disk_files, 0u);
   EXPECT_EQ(f.reuse("a conversation that breaks the engine, again").cache, CacheOutcome::Cold);
 }
