@@ -189,6 +189,25 @@ TEST(Ds4ctlBenchBatch, ChecksBitIdentityAndPrintsOneRowPerLevel) {
   EXPECT_NE(zero.err.find("\"0\" is not a session count (1..256)"), std::string::npos) << zero.err;
 }
 
+TEST(Ds4ctlBenchServe, ChecksOutputsAgainstSoloAndPrintsBothParts) {
+  ProcessResult r = ds4ctl("bench-serve -m " + model() +
+                           " -t 2 --clients 3 --prompt 12 --tokens 4 --long-prompt 96 --beside 8 --repeats 1");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("outputs identical to each served alone"), std::string::npos) << r.out;
+  // clients, wall s, aggregate, per-client, ratio; 1 added as the ratios' baseline
+  for (const char* n : {"1", "3"})
+    EXPECT_TRUE(std::regex_search(
+        r.out, std::regex(std::string(R"(\n +)") + n + R"( +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+x\n)")))
+        << n << "\n"
+        << r.out;
+  EXPECT_TRUE(std::regex_search(r.out, std::regex(R"(while a 96-token prompt arrives +[0-9]+ +[0-9.]+ +[0-9.]+\n)")))
+      << r.out;
+  EXPECT_NE(r.out.find("p99 ratio"), std::string::npos) << r.out;
+  const ProcessResult zero = ds4ctl("bench-serve -m " + model() + " --clients 2,0");
+  EXPECT_NE(zero.status, 0);
+  EXPECT_NE(zero.err.find("\"0\" is not a client count (1..64)"), std::string::npos) << zero.err;
+}
+
 TEST(Ds4ctlBench, RejectsBadArguments) {
   EXPECT_NE(ds4ctl("bench").status, 0);  // neither a model nor --kernels
   const ProcessResult abc = ds4ctl("bench -m " + model() + " --contexts 0,abc");
