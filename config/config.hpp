@@ -3,8 +3,8 @@
 // rising precedence) built-in defaults, the TOML file, DS4D_* environment variables and command
 // line flags. Every key is described once, in a table (config_keys.cpp) that the loader, --help,
 // --print-config and the documentation test all read. Unknown sections or keys in the file are
-// errors with file, line and column. The memory budgets default to `auto` (an empty optional),
-// sized by the capacity planner. Details:
+// errors with file, line and column. The memory budgets and server.max_batch default to `auto`
+// (an empty optional), sized by the capacity planner. Details:
 // config/README.md §configuration-logging-exit-statuses-config, docs/api.md §configuration.
 #include <cstdint>
 #include <optional>
@@ -39,6 +39,7 @@ struct Config {
     std::string host = "127.0.0.1";
     uint16_t port = 8080;
     uint32_t max_queue = 16;                          // pending requests before 503
+    std::optional<uint32_t> max_batch;                // sessions decoded together; unset = auto (the plan's)
     uint32_t drain_timeout_s = 60;                    // SIGTERM: wait this long for in-flight requests
     std::string api_key_file;                         // empty: no authentication
     uint32_t engine_stall_s = 300;                    // an engine call running longer stops the WATCHDOG=1 pings

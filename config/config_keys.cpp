@@ -12,6 +12,7 @@
 
 #include "config/drafter_spec.hpp"
 #include "engine/planner/byte_size.hpp"
+#include "engine/planner/max_batch.hpp"
 
 namespace ds4::config {
 namespace {
@@ -175,6 +176,29 @@ std::vector<ConfigKey> build() {
   b.add("server.port", "port", "HTTP port", UINT(server.port, 65535), KeyScope::Daemon, "--port");
   b.add("server.max_queue", "count", "requests waiting for the engine before new ones get 429",
         UINT(server.max_queue, 1 << 20), KeyScope::Daemon);
+  // Both: the supervisor's plan counts the live contexts too (and forwards the flag).
+  b.add(
+      "server.max_batch", "count|auto",
+      "sessions the engine decodes together, each holding its own KV in the memory plan (auto: the most, up to 8, "
+      "that the plan fits)",
+      [](Config& c, const std::string& v) {
+        if (v == "auto") {
+          c.server.max_batch.reset();
+          return;
+        }
+        uint64_t n = 0;
+        try {
+          n = parse_uint(v, planner::kMaxBatchLimit);
+        } catch (const std::invalid_argument&) {
+          n = 0;
+        }
+        if (n == 0)
+          throw std::invalid_argument(
+              fmt::format("expected a count 1..{} or auto, got '{}'", planner::kMaxBatchLimit, v));
+        c.server.max_batch = static_cast<uint32_t>(n);
+      },
+      [](const Config& c) { return c.server.max_batch ? std::to_string(*c.server.max_batch) : std::string("auto"); },
+      KeyScope::Both, "--max-batch");
   b.add("server.drain_timeout_s", "seconds", "on SIGTERM, how long in-flight requests may finish",
         UINT(server.drain_timeout_s, 86400), KeyScope::Daemon);
   b.add("server.api_key_file", "path", "file holding the bearer API key (empty: no authentication)",

@@ -18,6 +18,7 @@ planner::Plan plan_for_config(const Config& cfg, uint64_t mem_total_bytes) {
   r.budgets.reserve_bytes = cfg.memory.reserve;
   r.budgets.floor_bytes = cfg.memory.floor;
   r.budgets.swap_bytes = cfg.memory.swap_size;
+  if (cfg.server.max_batch) r.budgets.max_batch = *cfg.server.max_batch;
   r.prefill_cap = cfg.model.prefill_cap;
   r.workspace_bytes = cfg.memory.workspace;
   r.mem_total_bytes = mem_total_bytes;
@@ -31,6 +32,7 @@ Config with_planned_budgets(Config cfg, const planner::Plan& plan) {
   if (!cfg.memory.reserve) cfg.memory.reserve = in.reserve_bytes;
   if (!cfg.memory.floor) cfg.memory.floor = in.floor_bytes;
   if (!cfg.memory.swap_size) cfg.memory.swap_size = in.swap_bytes;
+  if (!cfg.server.max_batch) cfg.server.max_batch = static_cast<uint32_t>(in.live_contexts);
   return cfg;
 }
 

@@ -1,9 +1,9 @@
 #pragma once
 // The memory plan of a configuration, and the configuration with its `auto` budgets filled in.
 // The supervisor (which refuses to start a plan that does not fit) and the daemon (which sizes
-// its context, hot cache and admission floor from it) both call these with the same file and
-// the same MemTotal, so they arrive at the same figures; ds4ctl plan goes through the same
-// planner::plan_input_from_gguf with the same defaults.
+// its context, hot cache, admission floor and max batch from it) both call these with the same
+// file and the same MemTotal, so they arrive at the same figures; ds4ctl plan goes through the
+// same planner::plan_input_from_gguf with the same defaults.
 #include <cstdint>
 
 #include "config/config.hpp"

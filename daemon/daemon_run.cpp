@@ -123,11 +123,18 @@ void load_upstreams(const config::Config& cfg, serving::Service& service, upstre
   out.publish(code, std::move(error), std::move(id));
 }
 
-// The configuration with its `auto` budgets (context, hot cache, floor) sized by the same plan
-// the supervisor checked before launching us (config/memory_budget.hpp). nullopt: the plan
-// could not be made although a budget needed it (the error is logged).
+std::string signed_gib(int64_t bytes) {
+  if (bytes >= 0) return planner::format_gib(static_cast<uint64_t>(bytes));
+  return "-" + planner::format_gib(static_cast<uint64_t>(-(bytes + 1)) + 1);
+}
+
+// The configuration with its `auto` budgets (context, hot cache, floor, max batch) sized by the
+// same plan the supervisor checked before launching us (config/memory_budget.hpp); the plan counts
+// max_batch live contexts, explicit or chosen. nullopt: the plan could not be made although a
+// budget needed it (the error is logged).
 std::optional<config::Config> with_budgets(const config::Config& given) {
-  const bool needs_plan = !given.model.context || !given.cache.hot_bytes || !given.memory.floor;
+  const bool needs_plan =
+      !given.model.context || !given.cache.hot_bytes || !given.memory.floor || !given.server.max_batch;
   try {
     const uint64_t mem_total = host::read_meminfo(given.memory.meminfo_path).mem_total;
     const planner::Plan plan = config::plan_for_config(given, mem_total);
@@ -136,6 +143,12 @@ std::optional<config::Config> with_budgets(const config::Config& given) {
                  planner::verdict_name(plan.verdict), *cfg.model.context,
                  planner::format_bytes_exact(*cfg.cache.hot_bytes), planner::format_bytes_exact(*cfg.memory.floor),
                  planner::format_gib(plan.total_bytes), planner::format_gib(mem_total));
+    if (given.server.max_batch) {
+      spdlog::info("serving: max_batch {} (server.max_batch)", *cfg.server.max_batch);
+    } else {
+      spdlog::info("serving: max_batch {} (auto: {} KV per live context, headroom {})", *cfg.server.max_batch,
+                   planner::format_gib(plan.kv_bytes_per_context), signed_gib(plan.headroom_bytes));
+    }
     if (plan.verdict != planner::Verdict::Fits)
       spdlog::warn("the memory plan says '{}' (ds4d-supervisor would refuse it):\n{}",
                    planner::verdict_name(plan.verdict), planner::render_report(plan));
@@ -147,6 +160,7 @@ std::optional<config::Config> with_budgets(const config::Config& given) {
     }
     // Every budget is explicit: a model that cannot be read fails in the loader as before.
     spdlog::warn("memory plan: {}", e.what());
+    spdlog::info("serving: max_batch {} (server.max_batch)", *given.server.max_batch);
     return given;
   }
 }
@@ -196,6 +210,7 @@ int run_daemon(const config::Config& given) {
   serving::Metrics metrics;
   serving::ServiceConfig sc;
   sc.max_queued_jobs = cfg.server.max_queue;
+  sc.max_batch = *cfg.server.max_batch;  // set by with_budgets (the plan's) or gateway_config
   sc.hot_bytes = *cfg.cache.hot_bytes;
   sc.cache_dir = cfg.cache.dir;
   sc.disk_bytes = cfg.cache.disk_bytes;

@@ -22,6 +22,7 @@ config::Config gateway_config(const config::Config& given) {
   cfg.cache.hot_bytes = 0;  // the KV caches are the upstreams'
   cfg.cache.dir.clear();
   if (!cfg.memory.floor) cfg.memory.floor = 0;
+  if (!cfg.server.max_batch) cfg.server.max_batch = 1;  // no live contexts here: auto has nothing to size
   return cfg;
 }
 

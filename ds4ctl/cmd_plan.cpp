@@ -1,9 +1,9 @@
 // ds4ctl plan: the memory capacity plan for a model on this machine (or on figures given
 // directly), printed term by term in GiB and exact bytes, with a verdict and an exit status per
 // verdict: 0 fits, 3 below the floor, 4 does not fit, 2 error. Defaults match ds4d's
-// configuration defaults (the budgets are `auto`, resolved by the same planner function the
-// supervisor and the daemon call), so `ds4ctl plan --model X` answers "will ds4d start with X
-// here, and with which context and hot cache?".
+// configuration defaults (the budgets, live contexts included, are `auto`, resolved by the same
+// planner functions the supervisor and the daemon call), so `ds4ctl plan --model X` answers "will
+// ds4d start with X here, and with which context, hot cache and max batch?".
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -12,6 +12,7 @@
 #include "ds4ctl/command_registry.hpp"
 #include "engine/planner/auto_budget.hpp"
 #include "engine/planner/byte_size.hpp"
+#include "engine/planner/max_batch.hpp"
 #include "engine/planner/memory_plan.hpp"
 #include "engine/planner/plan_from_gguf.hpp"
 #include "host/host_memory.hpp"
@@ -23,6 +24,7 @@ struct PlanOptions {
   std::string sidecar, hot_cache = "auto", workspace, reserve = "auto", floor = "auto", swap = "auto", mem_total,
                        weights;
   std::string context = "auto";
+  std::string max_batch = "auto";
   uint32_t prefill_cap = ds4::planner::kDefaultPrefillCap;
   uint64_t kv_per_token = 0;
   std::string kv_fixed;
@@ -53,6 +55,22 @@ std::optional<uint64_t> tokens_or_auto(const std::string& s) {
   return v;
 }
 
+// server.max_batch's values: a count 1..kMaxBatchLimit or auto.
+std::optional<uint64_t> count_or_auto(const std::string& s) {
+  if (s.empty() || s == "auto") return std::nullopt;
+  size_t used = 0;
+  uint64_t v = 0;
+  try {
+    v = std::stoull(s, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != s.size() || s[0] == '-' || v < 1 || v > ds4::planner::kMaxBatchLimit)
+    throw std::invalid_argument("--max-batch: expected 1.." + std::to_string(ds4::planner::kMaxBatchLimit) +
+                                " or auto, got '" + s + "'");
+  return v;
+}
+
 ds4::planner::BudgetChoice budget_choice(const PlanOptions& o) {
   ds4::planner::BudgetChoice c;
   c.context_tokens = tokens_or_auto(o.context);
@@ -60,6 +78,7 @@ ds4::planner::BudgetChoice budget_choice(const PlanOptions& o) {
   c.reserve_bytes = size_or_auto(o.reserve);
   c.floor_bytes = size_or_auto(o.floor);
   c.swap_bytes = size_or_auto(o.swap);
+  c.max_batch = count_or_auto(o.max_batch);
   return c;
 }
 
@@ -104,6 +123,7 @@ int run_plan(const PlanOptions& o) {
     in.floor_bytes = b.floor_bytes;
     in.swap_bytes = b.swap_bytes;
     in.auto_terms = b.auto_terms;
+    resolve_live_contexts(in, choice.max_batch);
   }
   const Plan plan = compute_plan(in);
   std::cout << render_report(plan);
@@ -120,6 +140,9 @@ ds4ctl::Register reg{
       sub.add_option("--drafter", o->drafter, "drafter (MTP) GGUF; its size is the sidecar");
       sub.add_option("--sidecar", o->sidecar, "sidecar size, overriding the drafter's file size (e.g. 5.64GiB)");
       sub.add_option("--context,-c", o->context, "context length in tokens (0: the model's; auto: sized to fit)")
+          ->capture_default_str();
+      sub.add_option("--max-batch", o->max_batch,
+                     "sessions decoded together, each holding its own KV (auto: the most, up to 8, that fit)")
           ->capture_default_str();
       sub.add_option("--prefill-cap", o->prefill_cap, "prefill batch (sizes the raw KV ring)")->capture_default_str();
       sub.add_option("--hot-cache", o->hot_cache, "in-RAM checkpoint cache (auto: what the plan leaves, at most 12GiB)")

@@ -20,7 +20,13 @@ uint64_t scaled(uint64_t full, uint64_t mem_total, uint64_t min) {
 
 uint64_t minus(uint64_t a, uint64_t b) { return a > b ? a - b : 0; }
 
-uint64_t kv_at(const BudgetFacts& f, uint64_t ctx) { return f.kv_bytes ? f.kv_bytes(ctx) : 0; }
+// The KV of every live context the operator asked for (saturating: a figure that large only has
+// to compare as too big).
+uint64_t kv_at(const BudgetFacts& f, const BudgetChoice& c, uint64_t ctx) {
+  const uint64_t one = f.kv_bytes ? f.kv_bytes(ctx) : 0;
+  const uint64_t live = std::max<uint64_t>(1, c.max_batch.value_or(1));
+  return one > UINT64_MAX / live ? UINT64_MAX : one * live;
+}
 
 }  // namespace
 
@@ -55,7 +61,7 @@ Budgets resolve_budgets(const BudgetFacts& f, const BudgetChoice& c) {
     const uint64_t least = std::min(cap, kAutoContextMin);
     uint64_t ctx = cap;
     // Halving keeps the context a power of two when the cap is one (the shipping 262144).
-    while (ctx > least && kv_at(f, ctx) > free / 2) ctx = std::max(least, ctx / 2);
+    while (ctx > least && kv_at(f, c, ctx) > free / 2) ctx = std::max(least, ctx / 2);
     b.context_tokens = ctx;
   }
 
@@ -63,7 +69,7 @@ Budgets resolve_budgets(const BudgetFacts& f, const BudgetChoice& c) {
     b.hot_cache_bytes = *c.hot_cache_bytes;
   } else {
     b.auto_terms |= kAutoHotCache;
-    const uint64_t left = minus(free, kv_at(f, b.context_tokens));
+    const uint64_t left = minus(free, kv_at(f, c, b.context_tokens));
     b.hot_cache_bytes = std::min(kAutoHotCacheCap, whole_mib(left / 4 * 3));
   }
   return b;

@@ -18,6 +18,9 @@ struct BudgetChoice {
   std::optional<uint64_t> reserve_bytes;
   std::optional<uint64_t> floor_bytes;
   std::optional<uint64_t> swap_bytes;
+  // Live contexts (server.max_batch). An explicit count sizes the auto context and hot cache for
+  // that many KVs; `auto` sizes them for one and then takes what they leave (max_batch.hpp).
+  std::optional<uint64_t> max_batch;
 };
 
 // The facts the rule reads: the machine and the model's fixed terms.
@@ -37,6 +40,7 @@ enum AutoTerm : unsigned {
   kAutoReserve = 1u << 2,
   kAutoFloor = 1u << 3,
   kAutoSwap = 1u << 4,
+  kAutoMaxBatch = 1u << 5,
 };
 
 struct Budgets {

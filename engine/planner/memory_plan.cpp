@@ -34,7 +34,11 @@ Plan compute_plan(const PlanInput& in) {
   p.input = in;
   if (in.kv_bytes_per_token != 0 && in.context_tokens > UINT64_MAX / in.kv_bytes_per_token)
     throw std::overflow_error("KV bytes overflow: context × bytes per token");
-  p.kv_bytes = checked_add(in.kv_bytes_per_token * in.context_tokens, in.kv_fixed_bytes, "KV");
+  if (in.live_contexts == 0) throw std::invalid_argument("the plan needs at least 1 live context");
+  p.kv_bytes_per_context = checked_add(in.kv_bytes_per_token * in.context_tokens, in.kv_fixed_bytes, "KV");
+  if (p.kv_bytes_per_context > UINT64_MAX / in.live_contexts)
+    throw std::overflow_error("KV bytes overflow: live contexts × bytes per context");
+  p.kv_bytes = p.kv_bytes_per_context * in.live_contexts;
   uint64_t t = in.weights_bytes;
   t = checked_add(t, in.sidecar_bytes, "sidecar");
   t = checked_add(t, in.hot_cache_bytes, "hot cache");
@@ -79,8 +83,10 @@ std::string render_report(const Plan& p) {
   s += line("sidecar", in.sidecar_bytes);
   s += line("hot cache", in.hot_cache_bytes, chose(kAutoHotCache));
   s += line("KV", p.kv_bytes);
-  s += fmt::format("    ({} B/token × {} tokens + {} B fixed)\n", format_bytes_exact(in.kv_bytes_per_token),
-                   in.context_tokens, format_bytes_exact(in.kv_fixed_bytes));
+  s += fmt::format("    ({} live context{}{} × {}: {} B/token × {} tokens + {} B fixed)\n", in.live_contexts,
+                   in.live_contexts == 1 ? "" : "s", chose(kAutoMaxBatch) ? " (auto)" : "",
+                   format_gib(p.kv_bytes_per_context), format_bytes_exact(in.kv_bytes_per_token), in.context_tokens,
+                   format_bytes_exact(in.kv_fixed_bytes));
   s += line("workspace", in.workspace_bytes);
   s += line("reserve", in.reserve_bytes, chose(kAutoReserve));
   s += line("= total", p.total_bytes);
@@ -95,14 +101,14 @@ std::string render_report(const Plan& p) {
       break;
     case Verdict::BelowFloor:
       s += fmt::format(
-          ": headroom is {} short of the floor; lower the context, the hot cache or "
-          "the floor, or drop the sidecar\n",
+          ": headroom is {} short of the floor; lower the context, the hot cache, the live contexts "
+          "(max batch) or the floor, or drop the sidecar\n",
           format_gib(in.floor_bytes - static_cast<uint64_t>(p.headroom_bytes)));
       break;
     case Verdict::DoesNotFit:
       s += fmt::format(
-          ": {} over MemTotal before any headroom; lower the context or the hot cache, "
-          "drop the sidecar, or use a smaller quantization\n",
+          ": {} over MemTotal before any headroom; lower the context, the hot cache or the live "
+          "contexts (max batch), drop the sidecar, or use a smaller quantization\n",
           format_gib(static_cast<uint64_t>(-p.headroom_bytes)));
       break;
   }

@@ -1,6 +1,7 @@
 #pragma once
 // The capacity plan: will this model, with this context and cache configuration, fit in this
-// machine's RAM with the required headroom left over? It adds weights, sidecar, hot cache, KV,
+// machine's RAM with the required headroom left over? It adds weights, sidecar, hot cache, KV
+// (one full context's worth per live context: each session decoded in a batch holds its own),
 // workspace and reserve, compares the total with MemTotal and gives one of three verdicts (fits,
 // below floor, does not fit), each with its own process exit code. The input is a plain struct, so
 // the plan can be computed from a GGUF (plan_from_gguf.hpp) or from figures typed in directly.
@@ -18,6 +19,7 @@ struct PlanInput {
   uint64_t context_tokens = 0;
   uint64_t kv_bytes_per_token = 0;
   uint64_t kv_fixed_bytes = 0;
+  uint64_t live_contexts = 1;  // sessions resident at once (server.max_batch); at least 1
   uint64_t workspace_bytes = 0;
   uint64_t reserve_bytes = 0;
   uint64_t mem_total_bytes = 0;  // MemTotal
@@ -36,12 +38,14 @@ inline constexpr int kExitDoesNotFit = 4;
 
 struct Plan {
   PlanInput input;
-  uint64_t kv_bytes = 0;
+  uint64_t kv_bytes_per_context = 0;  // bytes per token × context + fixed
+  uint64_t kv_bytes = 0;              // kv_bytes_per_context × live contexts
   uint64_t total_bytes = 0;
   int64_t headroom_bytes = 0;  // MemTotal − total; negative when it does not fit
   Verdict verdict = Verdict::DoesNotFit;
 };
 
+// Throws std::overflow_error when a sum overflows, std::invalid_argument for 0 live contexts.
 Plan compute_plan(const PlanInput& in);
 
 const char* verdict_name(Verdict v);  // "fits", "below floor", "does not fit"

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "engine/gguf/gguf_reader.hpp"
+#include "engine/planner/max_batch.hpp"
 
 namespace ds4::planner {
 namespace {
@@ -114,6 +115,7 @@ PlanInput plan_input_from_gguf(const GgufPlanRequest& r) {
   in.floor_bytes = b.floor_bytes;
   in.swap_bytes = b.swap_bytes;
   in.auto_terms = b.auto_terms;
+  resolve_live_contexts(in, r.budgets.max_batch);
   return in;
 }
 

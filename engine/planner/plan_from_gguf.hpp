@@ -4,7 +4,7 @@
 // size is the sidecar term and whose blocks each add a raw ring to the KV fixed cost. Only the
 // header and tensor table are read; the weights are never touched, so planning an 81 GiB model
 // costs a few megabytes of page cache. Everything not in the GGUF comes from the caller: MemTotal,
-// and the budgets (context, hot cache, reserve, floor, swap), each either a figure or `auto`
+// and the budgets (context, hot cache, reserve, floor, swap, live contexts), each either a figure or `auto`
 // (std::nullopt), resolved by auto_budget.hpp's rule against this model and MemTotal.
 #include <cstdint>
 #include <optional>
@@ -45,8 +45,8 @@ struct GgufPlanRequest {
   uint64_t mem_total_bytes = 0;
 };
 
-// The plan's input with every `auto` budget resolved (PlanInput::swap_bytes and auto_terms
-// included). Throws gguf::GgufError for an unreadable model, or when the context is 0 (trained)
+// The plan's input with every `auto` budget resolved (PlanInput::swap_bytes, live_contexts and
+// auto_terms included). Throws gguf::GgufError for an unreadable model, or when the context is 0 (trained)
 // and the model has no context_length key.
 PlanInput plan_input_from_gguf(const GgufPlanRequest& request);
 

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "config/config_loader.hpp"
+#include "config/memory_budget.hpp"
 #include "daemon/http_server_config.hpp"
 #include "tests/support/test_sysroot.hpp"
 
@@ -168,6 +169,54 @@ TEST(Config, SpeculationDrafterIsNoneNgramOrMtpFile) {
   }
   EXPECT_THROW(load({"--speculation-k", "17"}, Env{}), ConfigError);
   EXPECT_EQ(load({"--speculation-k", "0"}, Env{}).speculation.k, 0u);
+}
+
+// server.max_batch: a count 1..64 or auto (the default: the plan chooses), from all three
+// sources; anything else is refused naming the key's source and the accepted values.
+TEST(Config, MaxBatchIsACountOrAuto) {
+  Env none;
+  none.vars["DS4D_CONFIG"] = "";
+  EXPECT_FALSE(load({}, none).server.max_batch.has_value());
+  testing::TempDir d;
+  EXPECT_EQ(load({"--config", config_file(d, "[server]\nmax_batch = 4\n")}, Env{}).server.max_batch, 4u);
+  EXPECT_FALSE(load({"--config", config_file(d, "[server]\nmax_batch = \"auto\"\n")}, Env{}).server.max_batch);
+  Env env = none;
+  env.vars["DS4D_SERVER_MAX_BATCH"] = "64";
+  EXPECT_EQ(load({}, env).server.max_batch, 64u);
+  EXPECT_EQ(load({"--max-batch", "2"}, env).server.max_batch, 2u);  // the flag wins
+  EXPECT_FALSE(load({"--server-max-batch", "auto"}, env).server.max_batch);
+  ConfigLoader* l = nullptr;
+  load({"--max-batch", "3"}, none, &l, KeyScope::Both);  // the supervisor plans with it and forwards it
+  EXPECT_EQ(l->given_flags(KeyScope::Daemon), (std::vector<std::string>{"--server-max-batch=3"}));
+
+  const auto refused = [&](std::vector<std::string> args, const Env& e, const std::string& where,
+                           const std::string& value) {
+    try {
+      load(std::move(args), e);
+      ADD_FAILURE() << "accepted '" << value << "'";
+    } catch (const ConfigError& err) {
+      const std::string m = err.what();
+      EXPECT_NE(m.find(where), std::string::npos) << m;
+      EXPECT_NE(m.find("expected a count 1..64 or auto, got '" + value + "'"), std::string::npos) << m;
+    }
+  };
+  const std::string zero = config_file(d, "[server]\nmax_batch = 0\n");
+  refused({"--config", zero}, Env{}, zero + ":2:13: server.max_batch: ", "0");
+  Env big = none;
+  big.vars["DS4D_SERVER_MAX_BATCH"] = "65";
+  refused({}, big, "DS4D_SERVER_MAX_BATCH: ", "65");
+  refused({"--max-batch", "abc"}, none, "--server-max-batch: ", "abc");
+  refused({"--max-batch", "-1"}, none, "--server-max-batch: ", "-1");
+}
+
+// The plan's live contexts fill an `auto` max_batch; an explicit one is kept.
+TEST(Config, PlannedBudgetsFillAnAutoMaxBatch) {
+  planner::Plan plan;
+  plan.input.live_contexts = 3;
+  EXPECT_EQ(with_planned_budgets(Config{}, plan).server.max_batch, 3u);
+  Config fixed;
+  fixed.server.max_batch = 8;
+  EXPECT_EQ(with_planned_budgets(fixed, plan).server.max_batch, 8u);
 }
 
 TEST(Config, PrintConfigRoundTrips) {

@@ -296,10 +296,10 @@ TEST_F(DaemonBinary, SupervisorLaunchesTheDaemonWithItsOomScoreAdj) {
   EXPECT_EQ(wait_exit(sup), 0) << log();
 }
 
-// `auto` budgets (the default): the daemon sizes its context, hot cache and floor with the same
-// planner function ds4ctl plan and the supervisor use, so for one model and one MemTotal (here a
-// 2 GiB machine, where the production figures would not fit) all three report the same figures
-// and the plan fits.
+// `auto` budgets (the default): the daemon sizes its context, hot cache, floor and max batch with
+// the same planner functions ds4ctl plan and the supervisor use, so for one model and one MemTotal
+// (here a 2 GiB machine, where the production figures would not fit) all three report the same
+// figures and the plan fits.
 std::string run_output(const std::string& command) {
   std::string out;
   FILE* p = popen((command + " 2>&1").c_str(), "r");
@@ -329,7 +329,8 @@ TEST_F(DaemonBinary, AutoBudgetsAgreeWithDs4ctlPlanAndTheSupervisor) {
   const std::string plan_context = match1(plan, R"(at (\d+) tokens of context \(auto\))");
   const std::string plan_hot = match1(plan, R"(hot cache +[0-9.]+ GiB +([0-9,]+) B  \(auto\))");
   const std::string plan_floor = match1(plan, R"(floor +[0-9.]+ GiB +([0-9,]+) B  \(auto\))");
-  ASSERT_FALSE(plan_context.empty() || plan_hot.empty() || plan_floor.empty()) << plan;
+  const std::string plan_batch = match1(plan, R"(\((\d+) live contexts? \(auto\) ×)");
+  ASSERT_FALSE(plan_context.empty() || plan_hot.empty() || plan_floor.empty() || plan_batch.empty()) << plan;
   EXPECT_NE(plan.find("verdict: fits"), std::string::npos) << plan;
 
   // The supervisor's dry run prints the plan it would enforce (and changes nothing).
@@ -337,6 +338,7 @@ TEST_F(DaemonBinary, AutoBudgetsAgreeWithDs4ctlPlanAndTheSupervisor) {
   EXPECT_EQ(match1(sup, R"(at (\d+) tokens of context)"), plan_context) << sup;
   EXPECT_EQ(match1(sup, R"(hot cache +[0-9.]+ GiB +([0-9,]+) B)"), plan_hot) << sup;
   EXPECT_EQ(match1(sup, R"(floor +[0-9.]+ GiB +([0-9,]+) B)"), plan_floor) << sup;
+  EXPECT_EQ(match1(sup, R"(\((\d+) live contexts? \(auto\) ×)"), plan_batch) << sup;
   EXPECT_EQ(match1(sup, R"(swap +[0-9.]+ GiB +([0-9,]+) B)"), match1(plan, R"(swap +[0-9.]+ GiB +([0-9,]+) B)")) << sup;
 
   const pid_t d = start(DS4D_DAEMON_BIN, {"--config", conf}, systemd.address());
@@ -346,6 +348,9 @@ TEST_F(DaemonBinary, AutoBudgetsAgreeWithDs4ctlPlanAndTheSupervisor) {
   EXPECT_EQ(match1(daemon_log, R"(memory plan \(fits\): context (\d+) tokens)"), plan_context) << daemon_log;
   EXPECT_EQ(match1(daemon_log, R"(hot cache ([0-9,]+) B)"), plan_hot) << daemon_log;
   EXPECT_EQ(match1(daemon_log, R"(floor ([0-9,]+) B)"), plan_floor) << daemon_log;
+  EXPECT_EQ(match1(daemon_log, R"(serving: max_batch (\d+) \(auto: [0-9.]+ GiB KV per live context, headroom )"),
+            plan_batch)
+      << daemon_log;
   const uint16_t port = port_from_status();
   ASSERT_NE(port, 0) << seen;
   std::string floor_digits = plan_floor;

@@ -34,10 +34,32 @@ const std::string kFlashQ2 =
     "--workspace 2GiB --reserve 4GiB --floor 4GiB --mem-total 127.6GB";
 
 TEST(PlanCli, ShippingFiguresFit) {
-  const CliRun r = ds4ctl(kFlashQ2 + " --hot-cache 12GiB --context 262144");
+  const CliRun r = ds4ctl(kFlashQ2 + " --hot-cache 12GiB --context 262144 --max-batch 1");
   EXPECT_EQ(r.status, 0) << r.out;
   EXPECT_NE(r.out.find("115,925,764,687 B"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("verdict: fits"), std::string::npos) << r.out;
+}
+
+// --max-batch (server.max_batch): each live context adds its own 3,822,396,416 B of KV; auto
+// takes the most that fit (2 here, with 7.38 GB above the floor after the first).
+TEST(PlanCli, MaxBatchCountsLiveContexts) {
+  const std::string shipping = kFlashQ2 + " --hot-cache 12GiB --context 262144";
+  const CliRun two = ds4ctl(shipping + " --max-batch 2");
+  EXPECT_EQ(two.status, 0) << two.out;
+  EXPECT_NE(two.out.find("(2 live contexts × 3.56 GiB: 13,760 B/token × 262144 tokens"), std::string::npos) << two.out;
+  EXPECT_NE(two.out.find("119,748,161,103 B"), std::string::npos) << two.out;
+  const CliRun three = ds4ctl(shipping + " --max-batch 3");
+  EXPECT_EQ(three.status, 3) << three.out;  // below the floor
+  EXPECT_NE(three.out.find("live contexts (max batch)"), std::string::npos) << three.out;
+  const CliRun automatic = ds4ctl(shipping);
+  EXPECT_EQ(automatic.status, 0) << automatic.out;
+  EXPECT_NE(automatic.out.find("(2 live contexts (auto) ×"), std::string::npos) << automatic.out;
+  for (const char* bad : {"0", "65", "abc"}) {
+    const CliRun r = ds4ctl(shipping + " --max-batch " + bad);
+    EXPECT_EQ(r.status, 2) << bad << ": " << r.out;
+    EXPECT_NE(r.out.find("--max-batch: expected 1..64 or auto, got '" + std::string(bad) + "'"), std::string::npos)
+        << r.out;
+  }
 }
 
 TEST(PlanCli, VerdictsHaveDistinctExitCodes) {

@@ -112,6 +112,28 @@ TEST_F(SupervisorBinary, RefusesWithAReportWhenTheModelDoesNotFit) {
   EXPECT_FALSE(std::filesystem::exists(reports() + "/pid"));
 }
 
+// server.max_batch live contexts each hold a full context of KV (1.31 GiB at 1M tokens of the
+// tiny model): one fits in 8 GiB, eight do not, and the supervisor refuses those with the report.
+TEST_F(SupervisorBinary, CountsEveryLiveContextAndRefusesAMaxBatchThatDoesNotFit) {
+  set_meminfo(8ull << 20, 0);
+  const pid_t one =
+      start({"--config", config(), "--sysroot", root.str(), "--dry-run", "--context", "1048576", "--max-batch", "1"});
+  EXPECT_EQ(wait_exit(one), 0);
+  const std::string out = read_file(work.str() + "/stdout");
+  EXPECT_NE(out.find("(1 live context × 1.31 GiB: 1,312 B/token × 1048576 tokens"), std::string::npos) << out;
+  EXPECT_NE(out.find("verdict: fits"), std::string::npos) << out;
+  EXPECT_NE(out.find(" --server-max-batch=1"), std::string::npos) << out;  // the daemon gets the same count
+
+  const pid_t eight =
+      start({"--config", config(), "--sysroot", root.str(), "--context", "1048576", "--max-batch", "8"});
+  EXPECT_EQ(wait_exit(eight), 78);
+  const std::string err = read_file(work.str() + "/stderr");
+  EXPECT_NE(err.find("(8 live contexts × 1.31 GiB"), std::string::npos) << err;
+  EXPECT_NE(err.find("verdict: does not fit"), std::string::npos) << err;
+  EXPECT_NE(err.find("live contexts (max batch)"), std::string::npos) << err;
+  EXPECT_FALSE(std::filesystem::exists(reports() + "/pid"));
+}
+
 TEST_F(SupervisorBinary, DryRunPrintsPlanAndEveryChangeAndChangesNothing) {
   set_meminfo(64ull << 20, 0);  // no swap
   write_file(root.path() / "lib/systemd/system/earlyoom.service", "[Service]\n");

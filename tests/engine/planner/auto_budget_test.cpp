@@ -1,7 +1,8 @@
 // The `auto` budget rule (engine/planner/auto_budget.hpp): the shipping model on the 128 GB box
 // gets the production figures; the tiny model fits in a 2 GiB VM with the same (default) choice;
-// explicit figures win and are refused when they do not fit; and over a sweep of machine sizes
-// the auto plan fits exactly when the model itself fits.
+// explicit figures win and are refused when they do not fit; an explicit max_batch makes room for
+// its live contexts; and over a sweep of machine sizes the auto plan fits exactly when the model
+// itself fits.
 #include "engine/planner/auto_budget.hpp"
 
 #include <gtest/gtest.h>
@@ -37,8 +38,9 @@ BudgetFacts tiny(uint64_t mem_total) {
   return f;
 }
 
-Plan plan_of(const BudgetFacts& f, const Budgets& b) {
+Plan plan_of(const BudgetFacts& f, const Budgets& b, uint64_t live_contexts = 1) {
   PlanInput in;
+  in.live_contexts = live_contexts;
   in.weights_bytes = f.weights_bytes;
   in.sidecar_bytes = f.sidecar_bytes;
   in.workspace_bytes = f.workspace_bytes;
@@ -108,12 +110,31 @@ TEST(AutoBudget, ShrinksTheContextOnASmallerBox) {
   EXPECT_EQ(plan_of(f, b).verdict, Verdict::Fits);
 }
 
-// Does the model fit at all: fixed terms + the smallest auto context within MemTotal less the
-// scaled reserve and floor.
-bool model_fits(const BudgetFacts& f, const Budgets& b) {
+// An explicit max_batch: the auto context and hot cache make room for that many KVs, so on the
+// box 8 live contexts get 65536 tokens each (8 × 1.04 GiB within half of what the weights leave).
+TEST(AutoBudget, AnExplicitMaxBatchSizesTheContextForEveryLiveContext) {
+  const BudgetFacts f = flash_q2(kMemTotal128GB);
+  BudgetChoice c;
+  c.max_batch = 8;
+  const Budgets b = resolve_budgets(f, c);
+  EXPECT_EQ(b.context_tokens, 65'536u);
+  EXPECT_LT(b.hot_cache_bytes, 12 * kGiB);
+  EXPECT_EQ(plan_of(f, b, 8).verdict, Verdict::Fits);
+  EXPECT_EQ(plan_of(f, resolve_budgets(f, {}), 8).verdict, Verdict::DoesNotFit);  // sized for one
+
+  // With the context explicit only the hot cache moves, and 8 full contexts do not fit.
+  c.context_tokens = 262'144;
+  const Budgets fixed = resolve_budgets(f, c);
+  EXPECT_EQ(fixed.context_tokens, 262'144u);
+  EXPECT_NE(plan_of(f, fixed, 8).verdict, Verdict::Fits);
+}
+
+// Does the model fit at all: fixed terms + `live` KVs at the smallest auto context within
+// MemTotal less the scaled reserve and floor.
+bool model_fits(const BudgetFacts& f, const Budgets& b, uint64_t live = 1) {
   const uint64_t least = std::min(auto_context_cap(f.trained_context), kAutoContextMin);
-  const uint64_t need =
-      f.weights_bytes + f.sidecar_bytes + f.workspace_bytes + f.kv_bytes(least) + b.reserve_bytes + b.floor_bytes;
+  const uint64_t need = f.weights_bytes + f.sidecar_bytes + f.workspace_bytes + live * f.kv_bytes(least) +
+                        b.reserve_bytes + b.floor_bytes;
   return need <= f.mem_total_bytes;
 }
 
@@ -129,6 +150,10 @@ TEST(AutoBudget, FitsWheneverTheModelFits) {
       } else {
         EXPECT_NE(p.verdict, Verdict::Fits) << mib << " MiB";
       }
+      BudgetChoice four;  // an explicit max_batch 4 holds to the same line with 4 KVs
+      four.max_batch = 4;
+      const Budgets b4 = resolve_budgets(f, four);
+      EXPECT_EQ(plan_of(f, b4, 4).verdict == Verdict::Fits, model_fits(f, b4, 4)) << mib << " MiB, max_batch 4";
     }
   }
   EXPECT_GT(fitting_models, 40);  // the sweep covers both sides of the line for both models

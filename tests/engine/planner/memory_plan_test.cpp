@@ -116,6 +116,25 @@ TEST(PlanReport, NegativeHeadroomIsSigned) {
   EXPECT_NE(r.find("verdict: does not fit"), std::string::npos) << r;
 }
 
+// Each live context (server.max_batch) holds its own KV: 3,822,396,416 B at 262144 tokens.
+TEST(LiveContexts, KvScalesWithTheLiveContexts) {
+  PlanInput in = flash_q2(262'144, 12 * kGiB);
+  in.live_contexts = 2;
+  const Plan two = compute_plan(in);
+  EXPECT_EQ(two.kv_bytes_per_context, 3'822'396'416u);
+  EXPECT_EQ(two.kv_bytes, 2 * 3'822'396'416ull);
+  EXPECT_EQ(two.total_bytes, 115'925'764'687ull + 3'822'396'416ull);
+  EXPECT_EQ(two.headroom_bytes, 7'851'838'897ll);
+  EXPECT_EQ(two.verdict, Verdict::Fits);
+  const std::string r = render_report(two);
+  EXPECT_NE(r.find("(2 live contexts × 3.56 GiB: 13,760 B/token × 262144 tokens"), std::string::npos) << r;
+  in.live_contexts = 3;  // 4,029,442,481 B of headroom: under the 4 GiB floor
+  EXPECT_EQ(compute_plan(in).verdict, Verdict::BelowFloor);
+  EXPECT_NE(render_report(compute_plan(in)).find("live contexts (max batch)"), std::string::npos);
+  in.live_contexts = 0;
+  EXPECT_THROW(compute_plan(in), std::invalid_argument);
+}
+
 TEST(PlanInputChecks, OverflowIsAnError) {
   PlanInput in = flash_q2(262'144, 12 * kGiB);
   in.kv_bytes_per_token = UINT64_MAX / 2;

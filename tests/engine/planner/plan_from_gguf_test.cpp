@@ -11,6 +11,7 @@
 
 #include "engine/gguf/gguf_reader.hpp"
 #include "engine/planner/byte_size.hpp"
+#include "engine/planner/max_batch.hpp"
 
 namespace ds4::planner {
 namespace {
@@ -48,8 +49,11 @@ TEST(PlanFromGguf, TinyModelPlanInput) {
   r.budgets.hot_cache_bytes = 1 * kGiB;
   r.budgets.reserve_bytes = 1 * kGiB;
   r.budgets.floor_bytes = 1 * kGiB;
+  r.budgets.max_batch = 3;
   r.mem_total_bytes = 8 * kGiB;
   const PlanInput in = plan_input_from_gguf(r);
+  EXPECT_EQ(in.live_contexts, 3u);
+  EXPECT_EQ(in.auto_terms & kAutoMaxBatch, 0u);
   EXPECT_EQ(in.weights_bytes, std::filesystem::file_size(tiny_model()));
   EXPECT_EQ(in.kv_bytes_per_token, 2u * 640 + 2u * 16);
   // rings: 6 layers × 2304 rows × 2 KiB; states 2 × 80 KiB + 2 × 512 KiB; spares 4 × 2 KiB rows
@@ -72,7 +76,9 @@ TEST(PlanFromGguf, AutoContextIsTheTrainedContextCappedWhenItFits) {
   r.mem_total_bytes = 64 * kGiB;
   const PlanInput in = plan_input_from_gguf(r);
   EXPECT_EQ(in.context_tokens, kAutoContextCap);  // trained 1M, capped at 262144
-  EXPECT_EQ(in.auto_terms, unsigned{kAutoContext | kAutoHotCache | kAutoReserve | kAutoFloor | kAutoSwap});
+  EXPECT_EQ(in.auto_terms,
+            unsigned{kAutoContext | kAutoHotCache | kAutoReserve | kAutoFloor | kAutoSwap | kAutoMaxBatch});
+  EXPECT_EQ(in.live_contexts, kAutoMaxBatchCap);  // 64 GiB hold 8 of its 0.33 GiB contexts easily
   EXPECT_EQ(compute_plan(in).verdict, Verdict::Fits);
 }
 
