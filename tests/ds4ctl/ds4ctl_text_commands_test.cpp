@@ -196,8 +196,8 @@ TEST(Ds4ctlBenchServe, ChecksOutputsAgainstSoloAndPrintsBothParts) {
   EXPECT_NE(r.out.find("outputs identical to each served alone"), std::string::npos) << r.out;
   // clients, wall s, aggregate, per-client, ratio; 1 added as the ratios' baseline
   for (const char* n : {"1", "3"})
-    EXPECT_TRUE(std::regex_search(
-        r.out, std::regex(std::string(R"(\n +)") + n + R"( +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+x\n)")))
+    EXPECT_TRUE(
+        std::regex_search(r.out, std::regex(std::string(R"(\n +)") + n + R"( +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+x\n)")))
         << n << "\n"
         << r.out;
   EXPECT_TRUE(std::regex_search(r.out, std::regex(R"(while a 96-token prompt arrives +[0-9]+ +[0-9.]+ +[0-9.]+\n)")))
