@@ -1,18 +1,21 @@
 // Heartbeat-reporting engine decorator; see heartbeat_backend.hpp.
 #include "daemon/heartbeat_backend.hpp"
 
+#include <vector>
+
 namespace ds4::daemon {
 namespace {
 
 class CallGuard {
  public:
-  explicit CallGuard(WorkerHeartbeat& h) : h_(h) { h_.begin_call(); }
-  ~CallGuard() { h_.end_call(); }
+  explicit CallGuard(WorkerHeartbeat& h) : h_(h), call_(h_.begin_call()) {}
+  ~CallGuard() { h_.end_call(call_); }
   CallGuard(const CallGuard&) = delete;
   CallGuard& operator=(const CallGuard&) = delete;
 
  private:
   WorkerHeartbeat& h_;
+  WorkerHeartbeat::Call call_;
 };
 
 class HeartbeatSequence final : public serving::EngineSequence {
@@ -53,6 +56,7 @@ class HeartbeatSequence final : public serving::EngineSequence {
     CallGuard g(*h_);
     inner_->restore(state);
   }
+  serving::EngineSequence& inner() { return *inner_; }
 
  private:
   std::unique_ptr<serving::EngineSequence> inner_;
@@ -78,6 +82,26 @@ class HeartbeatBackend final : public serving::EngineBackend {
   uint64_t fingerprint() const override { return inner_->fingerprint(); }
   std::unique_ptr<serving::EngineSequence> new_sequence() override {
     return std::make_unique<HeartbeatSequence>(inner_->new_sequence(), h_);
+  }
+  // A batched step is one engine call over the inner sequences, so the engine runs it as one
+  // forward pass (the default would run the entries one by one).
+  void step(std::span<serving::StepEntry> entries) override {
+    std::vector<serving::StepEntry> inner(entries.size());
+    for (size_t i = 0; i < entries.size(); i++) {
+      auto* seq = dynamic_cast<HeartbeatSequence*>(entries[i].sequence);
+      if (!seq) return serving::EngineBackend::step(entries);
+      inner[i].sequence = &seq->inner();
+      inner[i].tokens = entries[i].tokens;
+      inner[i].all_logits = entries[i].all_logits;
+    }
+    {
+      CallGuard g(*h_);
+      inner_->step(inner);
+    }
+    for (size_t i = 0; i < entries.size(); i++) {
+      entries[i].row_logits = std::move(inner[i].row_logits);
+      entries[i].error = inner[i].error;
+    }
   }
 
  private:

@@ -9,17 +9,23 @@ int64_t ns(WorkerHeartbeat::Clock::time_point t) {
 }
 }  // namespace
 
-void WorkerHeartbeat::begin_call(Clock::time_point now) { call_started_ns_.store(ns(now)); }
+WorkerHeartbeat::Call WorkerHeartbeat::begin_call(Clock::time_point now) {
+  std::lock_guard lock(mu_);
+  return started_ns_.insert(ns(now));
+}
 
-void WorkerHeartbeat::end_call(Clock::time_point) {
-  call_started_ns_.store(0);
+void WorkerHeartbeat::end_call(Call call, Clock::time_point) {
+  {
+    std::lock_guard lock(mu_);
+    started_ns_.erase(call);
+  }
   calls_.fetch_add(1);
 }
 
 bool WorkerHeartbeat::alive(Clock::time_point now, std::chrono::milliseconds stall_limit) const {
-  const int64_t started = call_started_ns_.load();
-  if (started == 0) return true;
-  return ns(now) - started <= std::chrono::duration_cast<std::chrono::nanoseconds>(stall_limit).count();
+  std::lock_guard lock(mu_);
+  if (started_ns_.empty()) return true;
+  return ns(now) - *started_ns_.begin() <= std::chrono::duration_cast<std::chrono::nanoseconds>(stall_limit).count();
 }
 
 }  // namespace ds4::daemon

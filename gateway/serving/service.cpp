@@ -299,20 +299,24 @@ void Service::ticker_main() {
 
 void Service::dispatch_locked() {
   while (!queue_.empty()) {
-    // Which free slot: one whose live context the prompt extends (the longest: a session's next
-    // turn finds its own context); else an empty one; else the one sharing the longest prefix
-    // with the prompt (its context is cut back to it). Among equals, the one used longest ago.
-    // So no conversation's context is given up while an empty slot is left.
+    // Which free slot: the one that reuses the most of the prompt from its live context: one the
+    // prompt extends (a conversation's next turn), or one cut back to their common prefix (a
+    // resent prompt, a shared system prompt). Cutting gives another conversation's context up
+    // (to the warm store, when on), so a cut counts only where it saves a prefix worth keeping
+    // (checkpoint_min_tokens, or half the prompt); otherwise an empty slot goes first. Among
+    // equals: extension, then empty, then cut, then the slot used longest ago.
     const std::vector<Token>& prompt = queue_.front().job.prompt;
+    enum Kind { Cut, Empty, Extension };
     Slot* best = nullptr;
-    std::pair<int, size_t> best_rank{-1, 0};
+    std::pair<size_t, int> best_rank{0, Cut};
     for (auto& slot : slots_) {
       if (!slot->usable || slot->busy) continue;
-      std::pair<int, size_t> rank{1, 0};  // empty, or no context at all
+      std::pair<size_t, int> rank{0, Empty};  // empty, or no context at all
       if (slot->seq && !slot->seq->tokens().empty()) {
         const std::vector<Token>& live = slot->seq->tokens();
         const size_t common = cache::common_prefix<Token>(live, prompt);
-        rank = common == live.size() ? std::pair{2, common} : std::pair{0, common};
+        const bool worth = common >= config_.checkpoint_min_tokens || 2 * common > prompt.size();
+        rank = common == live.size() ? std::pair{common, int(Extension)} : std::pair{worth ? common : 0, int(Cut)};
       }
       if (!best || rank > best_rank || (rank == best_rank && slot->last_used < best->last_used)) {
         best = slot.get();
@@ -321,7 +325,7 @@ void Service::dispatch_locked() {
     }
     // A slot still starting up will be an empty one: wait for it rather than cut a context.
     const bool starting = std::any_of(slots_.begin(), slots_.end(), [](const auto& s) { return !s->started; });
-    if (!best || (best_rank.first == 0 && starting)) break;
+    if (!best || (best_rank.second == Cut && starting)) break;
     best->job = std::move(queue_.front());
     queue_.pop_front();
     best->busy = true;

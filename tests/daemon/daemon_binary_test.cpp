@@ -376,7 +376,9 @@ TEST_F(DaemonBinary, ServesRepeatedPromptsFromItsWarmSessionsAndAfterARestartFro
   auto cache_of = [](const testing::HttpResponse& r) {
     return match1(r.body(), R"re("source":"([a-z]+)")re") + " " + match1(r.body(), R"re("cached_tokens":(\d+))re");
   };
-  pid_t d = start(DS4D_DAEMON_BIN, {"--config", config()}, systemd.address());
+  // One session slot: the other conversation takes the live context's place, so the resend comes
+  // from RAM (with several slots it would stay live in its own: batched_service_test.cpp).
+  pid_t d = start(DS4D_DAEMON_BIN, {"--config", config(), "--max-batch", "1"}, systemd.address());
   await("READY=1", d);
   uint16_t port = port_from_status();
   ASSERT_NE(port, 0) << seen << log();
@@ -399,7 +401,7 @@ TEST_F(DaemonBinary, ServesRepeatedPromptsFromItsWarmSessionsAndAfterARestartFro
   EXPECT_EQ(wait_exit(d), 0) << log();
 
   seen.clear();
-  d = start(DS4D_DAEMON_BIN, {"--config", config()}, systemd.address());
+  d = start(DS4D_DAEMON_BIN, {"--config", config(), "--max-batch", "1"}, systemd.address());
   await("READY=1", d);
   port = port_from_status();
   ASSERT_NE(port, 0) << seen << log();

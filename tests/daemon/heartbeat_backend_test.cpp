@@ -48,7 +48,15 @@ class FakeBackend final : public serving::EngineBackend {
     last = s.get();
     return s;
   }
+  // Records the steps it is given (the engine runs each as one forward pass).
+  void step(std::span<serving::StepEntry> entries) override {
+    std::vector<const serving::EngineSequence*> seqs;
+    for (auto& e : entries) seqs.push_back(e.sequence);
+    steps.push_back(seqs);
+    serving::EngineBackend::step(entries);
+  }
   FakeSequence* last = nullptr;
+  std::vector<std::vector<const serving::EngineSequence*>> steps;
 };
 
 TEST(HeartbeatBackend, ForwardsRollbackRoomAndVerifyAsEngineCalls) {
@@ -63,6 +71,34 @@ TEST(HeartbeatBackend, ForwardsRollbackRoomAndVerifyAsEngineCalls) {
   EXPECT_EQ(inner->last->verifies, 1);  // one wide call, not three appends
   EXPECT_EQ(logits.size(), 3u);
   EXPECT_EQ(seq->tokens(), row);
+  EXPECT_EQ(heartbeat->calls(), before + 1);
+}
+
+// The batched worker's steps reach the engine as one step over the engine's own sequences (the
+// decorator used to fall back to the default, one append per entry, so the daemon never batched).
+TEST(HeartbeatBackend, ForwardsABatchedStepAsOneEngineCall) {
+  auto inner = std::make_shared<FakeBackend>();
+  auto heartbeat = std::make_shared<WorkerHeartbeat>();
+  auto wrapped = with_heartbeat(inner, heartbeat);
+  auto a = wrapped->new_sequence();
+  FakeSequence* inner_a = inner->last;
+  auto b = wrapped->new_sequence();
+  FakeSequence* inner_b = inner->last;
+  const std::vector<serving::Token> one = {1}, three = {1, 0, 1};
+  std::vector<serving::StepEntry> entries(2);
+  entries[0].sequence = a.get();
+  entries[0].tokens = one;
+  entries[1].sequence = b.get();
+  entries[1].tokens = three;
+  entries[1].all_logits = true;
+  const uint64_t before = heartbeat->calls();
+  wrapped->step(entries);
+  ASSERT_EQ(inner->steps.size(), 1u);
+  EXPECT_EQ(inner->steps[0], (std::vector<const serving::EngineSequence*>{inner_a, inner_b}));
+  EXPECT_EQ(a->tokens(), one);
+  EXPECT_EQ(b->tokens(), three);
+  EXPECT_EQ(entries[1].row_logits.size(), 3u);
+  EXPECT_FALSE(entries[0].error);
   EXPECT_EQ(heartbeat->calls(), before + 1);
 }
 

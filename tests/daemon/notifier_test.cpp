@@ -62,12 +62,29 @@ TEST(WorkerHeartbeat, StuckOnlyInsideALongCall) {
   WorkerHeartbeat h;
   const auto t = WorkerHeartbeat::Clock::now();
   EXPECT_TRUE(h.alive(t + 1h, 10s));  // idle is alive
-  h.begin_call(t);
+  auto call = h.begin_call(t);
   EXPECT_TRUE(h.alive(t + 10s, 10s));
   EXPECT_FALSE(h.alive(t + 11s, 10s));
-  h.end_call(t + 12s);
+  h.end_call(call, t + 12s);
   EXPECT_TRUE(h.alive(t + 1h, 10s));
   EXPECT_EQ(h.calls(), 1u);
+}
+
+// Several sessions' threads make engine calls at once: one stuck call stays visible while
+// others begin and end around it (with one shared slot the newest start hid it and the first
+// end cleared it).
+TEST(WorkerHeartbeat, AStuckCallIsSeenWhileOtherSessionsCallsComeAndGo) {
+  WorkerHeartbeat h;
+  const auto t = WorkerHeartbeat::Clock::now();
+  auto stuck = h.begin_call(t);
+  for (int i = 1; i <= 20; i++) {
+    auto other = h.begin_call(t + i * 1s);
+    h.end_call(other, t + i * 1s + 100ms);
+  }
+  EXPECT_FALSE(h.alive(t + 21s, 10s));
+  h.end_call(stuck, t + 22s);
+  EXPECT_TRUE(h.alive(t + 22s, 10s));
+  EXPECT_EQ(h.calls(), 21u);
 }
 
 }  // namespace

@@ -211,7 +211,7 @@ TEST(BatchedService, EachConversationContinuesInItsOwnLiveContext) {
   c.max_batch = 2;
   serving::Service s(c, metrics);
   s.set_backend(backend);
-  const std::string a = "conversation A, first turn", b = "conversation B, first turn";
+  const std::string a = "conversation A, first turn about rivers", b = "conversation B, first turn on lakes";
   // Each job is submitted once the last one's slot is free again (a slot still finishing is not
   // a candidate, and the next job would take the other slot).
   auto idle = [&] { return eventually([&] { return s.running() == 0; }); };

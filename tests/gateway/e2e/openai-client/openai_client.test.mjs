@@ -196,7 +196,7 @@ test('errors: 400 names the field, 401 without the key', async () => {
   // Health is public.
   const health = await fetch(`${tiny.base}/health`);
   assert.equal(health.status, 200);
-  assert.deepEqual(await health.json(), { status: 'ok' });
+  assert.deepEqual(await health.json(), { status: 'ok', sessions: { active: 0, max: 1, queued: 0 } });
 });
 
 test('a full queue answers 429 with Retry-After', async () => {
