@@ -41,7 +41,10 @@ std::optional<uint64_t> size_or_auto(const std::string& s) {
   return ds4::planner::parse_byte_size(s);
 }
 
-std::optional<uint64_t> tokens_or_auto(const std::string& s) {
+// A whole number in [lo, hi] or auto (nullopt); otherwise an error naming the flag and the
+// expected form.
+std::optional<uint64_t> number_or_auto(const std::string& s, const char* flag, const std::string& expected,
+                                       uint64_t lo = 0, uint64_t hi = UINT64_MAX) {
   if (s.empty() || s == "auto") return std::nullopt;
   size_t used = 0;
   uint64_t v = 0;
@@ -50,35 +53,20 @@ std::optional<uint64_t> tokens_or_auto(const std::string& s) {
   } catch (const std::exception&) {
     used = 0;
   }
-  if (used != s.size() || s[0] == '-')
-    throw std::invalid_argument("--context: expected tokens or auto, got '" + s + "'");
-  return v;
-}
-
-// server.max_batch's values: a count 1..kMaxBatchLimit or auto.
-std::optional<uint64_t> count_or_auto(const std::string& s) {
-  if (s.empty() || s == "auto") return std::nullopt;
-  size_t used = 0;
-  uint64_t v = 0;
-  try {
-    v = std::stoull(s, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != s.size() || s[0] == '-' || v < 1 || v > ds4::planner::kMaxBatchLimit)
-    throw std::invalid_argument("--max-batch: expected 1.." + std::to_string(ds4::planner::kMaxBatchLimit) +
-                                " or auto, got '" + s + "'");
+  if (used != s.size() || s[0] == '-' || v < lo || v > hi)
+    throw std::invalid_argument(std::string(flag) + ": expected " + expected + " or auto, got '" + s + "'");
   return v;
 }
 
 ds4::planner::BudgetChoice budget_choice(const PlanOptions& o) {
   ds4::planner::BudgetChoice c;
-  c.context_tokens = tokens_or_auto(o.context);
+  c.context_tokens = number_or_auto(o.context, "--context", "tokens");
   c.hot_cache_bytes = size_or_auto(o.hot_cache);
   c.reserve_bytes = size_or_auto(o.reserve);
   c.floor_bytes = size_or_auto(o.floor);
   c.swap_bytes = size_or_auto(o.swap);
-  c.max_batch = count_or_auto(o.max_batch);
+  c.max_batch = number_or_auto(o.max_batch, "--max-batch", "1.." + std::to_string(ds4::planner::kMaxBatchLimit), 1,
+                               ds4::planner::kMaxBatchLimit);
   return c;
 }
 
