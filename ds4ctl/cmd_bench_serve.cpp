@@ -36,6 +36,7 @@ struct ServeBenchOptions {
   uint32_t long_prompt = 4096;
   uint32_t beside = 64;  // at most this many prefill tokens a step takes beside decode rows
   uint32_t repeats = 3;
+  double latency_ratio = 3.0;  // a step with prefill beside decode rows vs a decode-only step
 };
 
 // Records when each token's bytes arrived.
@@ -87,11 +88,12 @@ double percentile(std::vector<double> v, double q) {
 }
 
 std::unique_ptr<ds4::serving::Service> make_service(std::shared_ptr<ds4::serving::Ds4Backend> backend, size_t max_batch,
-                                                    uint32_t beside, ds4::serving::Metrics& metrics) {
+                                                    const ServeBenchOptions& o, ds4::serving::Metrics& metrics) {
   ds4::serving::ServiceConfig c;
   c.max_batch = max_batch;
   c.max_queued_jobs = 256;
-  c.prefill_tokens_beside_decode = beside;
+  c.prefill_tokens_beside_decode = o.beside;
+  c.prefill_latency_ratio = o.latency_ratio;
   auto s = std::make_unique<ds4::serving::Service>(c, metrics);
   s->set_backend(std::move(backend));
   return s;
@@ -109,7 +111,7 @@ int run_bench_serve(const ServeBenchOptions& o) {
   // Each client's output served alone: the reference every level is checked against.
   std::vector<std::vector<Token>> alone(most);
   {
-    auto s = make_service(backend, 1, o.beside, metrics);
+    auto s = make_service(backend, 1, o, metrics);
     for (uint32_t c = 0; c < most; c++)
       alone[c] = submit(*s, prompt_of(*backend, c, o.prompt), o.tokens)->result.get().completion;
   }
@@ -123,7 +125,7 @@ int run_bench_serve(const ServeBenchOptions& o) {
   bool same = true;
   for (uint32_t r = 0; r < o.repeats; r++)
     for (Level& l : levels) {
-      auto s = make_service(backend, l.n, o.beside, metrics);
+      auto s = make_service(backend, l.n, o, metrics);
       std::vector<std::unique_ptr<Job>> jobs;
       const auto t0 = Clock::now();
       for (uint32_t c = 0; c < l.n; c++) jobs.push_back(submit(*s, prompt_of(*backend, c, o.prompt), o.tokens));
@@ -158,7 +160,7 @@ int run_bench_serve(const ServeBenchOptions& o) {
   const uint32_t run_tokens = std::max<uint32_t>(o.tokens, 64);
   std::vector<double> idle, busy, prefill_alone, prefill_beside;
   for (uint32_t r = 0; r < o.repeats; r++) {
-    auto s = make_service(backend, 2, o.beside, metrics);
+    auto s = make_service(backend, 2, o, metrics);
     {
       const auto t0 = Clock::now();
       submit(*s, prompt_of(*backend, 3, o.long_prompt), 1)->result.get();
@@ -190,8 +192,10 @@ int run_bench_serve(const ServeBenchOptions& o) {
   }
   const double idle50 = percentile(idle, 0.5), idle99 = percentile(idle, 0.99);
   const double busy50 = percentile(busy, 0.5), busy99 = percentile(busy, 0.99);
-  fmt::print("\ninter-token gaps of a running client, {} repeats (at most {} prefill tokens per step beside it)\n",
-             o.repeats, o.beside);
+  fmt::print(
+      "\ninter-token gaps of a running client, {} repeats (prefill beside it: at most {} tokens and {:.1f}x a decode "
+      "step)\n",
+      o.repeats, o.beside, o.latency_ratio);
   fmt::print("{:>32} {:>8} {:>10} {:>10}\n", "", "gaps", "p50 ms", "p99 ms");
   fmt::print("{:>32} {:>8} {:>10.2f} {:>10.2f}\n", "alone", idle.size(), 1e3 * idle50, 1e3 * idle99);
   fmt::print("{:>32} {:>8} {:>10.2f} {:>10.2f}\n", fmt::format("while a {}-token prompt arrives", o.long_prompt),
@@ -231,6 +235,10 @@ ds4ctl::Register reg{
       sub.add_option("--beside", o->beside, "Prefill tokens a step takes beside decode rows")
           ->capture_default_str()
           ->check(CLI::PositiveNumber);
+      sub.add_option("--latency-ratio", o->latency_ratio,
+                     "How many times a decode-only step a step with prefill beside decode rows may take")
+          ->capture_default_str()
+          ->check(CLI::Range(1.0, 100.0));
       sub.add_option("--repeats", o->repeats, "Repeats (medians)")->capture_default_str()->check(CLI::PositiveNumber);
       return [o] {
         if (std::find(o->clients.begin(), o->clients.end(), 1u) == o->clients.end())

@@ -107,6 +107,7 @@ void Service::set_backend(std::shared_ptr<EngineBackend> backend) {
       bc.max_rows = std::max<size_t>(config_.prefill_chunk_tokens, 64);
       bc.prefill_rows_beside_decode = config_.prefill_tokens_beside_decode;
       bc.min_grace = config_.step_min_grace;
+      bc.latency_ratio = config_.prefill_latency_ratio;
       batcher_ = std::make_unique<StepBatcher>(*backend_, bc, [this](const StepRecord& r) {
         metrics_.observe_step(long(r.sequences), long(r.decode_rows), long(r.verify_rows), long(r.prefill_rows));
       });

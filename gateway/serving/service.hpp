@@ -41,6 +41,9 @@ struct ServiceConfig {
   size_t prefill_chunk_tokens = 512;    // cancellation is checked between chunks
   // Prefill tokens one step takes while other sessions decode in it (step_batcher.hpp).
   size_t prefill_tokens_beside_decode = 64;
+  // Within that, a step with prefill beside decode rows may take this many times a decode-only
+  // step (step_batcher.hpp): what a prompt arriving costs the running sessions' next token.
+  double prefill_latency_ratio = 3.0;
   // The least a step waits for a running session still sampling (step_batcher.hpp).
   std::chrono::microseconds step_min_grace{200};
   size_t contract_store_bytes = protocol::ContractStore::kDefaultMaxBytes;
