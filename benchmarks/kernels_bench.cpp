@@ -2,7 +2,8 @@
 // 4096 columns) for every weight format, in cache (512 KiB, compute bound) and streamed from
 // memory (256 MiB), next to the machine's streaming read bandwidth measured in the same run.
 // The F16 order-preserving matvec of Fast mode (ordered_simd.hpp) for 1..8 activation rows, one
-// row at a time and through the multi-row kernel (the same bits), in cache, side by side.
+// row at a time and through the multi-row kernel (the same bits), in cache, side by side; and the
+// exact-order F16 matmul for 8 rows, one call per row vs one call for all 8 (its dot_multi).
 // Counters: GB/s = weight bytes/s / 1e9; x_read_bw = that rate / read bandwidth (1.0 means the
 // kernel keeps up with memory, so decode is bandwidth bound).
 //   kernels_bench [--threads N | --cpu-time] [google benchmark flags, e.g. --benchmark_min_time=0.2]
@@ -89,6 +90,27 @@ void bm_f16_ordered(benchmark::State& state, int n_act, bool multi) {
                                                 benchmark::Counter::kIsRate);
 }
 
+// 8 activation rows through matmul on a 512 KiB matrix: one call each, or one call for all.
+void bm_matmul_rows8(benchmark::State& state, ThreadPool* pool, Type type, Isa isa, bool together) {
+  const BenchMatrix m = ds4::kernels::make_bench_matrix(type, ds4::kernels::kBenchCacheBytes);
+  const size_t arb = m.act.size();
+  std::vector<uint8_t> act(8 * arb);
+  for (size_t t = 0; t < 8; t++) std::memcpy(act.data() + t * arb, m.act.data(), arb);
+  std::vector<float> out(static_cast<size_t>(8 * m.view.rows));
+  for (auto _ : state) {
+    if (together) {
+      ds4::kernels::matmul(*pool, m.view, act.data(), arb, 8, out.data(), isa);
+    } else {
+      for (size_t t = 0; t < 8; t++)
+        ds4::kernels::matmul(*pool, m.view, act.data() + t * arb, arb, 1, out.data() + t * size_t(m.view.rows), isa);
+    }
+    benchmark::DoNotOptimize(out.data());
+    benchmark::ClobberMemory();
+  }
+  state.counters["rows/s"] =
+      benchmark::Counter(8.0 * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+}
+
 void bm_read(benchmark::State& state) {
   for (auto _ : state) state.PauseTiming(), state.ResumeTiming();
   state.counters["GB/s"] = g_read_gbs;
@@ -142,6 +164,16 @@ int main(int argc, char** argv) {
       benchmark::RegisterBenchmark(
           ("f16_ordered/rows" + std::to_string(n) + (multi ? "/multi" : "/one_at_a_time")).c_str(), bm_f16_ordered, n,
           multi);
+  if (best.arch != ds4::quant::Arch::Generic) {
+    const Isa exact{best.arch, ds4::quant::Order::Exact};
+    for (bool together : {false, true}) {
+      const std::string name = "matmul_rows8/f16/cache/" + std::string(ds4::quant::isa_name(exact)) +
+                               (together ? "/multi" : "/one_at_a_time");
+      benchmark::internal::Benchmark* b =
+          benchmark::RegisterBenchmark(name.c_str(), bm_matmul_rows8, &pool, Type::F16, exact, together);
+      if (!cpu_time) b->UseRealTime();
+    }
+  }
   benchmark::Initialize(&n_args, args.data());
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
