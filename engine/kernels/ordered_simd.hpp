@@ -17,8 +17,8 @@ void f16_matvec_rows(const uint16_t* W, int64_t cols, int64_t r0, int64_t r1, co
 // f16_matvec_rows for n_x activation rows (x + t * x_stride, t < n_x) at once: each weight
 // tile is converted to f32 once for up to kMultiRows of them, then every row takes the single-row
 // kernel's multiplies and adds in its order, so out[t * out_stride + (r - r0)] has the bits
-// f16_matvec_rows(W, cols, r0, r1, x + t * x_stride, ...) gives (docs/engine.md
-// §order-preserving-simd).
+// f16_matvec_rows(W, cols, r0, r1, x + t * x_stride, ...) gives.
+// See docs/engine.md §order-preserving-simd.
 inline constexpr int kMultiRows = 8;
 void f16_matvec_rows_multi(const uint16_t* W, int64_t cols, int64_t r0, int64_t r1, const float* x, size_t x_stride,
                            int n_x, float* out, size_t out_stride);

@@ -4,13 +4,11 @@
 //  * exact order (dot_*_avx2_exact): the same f32 (F16/BF16) or f64 (F32) products as the scalar
 //    kernels -- a product of two floats is rounded the same way in a SIMD lane -- added one by one
 //    in index order, so the result is bit-identical to dot_*_scalar while the conversions and
-//    multiplies run 8 wide. The serial add chain bounds these at about one element per add
-//    latency.
+//    multiplies run 8 wide (about one element per add latency);
 //  * exact order for several activation rows (dot_*_multi_avx2_exact, quant.hpp DotMultiFn): each
-//    8-weight group converted once, then per row the exact kernel's products and index-order
-//    adds, so every output has dot_*_avx2_exact's bits; the rows' add chains overlap.
-// Each weight format is one small "lanes" type (8 weights as floats, one weight as a float), so
-// the two loops are written once for F32, F16 and BF16.
+//    8 weights converted once, then per row the exact kernel's products and index-order adds (the
+//    rows' add chains overlap). Each weight format is one small "lanes" type (8 weights as
+//    floats, one weight as a float), so the loops are written once for F32, F16 and BF16.
 #include <immintrin.h>
 
 #include "engine/quant/arch/x86/avx2_util.hpp"
