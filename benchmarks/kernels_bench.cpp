@@ -1,6 +1,9 @@
 // Kernel throughput: weight bytes per second through the decode matmul (one activation row,
 // 4096 columns) for every weight format, in cache (512 KiB, compute bound) and streamed from
 // memory (256 MiB), next to the machine's streaming read bandwidth measured in the same run.
+// The F16 order-preserving matvec of Fast mode (ordered_simd.hpp) for 1..8 activation rows, one
+// row at a time and through the multi-row kernel (the same bits), in cache, side by side; and the
+// exact-order F16 matmul for 8 rows, one call per row vs one call for all 8 (its dot_multi).
 // Counters: GB/s = weight bytes/s / 1e9; x_read_bw = that rate / read bandwidth (1.0 means the
 // kernel keeps up with memory, so decode is bandwidth bound).
 //   kernels_bench [--threads N | --cpu-time] [google benchmark flags, e.g. --benchmark_min_time=0.2]
@@ -17,6 +20,7 @@
 #include <vector>
 
 #include "engine/kernels/matmul.hpp"
+#include "engine/kernels/ordered_simd.hpp"
 #include "engine/kernels/read_stream.hpp"
 #include "toolchain/bench/kernel_bench.hpp"
 
@@ -61,6 +65,50 @@ void bm_matmul(benchmark::State& state, ThreadPool* pool, Type type, size_t byte
   const double total = static_cast<double>(m.weights.size()) * static_cast<double>(state.iterations());
   state.counters["GB/s"] = benchmark::Counter(total / 1e9, benchmark::Counter::kIsRate);
   state.counters["x_read_bw"] = benchmark::Counter(total / (g_read_gbs * 1e9), benchmark::Counter::kIsRate);
+}
+
+// n_act activation rows through a 512 KiB F16 matrix (4096 columns), as linear.cpp's Fast-mode
+// F16 matmul runs it on one thread: each row alone, or all through the multi-row kernel.
+void bm_f16_ordered(benchmark::State& state, int n_act, bool multi) {
+  const BenchMatrix m = ds4::kernels::make_bench_matrix(Type::F16, ds4::kernels::kBenchCacheBytes);
+  const auto* w = static_cast<const uint16_t*>(m.view.data);
+  const int64_t rows = m.view.rows, cols = m.view.cols;
+  std::vector<float> x(static_cast<size_t>(n_act * cols)), out(static_cast<size_t>(n_act * rows));
+  for (int t = 0; t < n_act; t++) std::memcpy(x.data() + t * cols, m.act.data(), static_cast<size_t>(cols) * 4);
+  for (auto _ : state) {
+    if (multi) {
+      ds4::kernels::ordered::f16_matvec_rows_multi(w, cols, 0, rows, x.data(), size_t(cols), n_act, out.data(),
+                                                   size_t(rows));
+    } else {
+      for (int t = 0; t < n_act; t++)
+        ds4::kernels::ordered::f16_matvec_rows(w, cols, 0, rows, x.data() + t * cols, out.data() + t * rows);
+    }
+    benchmark::DoNotOptimize(out.data());
+    benchmark::ClobberMemory();
+  }
+  state.counters["rows/s"] = benchmark::Counter(static_cast<double>(n_act) * static_cast<double>(state.iterations()),
+                                                benchmark::Counter::kIsRate);
+}
+
+// 8 activation rows through matmul on a 512 KiB matrix: one call each, or one call for all.
+void bm_matmul_rows8(benchmark::State& state, ThreadPool* pool, Type type, Isa isa, bool together) {
+  const BenchMatrix m = ds4::kernels::make_bench_matrix(type, ds4::kernels::kBenchCacheBytes);
+  const size_t arb = m.act.size();
+  std::vector<uint8_t> act(8 * arb);
+  for (size_t t = 0; t < 8; t++) std::memcpy(act.data() + t * arb, m.act.data(), arb);
+  std::vector<float> out(static_cast<size_t>(8 * m.view.rows));
+  for (auto _ : state) {
+    if (together) {
+      ds4::kernels::matmul(*pool, m.view, act.data(), arb, 8, out.data(), isa);
+    } else {
+      for (size_t t = 0; t < 8; t++)
+        ds4::kernels::matmul(*pool, m.view, act.data() + t * arb, arb, 1, out.data() + t * size_t(m.view.rows), isa);
+    }
+    benchmark::DoNotOptimize(out.data());
+    benchmark::ClobberMemory();
+  }
+  state.counters["rows/s"] =
+      benchmark::Counter(8.0 * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
 }
 
 void bm_read(benchmark::State& state) {
@@ -110,6 +158,21 @@ int main(int argc, char** argv) {
         reg("matmul/" + name + "/stream/" + ds4::quant::isa_name(exact), t, ds4::kernels::kBenchStreamBytes, exact);
     }
     reg("matmul/" + name + "/stream/scalar", t, ds4::kernels::kBenchStreamBytes, Isa::Scalar);
+  }
+  for (int n : {1, 2, 4, 8})
+    for (bool multi : {false, true})
+      benchmark::RegisterBenchmark(
+          ("f16_ordered/rows" + std::to_string(n) + (multi ? "/multi" : "/one_at_a_time")).c_str(), bm_f16_ordered, n,
+          multi);
+  if (best.arch != ds4::quant::Arch::Generic) {
+    const Isa exact{best.arch, ds4::quant::Order::Exact};
+    for (bool together : {false, true}) {
+      const std::string name = "matmul_rows8/f16/cache/" + std::string(ds4::quant::isa_name(exact)) +
+                               (together ? "/multi" : "/one_at_a_time");
+      benchmark::internal::Benchmark* b =
+          benchmark::RegisterBenchmark(name.c_str(), bm_matmul_rows8, &pool, Type::F16, exact, together);
+      if (!cpu_time) b->UseRealTime();
+    }
   }
   benchmark::Initialize(&n_args, args.data());
   benchmark::RunSpecifiedBenchmarks();

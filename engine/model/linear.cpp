@@ -11,18 +11,21 @@ namespace ds4::model {
 namespace {
 
 // F16 weights in Fast mode: 16-row blocks of the order-preserving SIMD matvec on the pool
-// (bit-identical to the scalar kernel Exact mode runs).
+// (bit-identical to the scalar kernel Exact mode runs), all activation rows of a block at once so
+// each weight tile is converted once per kMultiRows rows (bit-identical to one row at a time).
 void matmul_f16_ordered(const Exec& ex, const kernels::WeightView& w, const uint8_t* act, size_t act_row_bytes, int n,
                         float* out) {
   const auto* W = static_cast<const uint16_t*>(w.data);
   const int64_t blocks = (w.rows + 15) / 16;
   const int64_t grain = kernels::ThreadPool::grain_for_bytes(32.0 * double(w.cols) * double(n));  // 16 rows x 2 B
+  if (act_row_bytes % sizeof(float) != 0)
+    throw std::logic_error("model: F32 activation rows of " + std::to_string(act_row_bytes) + " bytes");
+  const auto* x = reinterpret_cast<const float*>(act);
   ex.pool->parallel_for(blocks, grain, [&](int64_t b0, int64_t b1) {
     const int64_t r0 = b0 * 16, r1 = std::min(w.rows, b1 * 16);
-    for (int t = 0; t < n; t++) {
-      const auto* x = reinterpret_cast<const float*>(act + size_t(t) * act_row_bytes);
-      kernels::ordered::f16_matvec_rows(W, w.cols, r0, r1, x, out + size_t(t) * w.rows + r0);
-    }
+    if (n == 1) return kernels::ordered::f16_matvec_rows(W, w.cols, r0, r1, x, out + r0);
+    kernels::ordered::f16_matvec_rows_multi(W, w.cols, r0, r1, x, act_row_bytes / sizeof(float), n, out + r0,
+                                            size_t(w.rows));
   });
 }
 

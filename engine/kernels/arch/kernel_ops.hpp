@@ -14,6 +14,10 @@ namespace ds4::kernels::detail {
 
 struct OrderedOps {
   void (*f16_matvec_rows)(const uint16_t* W, int64_t cols, int64_t r0, int64_t r1, const float* x, float* out);
+  // ordered_simd.hpp f16_matvec_rows_multi for 1 <= n_x <= kMultiRows (the dispatcher splits
+  // larger batches).
+  void (*f16_matvec_rows_multi)(const uint16_t* W, int64_t cols, int64_t r0, int64_t r1, const float* x,
+                                size_t x_stride, int n_x, float* out, size_t out_stride);
   void (*dot_lanes)(const float* qT, uint32_t lanes, const float* k, uint32_t d, float* out);
   void (*axpy)(float* y, const float* x, float a, uint32_t n);
 };

@@ -179,6 +179,38 @@ TEST_P(FloatSimdTest, ExactVariantIsBitIdenticalToScalar) {
   EXPECT_EQ(std::memcmp(&s, &e, 4), 0);
 }
 
+// The exact-order multi-row float kernels: every output has the single-row exact kernel's bits
+// (== the generic dot), for 1..19 rows (past two groups of 8), lengths with every tail, padded
+// rows, and inputs spanning magnitudes so that any reordered add changes some result.
+TEST_P(FloatSimdTest, ExactMultiRowKernelMatchesSingleRow) {
+  const Type type = GetParam();
+  const DotMultiFn multi = simd(type).dot_multi;
+  if (multi == nullptr) GTEST_SKIP() << "no multi-row kernel for this format on " << arch_name(arch_under_test());
+  std::mt19937 rng(55 + static_cast<int>(type));
+  for (int64_t n : {1, 7, 8, 13, 64, 203}) {
+    const size_t arb = act_row_bytes(Type::F32, n), stride = arb + 12;  // padded rows
+    for (int n_act = 1; n_act <= 19; n_act++) {
+      std::vector<uint8_t> w = random_weights(type, n, rng);
+      std::vector<uint8_t> acts(stride * static_cast<size_t>(n_act));
+      for (int r = 0; r < n_act; r++) {
+        std::vector<uint8_t> a = random_activation(type, n, rng);
+        auto* x = reinterpret_cast<float*>(a.data());
+        for (int64_t i = 0; i < n; i += 5) x[i] *= 1e4f;
+        std::memcpy(acts.data() + r * stride, a.data(), arb);
+      }
+      std::vector<float> out(static_cast<size_t>(n_act));
+      multi(w.data(), acts.data(), stride, n_act, n, out.data());
+      for (int r = 0; r < n_act; r++) {
+        const float s = generic(type).dot(w.data(), acts.data() + r * stride, n);
+        const float e = simd(type).dot_exact(w.data(), acts.data() + r * stride, n);
+        ASSERT_EQ(std::memcmp(&s, &e, 4), 0);
+        ASSERT_EQ(std::memcmp(&s, &out[static_cast<size_t>(r)], 4), 0)
+            << "n " << n << " n_act " << n_act << " row " << r << ": " << out[size_t(r)] << " vs " << s;
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(FloatFormats, FloatSimdTest, ::testing::Values(Type::F32, Type::F16, Type::BF16),
                          [](const auto& info) { return std::string(type_info(info.param).name); });
 

@@ -46,7 +46,57 @@ inline float32x4_t rows4(const uint16_t* W, int64_t cols, const float* x) {
   return acc;
 }
 
+// rows4 for N activation rows (xs[t]; results to outs[t][0..3]): each 4x4 tile of weights is
+// converted and transposed once, then every row's accumulator takes its columns in rows4's order,
+// acc + c * x. N is a template argument so the accumulators live in registers.
+template <int N>
+void rows4_multi(const uint16_t* W, int64_t cols, const float* const* xs, float* const* outs) {
+  float32x4_t acc[N];
+  for (int t = 0; t < N; t++) acc[t] = vdupq_n_f32(0.0f);
+  int64_t i = 0;
+  for (; i + 4 <= cols; i += 4) {
+    float32x4_t c[4] = {load_h4(W + i), load_h4(W + cols + i), load_h4(W + 2 * cols + i), load_h4(W + 3 * cols + i)};
+    transpose4(c);
+    for (int k = 0; k < 4; k++)
+      for (int t = 0; t < N; t++) acc[t] = vaddq_f32(acc[t], vmulq_f32(c[k], vdupq_n_f32(xs[t][i + k])));
+  }
+  float lane[N][4];
+  for (int t = 0; t < N; t++) vst1q_f32(lane[t], acc[t]);
+  for (int r = 0; r < 4; r++)  // rows4's scalar finish of each lane, same order
+    for (int64_t j = i; j < cols; j++) {
+      const float w = h2f(W[r * cols + j]);
+      for (int t = 0; t < N; t++) lane[t][r] += w * xs[t][j];
+    }
+  for (int t = 0; t < N; t++) vst1q_f32(outs[t], vld1q_f32(lane[t]));
+}
+
+using Rows4MultiFn = void (*)(const uint16_t*, int64_t, const float* const*, float* const*);
+constexpr Rows4MultiFn kRows4Multi[] = {rows4_multi<1>, rows4_multi<2>, rows4_multi<3>, rows4_multi<4>,
+                                        rows4_multi<5>, rows4_multi<6>, rows4_multi<7>, rows4_multi<8>};
+
 }  // namespace
+
+void f16_matvec_rows_multi(const uint16_t* W, int64_t cols, int64_t r0, int64_t r1, const float* x, size_t x_stride,
+                           int n_x, float* out, size_t out_stride) {
+  const float* xs[8];
+  float* outs[8];
+  for (int t = 0; t < n_x; t++) xs[t] = x + size_t(t) * x_stride;
+  const Rows4MultiFn rows4_n = kRows4Multi[n_x - 1];
+  int64_t r = r0;
+  for (; r + 4 <= r1; r += 4) {
+    for (int t = 0; t < n_x; t++) outs[t] = out + size_t(t) * out_stride + size_t(r - r0);
+    rows4_n(W + r * cols, cols, xs, outs);
+  }
+  for (; r < r1; r++) {  // f16_matvec_rows' leftover rows, one sequential sum each
+    float acc[8] = {};
+    const uint16_t* row = W + r * cols;
+    for (int64_t i = 0; i < cols; i++) {
+      const float w = h2f(row[i]);
+      for (int t = 0; t < n_x; t++) acc[t] += w * xs[t][i];
+    }
+    for (int t = 0; t < n_x; t++) out[size_t(t) * out_stride + size_t(r - r0)] = acc[t];
+  }
+}
 
 void f16_matvec_rows(const uint16_t* W, int64_t cols, int64_t r0, int64_t r1, const float* x, float* out) {
   int64_t r = r0;

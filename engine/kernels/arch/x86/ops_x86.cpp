@@ -6,13 +6,15 @@ namespace ds4::kernels::detail {
 
 namespace avx2 {
 void f16_matvec_rows(const uint16_t* W, int64_t cols, int64_t r0, int64_t r1, const float* x, float* out);
+void f16_matvec_rows_multi(const uint16_t* W, int64_t cols, int64_t r0, int64_t r1, const float* x, size_t x_stride,
+                           int n_x, float* out, size_t out_stride);
 void dot_lanes(const float* qT, uint32_t lanes, const float* k, uint32_t d, float* out);
 void axpy(float* y, const float* x, float a, uint32_t n);
 uint64_t read_stream(const uint8_t* p, size_t bytes);
 }  // namespace avx2
 
 namespace {
-const OrderedOps kAvx2{avx2::f16_matvec_rows, avx2::dot_lanes, avx2::axpy};
+const OrderedOps kAvx2{avx2::f16_matvec_rows, avx2::f16_matvec_rows_multi, avx2::dot_lanes, avx2::axpy};
 }
 
 const OrderedOps* arch_ordered_ops(quant::Arch a) { return a == quant::Arch::Avx2 ? &kAvx2 : nullptr; }

@@ -65,7 +65,66 @@ inline __m256 rows8(const uint16_t* W, int64_t cols, const float* x) {
   return acc;
 }
 
+// rows8 for N activation rows (xs[t]; results to outs[t][0..7]): each 8x8 tile of weights is
+// converted and transposed once into `tile`, then every row's accumulator takes the tile's
+// columns in rows8's order, acc + c * x. N is a template argument so the N accumulators live in
+// registers and their add chains overlap.
+template <int N>
+void rows8_multi(const uint16_t* W, int64_t cols, const float* const* xs, float* const* outs) {
+  __m256 acc[N];
+  for (int t = 0; t < N; t++) acc[t] = _mm256_setzero_ps();
+  alignas(32) float tile[8][8];
+  int64_t i = 0;
+  for (; i + 8 <= cols; i += 8) {
+    __m256 c0 = load_h8(W + 0 * cols + i), c1 = load_h8(W + 1 * cols + i), c2 = load_h8(W + 2 * cols + i),
+           c3 = load_h8(W + 3 * cols + i), c4 = load_h8(W + 4 * cols + i), c5 = load_h8(W + 5 * cols + i),
+           c6 = load_h8(W + 6 * cols + i), c7 = load_h8(W + 7 * cols + i);
+    transpose8(c0, c1, c2, c3, c4, c5, c6, c7);
+    _mm256_store_ps(tile[0], c0), _mm256_store_ps(tile[1], c1), _mm256_store_ps(tile[2], c2);
+    _mm256_store_ps(tile[3], c3), _mm256_store_ps(tile[4], c4), _mm256_store_ps(tile[5], c5);
+    _mm256_store_ps(tile[6], c6), _mm256_store_ps(tile[7], c7);
+    for (int k = 0; k < 8; k++) {
+      const __m256 c = _mm256_load_ps(tile[k]);
+      for (int t = 0; t < N; t++) acc[t] = _mm256_add_ps(acc[t], _mm256_mul_ps(c, _mm256_set1_ps(xs[t][i + k])));
+    }
+  }
+  alignas(32) float lane[N][8];
+  for (int t = 0; t < N; t++) _mm256_store_ps(lane[t], acc[t]);
+  for (int r = 0; r < 8; r++)  // rows8's scalar finish of each lane, same order
+    for (int64_t j = i; j < cols; j++) {
+      const float w = h2f(W[r * cols + j]);
+      for (int t = 0; t < N; t++) lane[t][r] += w * xs[t][j];
+    }
+  for (int t = 0; t < N; t++) std::memcpy(outs[t], lane[t], sizeof lane[t]);
+}
+
+using Rows8MultiFn = void (*)(const uint16_t*, int64_t, const float* const*, float* const*);
+constexpr Rows8MultiFn kRows8Multi[] = {rows8_multi<1>, rows8_multi<2>, rows8_multi<3>, rows8_multi<4>,
+                                        rows8_multi<5>, rows8_multi<6>, rows8_multi<7>, rows8_multi<8>};
+
 }  // namespace
+
+void f16_matvec_rows_multi(const uint16_t* W, int64_t cols, int64_t r0, int64_t r1, const float* x, size_t x_stride,
+                           int n_x, float* out, size_t out_stride) {
+  const float* xs[8];
+  float* outs[8];
+  for (int t = 0; t < n_x; t++) xs[t] = x + size_t(t) * x_stride;
+  const Rows8MultiFn rows8_n = kRows8Multi[n_x - 1];
+  int64_t r = r0;
+  for (; r + 8 <= r1; r += 8) {
+    for (int t = 0; t < n_x; t++) outs[t] = out + size_t(t) * out_stride + size_t(r - r0);
+    rows8_n(W + r * cols, cols, xs, outs);
+  }
+  for (; r < r1; r++) {  // f16_matvec_rows' leftover rows, one sequential sum each
+    float acc[8] = {};
+    const uint16_t* row = W + r * cols;
+    for (int64_t i = 0; i < cols; i++) {
+      const float w = h2f(row[i]);
+      for (int t = 0; t < n_x; t++) acc[t] += w * xs[t][i];
+    }
+    for (int t = 0; t < n_x; t++) out[size_t(t) * out_stride + size_t(r - r0)] = acc[t];
+  }
+}
 
 void f16_matvec_rows(const uint16_t* W, int64_t cols, int64_t r0, int64_t r1, const float* x, float* out) {
   int64_t r = r0;

@@ -4,6 +4,8 @@
 //  * exact order (dot_*_neon_exact): the generic kernels' f32 (F16/BF16) or f64 (F32) products --
 //    a product of two floats rounds the same in a SIMD lane -- added one by one in index order,
 //    bit-identical to the generic kernels while conversions and multiplies run 4 wide.
+//  * exact order for several activation rows (dot_*_multi_neon_exact, quant.hpp DotMultiFn): each
+//    4-weight group converted once, then per row the exact kernel's products and index-order adds.
 // F16 -> f32 (FCVTL) and BF16 -> f32 (a 16-bit shift) are exact.
 #include <arm_neon.h>
 
@@ -63,6 +65,37 @@ float dot_exact_f32_sum(Weights w, const float* x, int64_t n) {
   return acc;
 }
 
+// dot_exact_f32_sum for up to 8 activation rows (act + t * stride), weights converted once.
+template <class Weights>
+void dot_exact_f32_sum_multi(Weights w, const uint8_t* act, size_t stride, int n_act, int64_t n, float* out) {
+  const float* x[8];
+  float acc[8] = {};
+  for (int t = 0; t < n_act; t++) x[t] = reinterpret_cast<const float*>(act + size_t(t) * stride);
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    const float32x4_t wv = w.load4(i);
+    for (int t = 0; t < n_act; t++) {
+      const float32x4_t p = vmulq_f32(wv, vld1q_f32(x[t] + i));
+      acc[t] += vgetq_lane_f32(p, 0);
+      acc[t] += vgetq_lane_f32(p, 1);
+      acc[t] += vgetq_lane_f32(p, 2);
+      acc[t] += vgetq_lane_f32(p, 3);
+    }
+  }
+  for (; i < n; i++) {
+    const float wi = w.at(i);
+    for (int t = 0; t < n_act; t++) acc[t] += wi * x[t][i];
+  }
+  for (int t = 0; t < n_act; t++) out[t] = acc[t];
+}
+
+template <class Weights>
+void multi_in_groups_of_8(Weights w, const void* act, size_t stride, int n_act, int64_t n, float* out) {
+  const auto* a = static_cast<const uint8_t*>(act);
+  for (int t0 = 0; t0 < n_act; t0 += 8)
+    dot_exact_f32_sum_multi(w, a + size_t(t0) * stride, stride, n_act - t0 < 8 ? n_act - t0 : 8, n, out + t0);
+}
+
 const float* floats(const void* p) { return static_cast<const float*>(p); }
 const uint16_t* halves(const void* p) { return static_cast<const uint16_t*>(p); }
 
@@ -79,6 +112,13 @@ float dot_f16_neon_exact(const void* w, const void* act, int64_t n) {
 }
 float dot_bf16_neon_exact(const void* w, const void* act, int64_t n) {
   return dot_exact_f32_sum(BF16Weights{halves(w)}, floats(act), n);
+}
+
+void dot_f16_multi_neon_exact(const void* w, const void* act, size_t act_stride, int n_act, int64_t n, float* out) {
+  multi_in_groups_of_8(F16Weights{halves(w)}, act, act_stride, n_act, n, out);
+}
+void dot_bf16_multi_neon_exact(const void* w, const void* act, size_t act_stride, int n_act, int64_t n, float* out) {
+  multi_in_groups_of_8(BF16Weights{halves(w)}, act, act_stride, n_act, n, out);
 }
 
 // F32 (ds4's matvec_f32_worker): f64 products of the widened operands, f64 sum in index order.

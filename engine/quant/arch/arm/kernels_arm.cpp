@@ -23,8 +23,8 @@ constexpr CpuKernels integer(DotFn f, DotMultiFn m) { return {.dot = f, .dot_exa
 
 constexpr KernelRow kNeonRows[] = {
     {Type::F32, {.dot = dot_f32_neon, .dot_exact = dot_f32_neon_exact}},
-    {Type::F16, {.dot = dot_f16_neon, .dot_exact = dot_f16_neon_exact}},
-    {Type::BF16, {.dot = dot_bf16_neon, .dot_exact = dot_bf16_neon_exact}},
+    {Type::F16, {.dot = dot_f16_neon, .dot_exact = dot_f16_neon_exact, .dot_multi = dot_f16_multi_neon_exact}},
+    {Type::BF16, {.dot = dot_bf16_neon, .dot_exact = dot_bf16_neon_exact, .dot_multi = dot_bf16_multi_neon_exact}},
     {Type::Q8_0,
      {.dot = dot_q8_0_neon,
       .dot_exact = dot_q8_0_neon,

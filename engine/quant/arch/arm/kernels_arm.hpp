@@ -30,6 +30,9 @@ float dot_bf16_neon(const void* w, const void* act, int64_t n);
 float dot_f32_neon_exact(const void* w, const void* act, int64_t n);
 float dot_f16_neon_exact(const void* w, const void* act, int64_t n);
 float dot_bf16_neon_exact(const void* w, const void* act, int64_t n);
+// Exact-order F16/BF16 for several activation rows (each output == dot_*_neon_exact).
+void dot_f16_multi_neon_exact(const void* w, const void* act, size_t act_stride, int n_act, int64_t n, float* out);
+void dot_bf16_multi_neon_exact(const void* w, const void* act, size_t act_stride, int n_act, int64_t n, float* out);
 
 // Activation quantizers, byte-identical to quantize_act_q8_0 / quantize_act_q8_k.
 void quantize_act_q8_0_neon(const float* src, void* dst, int64_t n);

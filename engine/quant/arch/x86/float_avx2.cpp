@@ -4,10 +4,11 @@
 //  * exact order (dot_*_avx2_exact): the same f32 (F16/BF16) or f64 (F32) products as the scalar
 //    kernels -- a product of two floats is rounded the same way in a SIMD lane -- added one by one
 //    in index order, so the result is bit-identical to dot_*_scalar while the conversions and
-//    multiplies run 8 wide. The serial add chain bounds these at about one element per add
-//    latency.
-// Each weight format is one small "lanes" type (8 weights as floats, one weight as a float), so
-// the two loops are written once for F32, F16 and BF16.
+//    multiplies run 8 wide (about one element per add latency);
+//  * exact order for several activation rows (dot_*_multi_avx2_exact, quant.hpp DotMultiFn): each
+//    8 weights converted once, then per row the exact kernel's products and index-order adds (the
+//    rows' add chains overlap). Each weight format is one small "lanes" type (8 weights as
+//    floats, one weight as a float), so the loops are written once for F32, F16 and BF16.
 #include <immintrin.h>
 
 #include "engine/quant/arch/x86/avx2_util.hpp"
@@ -69,6 +70,35 @@ float dot_exact_f32_sum(Weights w, const float* x, int64_t n) {
   return acc;
 }
 
+// dot_exact_f32_sum for up to 8 activation rows (act + t * stride), weights converted once.
+template <class Weights>
+void dot_exact_f32_sum_multi(Weights w, const uint8_t* act, size_t stride, int n_act, int64_t n, float* out) {
+  const float* x[8];
+  float acc[8] = {};
+  for (int t = 0; t < n_act; t++) x[t] = reinterpret_cast<const float*>(act + size_t(t) * stride);
+  alignas(32) float p[8];
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 wv = w.load8(i);
+    for (int t = 0; t < n_act; t++) {
+      _mm256_store_ps(p, _mm256_mul_ps(wv, _mm256_loadu_ps(x[t] + i)));
+      for (int k = 0; k < 8; k++) acc[t] += p[k];
+    }
+  }
+  for (; i < n; i++) {
+    const float wi = w.at(i);
+    for (int t = 0; t < n_act; t++) acc[t] += wi * x[t][i];
+  }
+  for (int t = 0; t < n_act; t++) out[t] = acc[t];
+}
+
+template <class Weights>
+void multi_in_groups_of_8(Weights w, const void* act, size_t stride, int n_act, int64_t n, float* out) {
+  const auto* a = static_cast<const uint8_t*>(act);
+  for (int t0 = 0; t0 < n_act; t0 += 8)
+    dot_exact_f32_sum_multi(w, a + size_t(t0) * stride, stride, n_act - t0 < 8 ? n_act - t0 : 8, n, out + t0);
+}
+
 const float* floats(const void* p) { return static_cast<const float*>(p); }
 const uint16_t* halves(const void* p) { return static_cast<const uint16_t*>(p); }
 
@@ -85,6 +115,13 @@ float dot_f16_avx2_exact(const void* w, const void* act, int64_t n) {
 }
 float dot_bf16_avx2_exact(const void* w, const void* act, int64_t n) {
   return dot_exact_f32_sum(BF16Weights{halves(w)}, floats(act), n);
+}
+
+void dot_f16_multi_avx2_exact(const void* w, const void* act, size_t act_stride, int n_act, int64_t n, float* out) {
+  multi_in_groups_of_8(F16Weights{halves(w)}, act, act_stride, n_act, n, out);
+}
+void dot_bf16_multi_avx2_exact(const void* w, const void* act, size_t act_stride, int n_act, int64_t n, float* out) {
+  multi_in_groups_of_8(BF16Weights{halves(w)}, act, act_stride, n_act, n, out);
 }
 
 // F32 (ds4's matvec_f32_worker): f64 products of the widened operands, f64 sum in index order.

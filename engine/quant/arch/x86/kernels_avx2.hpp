@@ -24,6 +24,9 @@ void dot_q8_0_multi_avx2(const void* w, const void* act, size_t act_stride, int 
 void dot_mxfp4_multi_avx2(const void* w, const void* act, size_t act_stride, int n_act, int64_t n, float* out);
 void dot_q4_k_multi_avx2(const void* w, const void* act, size_t act_stride, int n_act, int64_t n, float* out);
 void dot_q2_k_multi_avx2(const void* w, const void* act, size_t act_stride, int n_act, int64_t n, float* out);
+// Exact-order F16/BF16 (each output == dot_*_avx2_exact).
+void dot_f16_multi_avx2_exact(const void* w, const void* act, size_t act_stride, int n_act, int64_t n, float* out);
+void dot_bf16_multi_avx2_exact(const void* w, const void* act, size_t act_stride, int n_act, int64_t n, float* out);
 void dot_iq2_xxs_multi_avx2(const void* w, const void* act, size_t act_stride, int n_act, int64_t n, float* out);
 
 }  // namespace ds4::quant::detail

@@ -13,8 +13,8 @@ constexpr CpuKernels integer(DotFn f, DotMultiFn m) { return {.dot = f, .dot_exa
 
 constexpr KernelRow kAvx2Rows[] = {
     {Type::F32, {.dot = dot_f32_avx2, .dot_exact = dot_f32_avx2_exact}},
-    {Type::F16, {.dot = dot_f16_avx2, .dot_exact = dot_f16_avx2_exact}},
-    {Type::BF16, {.dot = dot_bf16_avx2, .dot_exact = dot_bf16_avx2_exact}},
+    {Type::F16, {.dot = dot_f16_avx2, .dot_exact = dot_f16_avx2_exact, .dot_multi = dot_f16_multi_avx2_exact}},
+    {Type::BF16, {.dot = dot_bf16_avx2, .dot_exact = dot_bf16_avx2_exact, .dot_multi = dot_bf16_multi_avx2_exact}},
     {Type::Q8_0, integer(dot_q8_0_avx2, dot_q8_0_multi_avx2)},
     {Type::Q2_K, integer(dot_q2_k_avx2, dot_q2_k_multi_avx2)},
     {Type::Q4_K, integer(dot_q4_k_avx2, dot_q4_k_multi_avx2)},
