@@ -227,8 +227,7 @@ std::optional<Refusal> Service::submit(GenerationJob job) {
       dispatch_locked();
       // It has to wait (every slot is busy): say so now, so a stream opens before the engine
       // gets to it. Slots still starting up take it in a moment.
-      const bool starting = std::any_of(slots_.begin(), slots_.end(), [](const auto& s) { return !s->started; });
-      if (!queue_.empty() && !starting) queue_.back().job.sink->on_queued(queue_.size());
+      if (!queue_.empty() && !slot_starting_locked()) queue_.back().job.sink->on_queued(queue_.size());
     }
     metrics_.set_queue_depth(static_cast<long>(queue_.size()));
   }
@@ -298,6 +297,10 @@ void Service::ticker_main() {
   }
 }
 
+bool Service::slot_starting_locked() const {
+  return std::any_of(slots_.begin(), slots_.end(), [](const auto& s) { return !s->started; });
+}
+
 void Service::dispatch_locked() {
   while (!queue_.empty()) {
     // Which free slot: the one that reuses the most of the prompt from its live context: one the
@@ -325,8 +328,7 @@ void Service::dispatch_locked() {
       }
     }
     // A slot still starting up will be an empty one: wait for it rather than cut a context.
-    const bool starting = std::any_of(slots_.begin(), slots_.end(), [](const auto& s) { return !s->started; });
-    if (!best || (best_rank.second == Cut && starting)) break;
+    if (!best || (best_rank.second == Cut && slot_starting_locked())) break;
     best->job = std::move(queue_.front());
     queue_.pop_front();
     best->busy = true;

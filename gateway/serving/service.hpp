@@ -147,8 +147,9 @@ class Service {
   struct Slot;  // one session's thread and live sequence: service.cpp
   struct Turn;  // one job's run: service_turn.cpp
   void slot_main(Slot& slot);
-  void ticker_main();      // tells queued jobs their position every queue_keepalive
-  void dispatch_locked();  // hands queued jobs to free slots; mu_ held
+  void ticker_main();                 // tells queued jobs their position every queue_keepalive
+  void dispatch_locked();             // hands queued jobs to free slots; mu_ held
+  bool slot_starting_locked() const;  // a slot's thread has not made its sequence yet; mu_ held
   void run(Queued& q, BatchedSequence& seq);
   // The named steps of run().
   void check_prompt(const GenerationJob& job, const EngineSequence& seq) const;

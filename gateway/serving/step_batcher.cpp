@@ -48,9 +48,12 @@ bool StepBatcher::ready(Clock::time_point now) const {
   if (stepping_ || pending_.empty()) return false;
   // Each engaged sequence has at most one request (its thread blocks in it).
   if (pending_.size() >= engaged_) return true;
-  const auto grace = std::max<Clock::duration>(
-      config_.min_grace, std::chrono::duration_cast<Clock::duration>(last_step_ * config_.grace_fraction));
-  return now >= waiting_since_ + grace;
+  return now >= waiting_since_ + grace();
+}
+
+Clock::duration StepBatcher::grace() const {
+  return std::max<Clock::duration>(config_.min_grace,
+                                   std::chrono::duration_cast<Clock::duration>(last_step_ * config_.grace_fraction));
 }
 
 void StepBatcher::submit(BatchedSequence& seq, Request& request) {
@@ -71,9 +74,7 @@ void StepBatcher::submit(BatchedSequence& seq, Request& request) {
     if (stepping_ || pending_.empty()) {
       cv_.wait(lock);
     } else {
-      const auto grace = std::max<Clock::duration>(
-          config_.min_grace, std::chrono::duration_cast<Clock::duration>(last_step_ * config_.grace_fraction));
-      cv_.wait_until(lock, waiting_since_ + grace);
+      cv_.wait_until(lock, waiting_since_ + grace());
     }
   }
   if (request.error) std::rethrow_exception(request.error);

@@ -69,6 +69,7 @@ class StepBatcher {
   void submit(BatchedSequence& seq, Request& request);
   void disengage(BatchedSequence& seq);
   bool ready(std::chrono::steady_clock::time_point now) const;  // mu_ held
+  std::chrono::steady_clock::duration grace() const;            // mu_ held: stragglers' wait
   void lead(std::unique_lock<std::mutex>& lock);
   size_t prefill_budget_beside_decode() const;  // mu_ held
   void learn(const StepRecord& record);         // mu_ held
