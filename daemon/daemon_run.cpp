@@ -31,6 +31,7 @@
 #include "engine/gguf/gguf_reader.hpp"
 #include "engine/loaded_model/loaded_model.hpp"
 #include "engine/model/model.hpp"
+#include "engine/model/mtp.hpp"
 #include "engine/planner/byte_size.hpp"
 #include "gateway/api/api_server.hpp"
 #include "gateway/serving/ds4_backend.hpp"
@@ -94,8 +95,20 @@ void load_model(const config::Config& cfg, serving::Service& service, std::share
       spdlog::info("weights pinned ({}): {}", config::pin_mode_name(cfg.model.pin), planner::format_gib(pin.bytes()));
     ContextOptions co;
     co.context_length = static_cast<uint32_t>(cfg.model.context.value_or(0));
+    std::shared_ptr<const Model> model = loaded.model;
     auto backend =
         std::make_shared<serving::Ds4Backend>(std::move(loaded.model), std::move(loaded.tokenizer), std::string(), co);
+    const config::DrafterSpec drafter = config::parse_drafter(cfg.speculation.drafter);
+    if (drafter.kind == config::DrafterKind::Mtp && cfg.speculation.k > 0) {
+      try {
+        auto mtp = MtpModel::load(drafter.path, model, cfg.model.path);
+        spdlog::info("speculative decoding: MTP drafter {} ({}), k = {}", drafter.path,
+                     planner::format_gib(mtp->weight_bytes()), cfg.speculation.k);
+        backend->set_drafter_model(std::move(mtp));
+      } catch (const std::exception& e) {
+        throw std::runtime_error("speculation.drafter " + config::drafter_name(drafter) + ": " + e.what());
+      }
+    }
     id = backend->model_id();
     service.set_backend(with_heartbeat(backend, heartbeat));
   } catch (const std::exception& e) {
@@ -216,11 +229,15 @@ int run_daemon(const config::Config& given) {
   sc.disk_bytes = cfg.cache.disk_bytes;
   sc.checkpoint_min_tokens = cfg.cache.checkpoint_min_tokens;
   sc.checkpoint_interval_tokens = cfg.cache.checkpoint_interval_tokens;
-  // check_drafter() has refused every drafter but these two.
-  if (config::parse_drafter(cfg.speculation.drafter).kind == config::DrafterKind::Ngram && cfg.speculation.k > 0) {
+  // check_drafter() has refused every drafter but these; the MTP block loads with the model.
+  const config::DrafterKind drafter_kind = config::parse_drafter(cfg.speculation.drafter).kind;
+  if (drafter_kind == config::DrafterKind::Ngram && cfg.speculation.k > 0) {
     sc.drafter = serving::make_ngram_drafter();
     sc.speculation_k = cfg.speculation.k;
     spdlog::info("speculative decoding: ngram drafter, k = {}", cfg.speculation.k);
+  } else if (drafter_kind == config::DrafterKind::Mtp && cfg.speculation.k > 0 && !gateway_mode(cfg)) {
+    sc.drafter = serving::make_mtp_drafter();
+    sc.speculation_k = cfg.speculation.k;
   }
   std::shared_ptr<upstream::UpstreamPool> pool;
   if (gateway_mode(cfg)) {

@@ -56,6 +56,11 @@ class HeartbeatSequence final : public serving::EngineSequence {
     CallGuard g(*h_);
     inner_->restore(state);
   }
+  // Without it an MTP drafter drafts nothing, silently.
+  std::vector<serving::Token> model_draft(serving::Token next, size_t k) override {
+    CallGuard g(*h_);
+    return inner_->model_draft(next, k);
+  }
   serving::EngineSequence& inner() { return *inner_; }
 
  private:

@@ -48,9 +48,9 @@ void check_sidecar_binding(const std::string& main_gguf, const std::string& side
   }
   for (const GgufFile* f : {&m, &s})
     if (!f->has(fp) || !f->has(id))
-      throw GgufError(f->path(), std::nullopt,
-                      "has no " + fp + " / " + id + " (not written by ds4ctl convert) and the sidecar has no " +
-                          kMtpBaseDigestKey);
+      throw GgufError(
+          f->path(), std::nullopt,
+          "has no " + fp + " / " + id + " (not written by ds4ctl convert) and the sidecar has no " + kMtpBaseDigestKey);
   if (s.get<std::string>(fp) != m.get<std::string>(fp))
     throw GgufError(sidecar_gguf, std::nullopt,
                     "MTP sidecar from another source revision: fingerprint " + s.get<std::string>(fp) +

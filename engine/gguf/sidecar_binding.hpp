@@ -1,7 +1,7 @@
 #pragma once
-// Whether an MTP sidecar GGUF belongs to a main GGUF. Two bindings exist (docs/speculation.md
-// §sidecar-binding): the converter writes the two files together (toolchain/convert/mtp_sidecar.hpp),
-// both carrying ds4d.convert.source_fingerprint and the sidecar the main file's
+// Whether an MTP sidecar GGUF belongs to a main GGUF. Two bindings exist
+// (docs/speculation.md §sidecar-binding): the converter writes the two files together
+// (toolchain/convert/mtp_sidecar.hpp), both carrying ds4d.convert.source_fingerprint and the sidecar the main file's
 // ds4d.convert.artifact_id; a drafter trained or forged for a model that was not converted
 // (the embedded model, forged test models) carries ds4d.mtp.base_digest, a digest of the main
 // file's tensors the drafter reuses. Both carry ds4d.convert.role = "mtp". The check lives in the

@@ -85,7 +85,7 @@ void BatchStep::run(std::span<const BatchEntry> entries) {
     b.kept.push_back(e.all_logits ? e.tokens.size() : 0);
     for (size_t k = 0; k < e.tokens.size(); k++) {
       if (e.all_logits || k + 1 == e.tokens.size()) b.logit_rows.push_back(int(b.slots.size()));
-      b.slots.push_back(model::RowSlot{&s.layers, pos0 + uint32_t(k)});
+      b.slots.push_back(model::RowSlot{&s.layers, pos0 + uint32_t(k), s.hidden.slot(pos0 + k)});
       b.tokens.push_back(e.tokens[k]);
     }
   }
@@ -99,6 +99,7 @@ void BatchStep::run(std::span<const BatchEntry> entries) {
     Context::State& s = *e.context->state_;
     const size_t n = e.tokens.size(), pos0 = s.tokens.size();
     s.tokens.insert(s.tokens.end(), e.tokens.begin(), e.tokens.end());
+    for (size_t k = 0; k < n; k++) s.hidden.mark(pos0 + k);
     const float* first = b.logits.data() + b.first_logit[i] * V;
     const size_t n_logits = e.all_logits ? n : 1;
     for (size_t k = 0; k < n_logits; k++)

@@ -27,6 +27,9 @@ Context::Context(std::shared_ptr<const Model> model, ContextOptions options)
   state_->capacity = resolve_capacity(*model_, options);
   state_->rollback = std::min(options.rollback, state_->capacity);
   state_->layers = model::make_layer_states(model_->impl().cfg, state_->capacity, state_->rollback);
+  if (options.keep_hidden)
+    state_->hidden.init(model_->impl().cfg.hc_dim(),
+                        std::min(options.keep_hidden, state_->capacity) + state_->rollback);
 }
 
 Context::~Context() = default;
@@ -36,12 +39,19 @@ Context& Context::operator=(Context&&) noexcept = default;
 const Model& Context::model() const { return *model_; }
 std::span<const float> Context::logits() const { return state_->logits; }
 const std::vector<int32_t>& Context::tokens() const { return state_->tokens; }
+
+std::span<const float> Context::hidden(size_t pos) const {
+  const model::HiddenRing& r = state_->hidden;
+  const float* h = pos < state_->tokens.size() ? r.find(pos) : nullptr;
+  return h ? std::span<const float>(h, r.dim) : std::span<const float>();
+}
 size_t Context::size() const { return state_->tokens.size(); }
 uint32_t Context::capacity() const { return state_->capacity; }
 
 uint64_t Context::cache_bytes() const {
   uint64_t b = 0;
   for (const auto& l : state_->layers) b += l.bytes();
+  b += state_->hidden.data.capacity() * sizeof(float);
   return b + state_->logits.capacity() * sizeof(float) + state_->tokens.capacity() * sizeof(int32_t);
 }
 
@@ -51,6 +61,7 @@ void Context::reset() {
   std::fill(state_->logit_pos.begin(), state_->logit_pos.end(), -1);
   state_->rollback_floor = 0;
   state_->high_water = 0;
+  state_->hidden.clear();
   for (auto& l : state_->layers) l.reset();
 }
 
@@ -124,7 +135,7 @@ std::span<const float> Context::prefill(std::span<const int32_t> tokens, Progres
     if (progress)
       on_layer = [&](uint32_t il) { progress((double(c) + double(il + 1) / L) / double(n_chunks), "prefill"); };
     model::forward_batch(m, s.layers, tokens.data() + b, int(e - b), uint32_t(s.tokens.size()), false, s.logits.data(),
-                         s.scratch, on_layer);
+                         s.scratch, on_layer, &s.hidden);
     s.tokens.insert(s.tokens.end(), tokens.begin() + b, tokens.begin() + e);
   }
   model::remember_logits(s, V, s.tokens.size() - 1, s.logits.data());
@@ -146,7 +157,7 @@ std::vector<std::vector<float>> Context::verify(std::span<const int32_t> tokens)
     const size_t e = std::min(tokens.size(), b + kChunk);
     all.resize((e - b) * V);
     model::forward_batch(m, s.layers, tokens.data() + b, int(e - b), uint32_t(s.tokens.size()), true, all.data(),
-                         s.scratch);
+                         s.scratch, {}, &s.hidden);
     s.tokens.insert(s.tokens.end(), tokens.begin() + b, tokens.begin() + e);
     for (size_t t = 0; t < e - b; t++) {
       out.emplace_back(all.begin() + t * V, all.begin() + (t + 1) * V);
@@ -164,6 +175,7 @@ void Context::restore(std::span<const uint8_t> bytes) {
   auto fresh = std::make_unique<State>();
   fresh->capacity = state_->capacity;
   fresh->rollback = state_->rollback;
+  if (state_->hidden.slots) fresh->hidden.init(state_->hidden.dim, state_->hidden.slots);
   model::read_snapshot(model_->impl(), bytes, state_->capacity, state_->rollback, *fresh);
   fresh->rollback_floor = fresh->high_water = fresh->tokens.size();
   if (!fresh->tokens.empty())

@@ -19,6 +19,7 @@ struct Context::State {
   uint64_t rollback_floor = 0;  // truncate() cannot go below this (last restore point)
   uint64_t high_water = 0;      // furthest size reached since then: rings hold its last tokens
   std::vector<model::LayerState> layers;
+  model::HiddenRing hidden;  // final HC states of recent positions (ContextOptions::keep_hidden)
   model::ForwardScratch scratch;
 };
 

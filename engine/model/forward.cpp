@@ -58,14 +58,15 @@ void compress_token(CompressorHistory& hist, CompressorState& cmp, RowStore& row
   std::memcpy(rows.append(), pooled, dim * sizeof(float));
 }
 
-void attention_sublayer(const Model::Impl& m, uint32_t il, const RowSlot* rows, const float* H, int T, float* H_out,
-                        ForwardScratch& s) {
+void attention_sublayer(const Model::Impl& m, const BlockSpec& b, const RowSlot* rows, const float* H, int T,
+                        float* H_out, ForwardScratch& s) {
   const ModelConfig& cfg = m.cfg;
-  const LayerWeights& lw = m.w.layers[il];
+  const LayerWeights& lw = *b.w;
   const Exec& ex = m.ex;
-  const RopeParams& rope = m.rope[il];
+  const RopeParams& rope = *b.rope;
+  const uint32_t il = b.state;
   const uint32_t D = cfg.n_embd, hd = cfg.head_dim, qd = cfg.q_dim(), ql = cfg.q_lora_rank;
-  const uint32_t ratio = cfg.compress_ratio[il];
+  const uint32_t ratio = b.ratio;
 
   hc_pre_batch(ex, cfg, lw.hc_attn, lw.attn_norm, H, T, s);
   const float* xn = s.xn.data();
@@ -163,20 +164,46 @@ void attention_sublayer(const Model::Impl& m, uint32_t il, const RowSlot* rows, 
             H_out + size_t(t) * cfg.hc_dim());
 }
 
-void ffn_sublayer(const Model::Impl& m, uint32_t il, const int32_t* tokens, const float* H, int T, float* H_out,
+void ffn_sublayer(const Model::Impl& m, const BlockSpec& b, const int32_t* tokens, const float* H, int T, float* H_out,
                   ForwardScratch& s) {
   const ModelConfig& cfg = m.cfg;
-  const LayerWeights& lw = m.w.layers[il];
+  const LayerWeights& lw = *b.w;
   const uint32_t D = cfg.n_embd;
   hc_pre_batch(m.ex, cfg, lw.hc_ffn, lw.ffn_norm, H, T, s);
   float* ffn_out = sized(s.ffn_out, size_t(T) * D);
-  moe_forward(m.ex, cfg, lw, il, s.xn.data(), tokens, T, ffn_out, s.moe);
+  moe_forward(m.ex, cfg, lw, b.hash, b.clamp, s.xn.data(), tokens, T, ffn_out, s.moe);
   for (int t = 0; t < T; t++)
     hc_post(ffn_out + size_t(t) * D, H + size_t(t) * cfg.hc_dim(), s.split[t], D, cfg.n_hc,
             H_out + size_t(t) * cfg.hc_dim());
 }
 
 }  // namespace
+
+BlockSpec block_spec(const Model::Impl& m, uint32_t il) {
+  return BlockSpec{&m.w.layers[il],         &m.rope[il],           m.cfg.compress_ratio[il], il,
+                   il < m.cfg.n_hash_layer, m.cfg.swiglu_clamp[il]};
+}
+
+void block_forward(const Model::Impl& m, const BlockSpec& b, const RowSlot* rows, const int32_t* tokens, const float* H,
+                   int T, float* H_mid, float* H_out, ForwardScratch& s) {
+  attention_sublayer(m, b, rows, H, T, H_mid, s);
+  ffn_sublayer(m, b, tokens, H_mid, T, H_out, s);
+}
+
+void embed_rows(const Model::Impl& m, const int32_t* tokens, int T, float* H) {
+  const ModelConfig& cfg = m.cfg;
+  const uint32_t D = cfg.n_embd, hc = cfg.hc_dim();
+  const uint16_t* embd = m.w.token_embd.f16();
+  for (int t = 0; t < T; t++) {
+    if (tokens[t] < 0 || uint32_t(tokens[t]) >= cfg.n_vocab)
+      throw std::out_of_range("token id " + std::to_string(tokens[t]) + " is outside the vocabulary (" +
+                              std::to_string(cfg.n_vocab) + ")");
+    const uint16_t* row = embd + size_t(tokens[t]) * D;
+    float* h0 = H + size_t(t) * hc;
+    for (uint32_t i = 0; i < D; i++) h0[i] = f16_to_f32(row[i]);
+    for (uint32_t h = 1; h < cfg.n_hc; h++) std::memcpy(h0 + size_t(h) * D, h0, D * sizeof(float));
+  }
+}
 
 std::vector<LayerState> make_layer_states(const ModelConfig& cfg, uint32_t capacity, uint32_t rollback) {
   std::vector<LayerState> layers(cfg.n_layer);
@@ -233,26 +260,18 @@ void truncate_layer_states(const Model::Impl& m, std::vector<LayerState>& layers
 void forward_rows(const Model::Impl& m, const RowSlot* rows, const int32_t* tokens, int T, const int* logit_rows,
                   int n_logit_rows, float* logits, ForwardScratch& s, const std::function<void(uint32_t)>& on_layer) {
   const ModelConfig& cfg = m.cfg;
-  const uint32_t D = cfg.n_embd, hc = cfg.hc_dim();
+  const uint32_t hc = cfg.hc_dim();
   float* H = sized(s.H, size_t(T) * hc);
   float* H_mid = sized(s.H_mid, size_t(T) * hc);
   float* H_next = sized(s.H_next, size_t(T) * hc);
-  const uint16_t* embd = m.w.token_embd.f16();
-  for (int t = 0; t < T; t++) {
-    if (tokens[t] < 0 || uint32_t(tokens[t]) >= cfg.n_vocab)
-      throw std::out_of_range("token id " + std::to_string(tokens[t]) + " is outside the vocabulary (" +
-                              std::to_string(cfg.n_vocab) + ")");
-    const uint16_t* row = embd + size_t(tokens[t]) * D;
-    float* h0 = H + size_t(t) * hc;
-    for (uint32_t i = 0; i < D; i++) h0[i] = f16_to_f32(row[i]);
-    for (uint32_t h = 1; h < cfg.n_hc; h++) std::memcpy(h0 + size_t(h) * D, h0, D * sizeof(float));
-  }
+  embed_rows(m, tokens, T, H);
   for (uint32_t il = 0; il < cfg.n_layer; il++) {
-    attention_sublayer(m, il, rows, H, T, H_mid, s);
-    ffn_sublayer(m, il, tokens, H_mid, T, H_next, s);
+    block_forward(m, block_spec(m, il), rows, tokens, H, T, H_mid, H_next, s);
     std::swap(H, H_next);
     if (on_layer) on_layer(il);
   }
+  for (int t = 0; t < T; t++)
+    if (rows[t].hidden) std::memcpy(rows[t].hidden, H + size_t(t) * hc, hc * sizeof(float));
   if (n_logit_rows == 0) return;
   // The head is per row, so it runs on the selected rows only; a consecutive run needs no copy.
   bool consecutive = true;
@@ -268,14 +287,18 @@ void forward_rows(const Model::Impl& m, const RowSlot* rows, const int32_t* toke
 }
 
 void forward_batch(const Model::Impl& m, std::vector<LayerState>& layers, const int32_t* tokens, int T, uint32_t pos0,
-                   bool all_logits, float* logits, ForwardScratch& s, const std::function<void(uint32_t)>& on_layer) {
+                   bool all_logits, float* logits, ForwardScratch& s, const std::function<void(uint32_t)>& on_layer,
+                   HiddenRing* hidden) {
   s.slots.resize(size_t(T));
   s.logit_rows.clear();
   for (int t = 0; t < T; t++) {
-    s.slots[t] = RowSlot{&layers, pos0 + uint32_t(t)};
+    const uint32_t pos = pos0 + uint32_t(t);
+    s.slots[t] = RowSlot{&layers, pos, hidden ? hidden->slot(pos) : nullptr};
     if (all_logits || t == T - 1) s.logit_rows.push_back(t);
   }
   forward_rows(m, s.slots.data(), tokens, T, s.logit_rows.data(), int(s.logit_rows.size()), logits, s, on_layer);
+  if (hidden)
+    for (int t = 0; t < T; t++) hidden->mark(pos0 + uint32_t(t));
 }
 
 }  // namespace ds4::model

@@ -83,6 +83,9 @@ class Model {
 struct ContextOptions {
   uint32_t context_length = 0;  // 0: metadata context_length capped at 65536
   uint32_t rollback = 64;       // how many recent tokens truncate() can take back
+  // Keep the final hyper-connection state of this many recent positions (plus `rollback`), for
+  // an MTP drafter (mtp.hpp; MtpModel::hidden_reach()). 0: none kept.
+  uint32_t keep_hidden = 0;
 };
 
 class Context {
@@ -118,6 +121,10 @@ class Context {
   size_t rollback_room() const;
 
   std::span<const float> logits() const;  // logits after the last token (empty if none)
+  // The final hyper-connection state (n_hc x n_embd floats) after token `pos` < size(), if it is
+  // kept (ContextOptions::keep_hidden) and was computed since the last restore(); else empty.
+  // Valid until the next change of the context.
+  std::span<const float> hidden(size_t pos) const;
   const std::vector<int32_t>& tokens() const;
   size_t size() const;           // tokens in the context
   uint32_t capacity() const;     // maximum tokens

@@ -2,7 +2,9 @@
 // Model::Impl: what a loaded model owns (the mapped GGUF, the metadata-derived configuration,
 // the bound weight table, the thread pool) plus the execution policy derived from the load
 // options. Internal to engine/model.
+#include <initializer_list>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "engine/gguf/gguf_reader.hpp"
@@ -33,6 +35,14 @@ namespace model {
 ModelConfig read_config(const gguf::GgufFile& file);
 // Binds and validates every tensor (model_loader.cpp).
 Weights bind_weights(const gguf::GgufFile& file, const ModelConfig& cfg);
+// One block's tensors named `prefix` + the layer names ("blk.3.", "mtp.0."), for a layer of
+// compress ratio `ratio`, hash-routed or not, exp_probs_b required or optional.
+LayerWeights bind_layer(const gguf::GgufFile& file, const ModelConfig& cfg, const std::string& prefix, uint32_t ratio,
+                        bool hash, bool bias_required);
+// One tensor by name, checked against the allowed types and the shape; throws naming the file
+// and tensor. A missing tensor that is not required gives an absent Tensor.
+Tensor bind_tensor(const gguf::GgufFile& file, const std::string& name, std::initializer_list<quant::Type> types,
+                   std::vector<uint64_t> dims, bool required = true);
 }  // namespace model
 
 }  // namespace ds4

@@ -150,11 +150,73 @@ ModelConfig read_config(const gguf::GgufFile& f) {
   return c;
 }
 
+LayerWeights bind_layer(const gguf::GgufFile& f, const ModelConfig& c, const std::string& p, uint32_t ratio, bool hash,
+                        bool bias_required) {
+  using T = quant::Type;
+  Binder b{f};
+  const uint64_t D = c.n_embd, hc = c.hc_dim(), mixn = c.hc_mix(), hd = c.head_dim;
+  LayerWeights l;
+  auto hcw = [&](const char* which) {
+    HcWeights h;
+    h.fn = b.get(p + "hc_" + which + "_fn.weight", {T::F16}, {hc, mixn});
+    h.scale = b.get(p + "hc_" + which + "_scale.weight", {T::F32}, {3});
+    h.base = b.get(p + "hc_" + which + "_base.weight", {T::F32}, {mixn});
+    return h;
+  };
+  l.hc_attn = hcw("attn");
+  l.hc_ffn = hcw("ffn");
+  l.attn_norm = b.get(p + "attn_norm.weight", {T::F32}, {D});
+  l.attn_q_a = b.get(p + "attn_q_a.weight", {T::Q8_0}, {D, c.q_lora_rank});
+  l.attn_q_a_norm = b.get(p + "attn_q_a_norm.weight", {T::F32}, {c.q_lora_rank});
+  l.attn_q_b = b.get(p + "attn_q_b.weight", {T::Q8_0}, {c.q_lora_rank, c.q_dim()});
+  l.attn_kv = b.get(p + "attn_kv.weight", {T::Q8_0}, {D, hd});
+  l.attn_kv_a_norm = b.get(p + "attn_kv_a_norm.weight", {T::F32}, {hd});
+  l.attn_sinks = b.get(p + "attn_sinks.weight", {T::F32}, {c.n_head});
+  l.attn_output_a =
+      b.get(p + "attn_output_a.weight", {T::Q8_0}, {c.group_dim(), uint64_t(c.n_out_group) * c.out_lora_rank});
+  l.attn_output_b = b.get(p + "attn_output_b.weight", {T::Q8_0}, {uint64_t(c.n_out_group) * c.out_lora_rank, D});
+  if (ratio != 0) {
+    const uint64_t W = (ratio == 4 ? 2 : 1) * hd;
+    l.attn_compressor.ape = b.get(p + "attn_compressor_ape.weight", {T::F16}, {W, ratio});
+    l.attn_compressor.kv = b.get(p + "attn_compressor_kv.weight", {T::F16}, {D, W});
+    l.attn_compressor.gate = b.get(p + "attn_compressor_gate.weight", {T::F16}, {D, W});
+    l.attn_compressor.norm = b.get(p + "attn_compressor_norm.weight", {T::F32}, {hd});
+  }
+  if (ratio == 4) {
+    const uint64_t Wi = 2 * uint64_t(c.idx_dim);
+    l.indexer_q_b = b.get(p + "indexer.attn_q_b.weight", {T::F16}, {c.q_lora_rank, uint64_t(c.idx_heads) * c.idx_dim});
+    l.indexer_proj = b.get(p + "indexer.proj.weight", {T::F16}, {D, c.idx_heads});
+    l.indexer_compressor.ape = b.get(p + "indexer_compressor_ape.weight", {T::F16}, {Wi, 4});
+    l.indexer_compressor.kv = b.get(p + "indexer_compressor_kv.weight", {T::F16}, {D, Wi});
+    l.indexer_compressor.gate = b.get(p + "indexer_compressor_gate.weight", {T::F16}, {D, Wi});
+    l.indexer_compressor.norm = b.get(p + "indexer_compressor_norm.weight", {T::F32}, {c.idx_dim});
+  }
+  l.ffn_norm = b.get(p + "ffn_norm.weight", {T::F32}, {D});
+  l.ffn_gate_inp = b.get(p + "ffn_gate_inp.weight", {T::F16}, {D, c.n_expert});
+  l.exp_probs_b = b.get(p + "exp_probs_b.bias", {T::F32}, {c.n_expert}, bias_required);
+  if (hash) l.ffn_gate_tid2eid = b.get(p + "ffn_gate_tid2eid.weight", {T::I32}, {c.n_expert_used, c.n_vocab});
+  const auto routed = {T::IQ2_XXS, T::Q2_K, T::Q4_K, T::MXFP4};  // MXFP4: ds4ctl convert --recipe mxfp4
+  l.ffn_gate_exps = b.get(p + "ffn_gate_exps.weight", routed, {D, c.n_ff, c.n_expert});
+  l.ffn_up_exps = b.get(p + "ffn_up_exps.weight", routed, {D, c.n_ff, c.n_expert});
+  l.ffn_down_exps = b.get(p + "ffn_down_exps.weight", routed, {c.n_ff, D, c.n_expert});
+  if (l.ffn_up_exps.type != l.ffn_gate_exps.type)
+    fail(f, "tensor " + l.ffn_up_exps.name + " must have the same type as " + l.ffn_gate_exps.name);
+  l.ffn_gate_shexp = b.get(p + "ffn_gate_shexp.weight", {T::Q8_0}, {D, c.n_ff});
+  l.ffn_up_shexp = b.get(p + "ffn_up_shexp.weight", {T::Q8_0}, {D, c.n_ff});
+  l.ffn_down_shexp = b.get(p + "ffn_down_shexp.weight", {T::Q8_0}, {c.n_ff, D});
+  return l;
+}
+
+Tensor bind_tensor(const gguf::GgufFile& f, const std::string& name, std::initializer_list<quant::Type> types,
+                   std::vector<uint64_t> dims, bool required) {
+  return Binder{f}.get(name, types, std::move(dims), required);
+}
+
 Weights bind_weights(const gguf::GgufFile& f, const ModelConfig& c) {
   using T = quant::Type;
   Binder b{f};
   Weights w;
-  const uint64_t D = c.n_embd, hc = c.hc_dim(), mixn = c.hc_mix(), hd = c.head_dim;
+  const uint64_t D = c.n_embd, hc = c.hc_dim();
   w.token_embd = b.get("token_embd.weight", {T::F16}, {D, c.n_vocab});
   w.output_hc_fn = b.get("output_hc_fn.weight", {T::F16}, {hc, c.n_hc});
   w.output_hc_scale = b.get("output_hc_scale.weight", {T::F32}, {1});
@@ -162,61 +224,9 @@ Weights bind_weights(const gguf::GgufFile& f, const ModelConfig& c) {
   w.output_norm = b.get("output_norm.weight", {T::F32}, {D});
   w.output = b.get("output.weight", {T::Q8_0}, {D, c.n_vocab});
   w.layers.resize(c.n_layer);
-  for (uint32_t il = 0; il < c.n_layer; il++) {
-    LayerWeights& l = w.layers[il];
-    const std::string p = "blk." + std::to_string(il) + ".";
-    const uint32_t ratio = c.compress_ratio[il];
-    auto hcw = [&](const char* which) {
-      HcWeights h;
-      h.fn = b.get(p + "hc_" + which + "_fn.weight", {T::F16}, {hc, mixn});
-      h.scale = b.get(p + "hc_" + which + "_scale.weight", {T::F32}, {3});
-      h.base = b.get(p + "hc_" + which + "_base.weight", {T::F32}, {mixn});
-      return h;
-    };
-    l.hc_attn = hcw("attn");
-    l.hc_ffn = hcw("ffn");
-    l.attn_norm = b.get(p + "attn_norm.weight", {T::F32}, {D});
-    l.attn_q_a = b.get(p + "attn_q_a.weight", {T::Q8_0}, {D, c.q_lora_rank});
-    l.attn_q_a_norm = b.get(p + "attn_q_a_norm.weight", {T::F32}, {c.q_lora_rank});
-    l.attn_q_b = b.get(p + "attn_q_b.weight", {T::Q8_0}, {c.q_lora_rank, c.q_dim()});
-    l.attn_kv = b.get(p + "attn_kv.weight", {T::Q8_0}, {D, hd});
-    l.attn_kv_a_norm = b.get(p + "attn_kv_a_norm.weight", {T::F32}, {hd});
-    l.attn_sinks = b.get(p + "attn_sinks.weight", {T::F32}, {c.n_head});
-    l.attn_output_a =
-        b.get(p + "attn_output_a.weight", {T::Q8_0}, {c.group_dim(), uint64_t(c.n_out_group) * c.out_lora_rank});
-    l.attn_output_b = b.get(p + "attn_output_b.weight", {T::Q8_0}, {uint64_t(c.n_out_group) * c.out_lora_rank, D});
-    if (ratio != 0) {
-      const uint64_t W = (ratio == 4 ? 2 : 1) * hd;
-      l.attn_compressor.ape = b.get(p + "attn_compressor_ape.weight", {T::F16}, {W, ratio});
-      l.attn_compressor.kv = b.get(p + "attn_compressor_kv.weight", {T::F16}, {D, W});
-      l.attn_compressor.gate = b.get(p + "attn_compressor_gate.weight", {T::F16}, {D, W});
-      l.attn_compressor.norm = b.get(p + "attn_compressor_norm.weight", {T::F32}, {hd});
-    }
-    if (ratio == 4) {
-      const uint64_t Wi = 2 * uint64_t(c.idx_dim);
-      l.indexer_q_b =
-          b.get(p + "indexer.attn_q_b.weight", {T::F16}, {c.q_lora_rank, uint64_t(c.idx_heads) * c.idx_dim});
-      l.indexer_proj = b.get(p + "indexer.proj.weight", {T::F16}, {D, c.idx_heads});
-      l.indexer_compressor.ape = b.get(p + "indexer_compressor_ape.weight", {T::F16}, {Wi, 4});
-      l.indexer_compressor.kv = b.get(p + "indexer_compressor_kv.weight", {T::F16}, {D, Wi});
-      l.indexer_compressor.gate = b.get(p + "indexer_compressor_gate.weight", {T::F16}, {D, Wi});
-      l.indexer_compressor.norm = b.get(p + "indexer_compressor_norm.weight", {T::F32}, {c.idx_dim});
-    }
-    l.ffn_norm = b.get(p + "ffn_norm.weight", {T::F32}, {D});
-    l.ffn_gate_inp = b.get(p + "ffn_gate_inp.weight", {T::F16}, {D, c.n_expert});
-    l.exp_probs_b = b.get(p + "exp_probs_b.bias", {T::F32}, {c.n_expert}, false);
-    if (il < c.n_hash_layer)
-      l.ffn_gate_tid2eid = b.get(p + "ffn_gate_tid2eid.weight", {T::I32}, {c.n_expert_used, c.n_vocab});
-    const auto routed = {T::IQ2_XXS, T::Q2_K, T::Q4_K, T::MXFP4};  // MXFP4: ds4ctl convert --recipe mxfp4
-    l.ffn_gate_exps = b.get(p + "ffn_gate_exps.weight", routed, {D, c.n_ff, c.n_expert});
-    l.ffn_up_exps = b.get(p + "ffn_up_exps.weight", routed, {D, c.n_ff, c.n_expert});
-    l.ffn_down_exps = b.get(p + "ffn_down_exps.weight", routed, {c.n_ff, D, c.n_expert});
-    if (l.ffn_up_exps.type != l.ffn_gate_exps.type)
-      fail(f, "tensor " + l.ffn_up_exps.name + " must have the same type as " + l.ffn_gate_exps.name);
-    l.ffn_gate_shexp = b.get(p + "ffn_gate_shexp.weight", {T::Q8_0}, {D, c.n_ff});
-    l.ffn_up_shexp = b.get(p + "ffn_up_shexp.weight", {T::Q8_0}, {D, c.n_ff});
-    l.ffn_down_shexp = b.get(p + "ffn_down_shexp.weight", {T::Q8_0}, {c.n_ff, D});
-  }
+  for (uint32_t il = 0; il < c.n_layer; il++)
+    w.layers[il] =
+        bind_layer(f, c, "blk." + std::to_string(il) + ".", c.compress_ratio[il], il < c.n_hash_layer, false);
   return w;
 }
 

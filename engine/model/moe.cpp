@@ -83,11 +83,9 @@ void route_token(const ModelConfig& cfg, const LayerWeights& lw, bool hash_layer
   normalise_weights(out, k, probs, cfg.expert_weight_scale);
 }
 
-void moe_forward(const Exec& ex, const ModelConfig& cfg, const LayerWeights& lw, uint32_t layer, const float* xn,
-                 const int32_t* tokens, int T, float* ffn_out, MoeScratch& s) {
+void moe_forward(const Exec& ex, const ModelConfig& cfg, const LayerWeights& lw, bool hash_layer, float clamp,
+                 const float* xn, const int32_t* tokens, int T, float* ffn_out, MoeScratch& s) {
   const uint32_t E = cfg.n_expert, K = cfg.n_expert_used, F = cfg.n_ff, D = cfg.n_embd;
-  const float clamp = cfg.swiglu_clamp[layer];
-  const bool hash_layer = layer < cfg.n_hash_layer;
 
   // Router.
   s.logits.resize(size_t(T) * E);

@@ -45,8 +45,9 @@ struct MoeScratch {
   std::vector<std::vector<uint32_t>> pairs_of_expert;  // pair id = t * n_used + slot
 };
 
-// ffn_out[t] = routed(xn[t]) + shared(xn[t]) for T tokens.
-void moe_forward(const Exec& ex, const ModelConfig& cfg, const LayerWeights& lw, uint32_t layer, const float* xn,
-                 const int32_t* tokens, int T, float* ffn_out, MoeScratch& s);
+// ffn_out[t] = routed(xn[t]) + shared(xn[t]) for T tokens; `hash_layer` routes by token id
+// (tid2eid), `clamp` is the layer's SwiGLU clamp.
+void moe_forward(const Exec& ex, const ModelConfig& cfg, const LayerWeights& lw, bool hash_layer, float clamp,
+                 const float* xn, const int32_t* tokens, int T, float* ffn_out, MoeScratch& s);
 
 }  // namespace ds4::model

@@ -6,7 +6,7 @@
 
 namespace ds4::model {
 
-void output_head(const Exec& ex, const ModelConfig& cfg, const Weights& w, const float* H, int T, float* logits,
+void output_head(const Exec& ex, const ModelConfig& cfg, const HeadWeights& w, const float* H, int T, float* logits,
                  HeadScratch& s) {
   const uint32_t n_hc = cfg.n_hc, D = cfg.n_embd, hc = cfg.hc_dim();
   s.flat.resize(size_t(T) * hc);
@@ -14,17 +14,17 @@ void output_head(const Exec& ex, const ModelConfig& cfg, const Weights& w, const
   s.y.resize(size_t(T) * D);
   s.norm.resize(size_t(T) * D);
   for (int t = 0; t < T; t++) rms_norm_no_weight(s.flat.data() + size_t(t) * hc, H + size_t(t) * hc, hc, cfg.rms_eps);
-  project(ex, w.output_hc_fn, s.flat.data(), T, s.pre.data(), s.q);
-  const float scale = w.output_hc_scale.f32()[0];
-  const float* base = w.output_hc_base.f32();
+  project(ex, *w.hc_fn, s.flat.data(), T, s.pre.data(), s.q);
+  const float scale = w.hc_scale->f32()[0];
+  const float* base = w.hc_base->f32();
   for (int t = 0; t < T; t++) {
     float wt[16];
     for (uint32_t i = 0; i < n_hc; i++)
       wt[i] = sigmoid_stable(s.pre[size_t(t) * n_hc + i] * scale + base[i]) + cfg.hc_eps;
     hc_weighted_sum(H + size_t(t) * hc, wt, D, n_hc, s.y.data() + size_t(t) * D);
-    rms_norm(s.norm.data() + size_t(t) * D, s.y.data() + size_t(t) * D, w.output_norm.f32(), D, cfg.rms_eps);
+    rms_norm(s.norm.data() + size_t(t) * D, s.y.data() + size_t(t) * D, w.norm->f32(), D, cfg.rms_eps);
   }
-  project(ex, w.output, s.norm.data(), T, logits, s.q);
+  project(ex, *w.output, s.norm.data(), T, logits, s.q);
 }
 
 }  // namespace ds4::model

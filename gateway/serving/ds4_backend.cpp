@@ -5,6 +5,7 @@
 #include <xxhash.h>
 
 #include <algorithm>
+#include <optional>
 
 #include "engine/gguf/gguf_reader.hpp"
 #include "engine/loaded_model/loaded_model.hpp"
@@ -13,7 +14,10 @@ namespace ds4::serving {
 
 class Ds4Sequence final : public EngineSequence {
  public:
-  Ds4Sequence(std::shared_ptr<const Model> model, ContextOptions options) : context_(std::move(model), options) {}
+  Ds4Sequence(std::shared_ptr<const Model> model, ContextOptions options, std::shared_ptr<const MtpModel> mtp)
+      : context_(std::move(model), options) {
+    if (mtp) drafter_.emplace(std::move(mtp));
+  }
 
   const std::vector<Token>& tokens() const override { return context_.tokens(); }
   size_t capacity() const override { return context_.capacity(); }
@@ -29,10 +33,14 @@ class Ds4Sequence final : public EngineSequence {
   void truncate(size_t n) override { context_.truncate(n); }
   std::vector<uint8_t> snapshot() const override { return context_.snapshot(); }
   void restore(std::span<const uint8_t> state) override { context_.restore(state); }
+  std::vector<Token> model_draft(Token next, size_t k) override {
+    return drafter_ ? drafter_->draft(context_, next, k) : std::vector<Token>{};
+  }
   Context& context() { return context_; }
 
  private:
   Context context_;
+  std::optional<MtpDrafter> drafter_;  // the MTP block's rows for this sequence
 };
 
 Ds4Backend::Ds4Backend(std::shared_ptr<const Model> model, tokenizer::Tokenizer tokenizer, std::string model_id,
@@ -44,7 +52,7 @@ Ds4Backend::Ds4Backend(std::shared_ptr<const Model> model, tokenizer::Tokenizer 
   if (model_id_.empty()) model_id_ = model_->info().name.empty() ? "ds4" : model_->info().name;
   // The context decides its capacity (metadata context_length, capped). Build the live one now,
   // so its size is known and its memory is allocated before the service reports ready.
-  first_sequence_ = std::make_unique<Ds4Sequence>(model_, context_options_);
+  first_sequence_ = std::make_unique<Ds4Sequence>(model_, context_options_, nullptr);
   context_length_ = first_sequence_->capacity();
   // The GGUF header, metadata and tensor table (everything before the data section) name the
   // architecture, the tokenizer and every tensor's type, shape and offset.
@@ -66,7 +74,16 @@ Ds4Backend::~Ds4Backend() = default;
 
 std::unique_ptr<EngineSequence> Ds4Backend::new_sequence() {
   if (first_sequence_) return std::move(first_sequence_);
-  return std::make_unique<Ds4Sequence>(model_, context_options_);
+  return std::make_unique<Ds4Sequence>(model_, context_options_, mtp_);
+}
+
+void Ds4Backend::set_drafter_model(std::shared_ptr<const MtpModel> mtp) {
+  if (mtp && &mtp->base() != model_.get())
+    throw std::invalid_argument("Ds4Backend: the MTP block belongs to another model");
+  mtp_ = std::move(mtp);
+  context_options_.keep_hidden = mtp_ ? mtp_->hidden_reach() : 0;
+  // The live sequence made at construction keeps no final states: make it again.
+  if (first_sequence_) first_sequence_ = std::make_unique<Ds4Sequence>(model_, context_options_, mtp_);
 }
 
 void Ds4Backend::step(std::span<StepEntry> entries) {

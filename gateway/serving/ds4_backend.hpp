@@ -10,6 +10,7 @@
 
 #include "engine/model/batch_step.hpp"
 #include "engine/model/model.hpp"
+#include "engine/model/mtp.hpp"
 #include "engine/tokenizer/tokenizer.hpp"
 #include "gateway/serving/engine_backend.hpp"
 
@@ -43,6 +44,10 @@ class Ds4Backend final : public EngineBackend {
   // XXH64 of the GGUF up to its data section (header, metadata, tensor table).
   uint64_t fingerprint() const override { return fingerprint_; }
   std::unique_ptr<EngineSequence> new_sequence() override;
+  // Gives every sequence made from now on the MTP block as its draft head (model_draft; null:
+  // none), and makes their contexts keep the final states it reads. Call before the first
+  // new_sequence(). Throws std::invalid_argument for another model's block.
+  void set_drafter_model(std::shared_ptr<const MtpModel> mtp);
   // Several entries run as one ds4::BatchStep; one runs on its own context (the solo path).
   void step(std::span<StepEntry> entries) override;
 
@@ -57,6 +62,7 @@ class Ds4Backend final : public EngineBackend {
   uint64_t fingerprint_ = 0;
   std::unique_ptr<EngineSequence> first_sequence_;  // handed to the worker by new_sequence()
   std::unique_ptr<BatchStep> batch_step_;           // made by the first step of several entries
+  std::shared_ptr<const MtpModel> mtp_;             // draft head of new sequences (may be null)
 };
 
 }  // namespace ds4::serving

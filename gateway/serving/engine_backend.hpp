@@ -57,6 +57,9 @@ class EngineSequence {
   virtual void truncate(size_t n) {
     if (n != tokens().size()) throw std::logic_error("this engine sequence cannot truncate");
   }
+  // Up to k drafts from the model's own draft head (an MTP block) for the tokens after `next`,
+  // which is appended next; none when the backend has no draft head or no state to draft from.
+  virtual std::vector<Token> model_draft(Token /*next*/, size_t /*k*/) { return {}; }
   // The whole state as bytes (self-checking) and back; restore() throws with the reason and
   // leaves the sequence untouched on a bad image. Empty snapshot(): not supported.
   virtual std::vector<uint8_t> snapshot() const { return {}; }

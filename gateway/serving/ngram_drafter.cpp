@@ -31,11 +31,22 @@ namespace {
 
 class NgramDrafter final : public Drafter {
  public:
-  std::vector<Token> draft(std::span<const Token> history, size_t k) override { return ngram_draft(history, k); }
+  std::vector<Token> draft(EngineSequence&, std::span<const Token> history, size_t k) override {
+    return ngram_draft(history, k);
+  }
+};
+
+class MtpDrafter final : public Drafter {
+ public:
+  std::vector<Token> draft(EngineSequence& seq, std::span<const Token> history, size_t k) override {
+    if (history.empty()) return {};
+    return seq.model_draft(history.back(), k);
+  }
 };
 
 }  // namespace
 
 std::unique_ptr<Drafter> make_ngram_drafter() { return std::make_unique<NgramDrafter>(); }
+std::unique_ptr<Drafter> make_mtp_drafter() { return std::make_unique<MtpDrafter>(); }
 
 }  // namespace ds4::serving

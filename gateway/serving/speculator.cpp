@@ -64,7 +64,7 @@ void Speculator::feed(Token t, size_t more) {
   }
   if (skip_ > 0) --skip_;
   std::vector<Token> drafts;
-  if (const size_t budget = draft_budget(more)) drafts = drafter_->draft(history_, budget);
+  if (const size_t budget = draft_budget(more)) drafts = drafter_->draft(seq_, history_, budget);
   if (drafts.size() > draft_budget(more)) drafts.resize(draft_budget(more));
   if (drafts.empty()) {
     seq_.append(std::span<const Token>(&t, 1));

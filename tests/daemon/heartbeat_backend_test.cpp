@@ -17,6 +17,9 @@ class FakeSequence final : public serving::EngineSequence {
   void append(std::span<const serving::Token> t) override { tokens_.insert(tokens_.end(), t.begin(), t.end()); }
   std::span<const float> logits() const override { return logits_; }
   size_t rollback_room() const override { return 64; }
+  std::vector<serving::Token> model_draft(serving::Token next, size_t k) override {
+    return std::vector<serving::Token>(k, next);  // the MTP block's drafts
+  }
   std::vector<std::vector<float>> verify(std::span<const serving::Token> t) override {
     append(t);
     ++verifies;
@@ -99,6 +102,18 @@ TEST(HeartbeatBackend, ForwardsABatchedStepAsOneEngineCall) {
   EXPECT_EQ(b->tokens(), three);
   EXPECT_EQ(entries[1].row_logits.size(), 3u);
   EXPECT_FALSE(entries[0].error);
+  EXPECT_EQ(heartbeat->calls(), before + 1);
+}
+
+// An MTP drafter drafts through the sequence (the decorator used to leave model_draft at the
+// base class's "no draft head", so the daemon never drafted with an MTP block).
+TEST(HeartbeatBackend, ForwardsTheModelsDraftHead) {
+  auto inner = std::make_shared<FakeBackend>();
+  auto heartbeat = std::make_shared<WorkerHeartbeat>();
+  auto wrapped = with_heartbeat(inner, heartbeat);
+  auto seq = wrapped->new_sequence();
+  const uint64_t before = heartbeat->calls();
+  EXPECT_EQ(seq->model_draft(1, 3), (std::vector<serving::Token>{1, 1, 1}));
   EXPECT_EQ(heartbeat->calls(), before + 1);
 }
 

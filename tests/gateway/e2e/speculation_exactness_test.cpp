@@ -61,7 +61,7 @@ class OracleDrafter final : public serving::Drafter {
     ref_ = std::move(prompt);
     ref_.insert(ref_.end(), completion.begin(), completion.end());
   }
-  std::vector<Token> draft(std::span<const Token> history, size_t k) override {
+  std::vector<Token> draft(serving::EngineSequence&, std::span<const Token> history, size_t k) override {
     if (history.size() > ref_.size() || !std::equal(history.begin(), history.end(), ref_.begin())) return {};
     std::vector<Token> out;
     for (size_t i = history.size(); i < ref_.size() && out.size() < k; ++i)

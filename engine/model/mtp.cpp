@@ -1,0 +1,229 @@
+// The MTP drafter: the sidecar's block bound beside a base model, and one sequence's drafting
+// state. The block is a ratio-0 layer run by the same block_forward as the model's layers; what
+// is its own is the input (embedding and the target's final state, each normed and projected)
+// and the head's collapse. Semantics and the catch-up rule: docs/speculation.md §mtp.
+#include "engine/model/mtp.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+#include "engine/gguf/sidecar_binding.hpp"
+#include "engine/model/forward.hpp"
+#include "engine/model/model_impl.hpp"
+#include "engine/model/numerics.hpp"
+
+namespace ds4 {
+
+namespace {
+// Draft rows the block's raw ring can take back (speculation.k is at most 16).
+constexpr uint32_t kDraftRollback = 32;
+}  // namespace
+
+struct MtpModel::Impl {
+  gguf::GgufFile file;
+  std::shared_ptr<const Model> base;
+  model::LayerWeights block;
+  model::Tensor e_proj, h_proj, enorm, hnorm, norm, hc_head_fn, hc_head_scale, hc_head_base;
+  model::RopeParams rope;
+  model::BlockSpec spec;
+  model::ModelConfig block_cfg;  // the base's, with one ratio-0 layer
+  uint64_t bytes = 0;
+
+  explicit Impl(gguf::GgufFile f) : file(std::move(f)) {}
+};
+
+MtpModel::MtpModel(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+MtpModel::~MtpModel() = default;
+const Model& MtpModel::base() const { return *impl_->base; }
+uint32_t MtpModel::hidden_reach() const { return impl_->base->impl().cfg.n_swa; }
+uint64_t MtpModel::weight_bytes() const { return impl_->bytes; }
+
+std::shared_ptr<const MtpModel> MtpModel::load(const std::filesystem::path& sidecar, std::shared_ptr<const Model> base,
+                                               const std::filesystem::path& base_path) {
+  if (!base) throw std::invalid_argument("MtpModel::load needs a base model");
+  gguf::check_sidecar_binding(base_path.string(), sidecar.string());
+  auto impl = std::make_unique<Impl>(gguf::GgufFile::open(sidecar.string()));
+  const model::ModelConfig& c = base->impl().cfg;
+  const gguf::GgufFile& f = impl->file;
+  using T = quant::Type;
+  const uint64_t D = c.n_embd;
+  impl->hc_head_base = model::bind_tensor(f, "mtp.0.hc_head_base.weight", {T::F32}, {c.n_hc});
+  impl->hc_head_fn = model::bind_tensor(f, "mtp.0.hc_head_fn.weight", {T::F16, T::F32}, {c.hc_dim(), c.n_hc});
+  impl->hc_head_scale = model::bind_tensor(f, "mtp.0.hc_head_scale.weight", {T::F32}, {1});
+  impl->e_proj = model::bind_tensor(f, "mtp.0.e_proj.weight", {T::Q8_0}, {D, D});
+  impl->h_proj = model::bind_tensor(f, "mtp.0.h_proj.weight", {T::Q8_0}, {D, D});
+  impl->enorm = model::bind_tensor(f, "mtp.0.enorm.weight", {T::F32}, {D});
+  impl->hnorm = model::bind_tensor(f, "mtp.0.hnorm.weight", {T::F32}, {D});
+  impl->norm = model::bind_tensor(f, "mtp.0.norm.weight", {T::F32}, {D});
+  impl->block = model::bind_layer(f, c, "mtp.0.", 0, false, true);
+  // A ratio-0 layer: plain RoPE on the raw window, top-k routing, the SwiGLU clamp of layer 1
+  // (ds4 runs the block as layer index 1).
+  impl->block_cfg = c;
+  impl->block_cfg.n_layer = 1;
+  impl->block_cfg.compress_ratio = {0};
+  impl->rope = model::rope_params_for_layer(impl->block_cfg, 0);
+  const float clamp = c.swiglu_clamp.at(std::min<size_t>(1, c.swiglu_clamp.size() - 1));
+  impl->spec = model::BlockSpec{&impl->block, &impl->rope, 0, 0, false, clamp};
+  for (const gguf::TensorInfo& t : f.tensors()) impl->bytes += t.n_bytes;
+  impl->base = std::move(base);
+  return std::shared_ptr<const MtpModel>(new MtpModel(std::move(impl)));
+}
+
+struct MtpDrafter::State {
+  std::vector<model::LayerState> layers;  // one ratio-0 layer: the block's raw KV rows
+  // The rows hold positions [first, next); `seen` is the target's token prefix they were
+  // computed from (row p from seen[p] and the target's final state after p - 1).
+  uint64_t first = 0, next = 0;
+  std::vector<int32_t> seen;
+  model::ForwardScratch fs;
+  model::HeadScratch head;
+  model::QuantAct qa;
+  std::vector<float> P, Hin, H_mid, H_out, e, en, E, pn, Hh, logits;
+  std::vector<int32_t> toks;
+  std::vector<model::RowSlot> slots;
+};
+
+MtpDrafter::MtpDrafter(std::shared_ptr<const MtpModel> mtp) : mtp_(std::move(mtp)), state_(std::make_unique<State>()) {
+  if (!mtp_) throw std::invalid_argument("MtpDrafter needs an MTP model");
+  const model::ModelConfig& c = mtp_->impl().block_cfg;
+  state_->layers = model::make_layer_states(c, c.n_swa + kDraftRollback, kDraftRollback);
+}
+MtpDrafter::~MtpDrafter() = default;
+MtpDrafter::MtpDrafter(MtpDrafter&&) noexcept = default;
+MtpDrafter& MtpDrafter::operator=(MtpDrafter&&) noexcept = default;
+
+std::span<const float> MtpDrafter::last_logits() const { return state_->logits; }
+
+void MtpDrafter::reset() {
+  State& s = *state_;
+  for (auto& l : s.layers) l.reset();
+  s.first = s.next = 0;
+  s.seen.clear();
+}
+
+namespace {
+
+// Runs the block over T consecutive rows at positions pos0.. of `layers`: tokens[t] with the
+// previous state P[t] (n_hc x D each). Leaves the output states in s.H_out and, when logits is
+// set, the last row's logits there.
+void mtp_rows(const MtpModel::Impl& mi, MtpDrafter::State& s, const int32_t* tokens, const float* P, int T,
+              uint64_t pos0, float* logits) {
+  const Model::Impl& m = mi.base->impl();
+  const model::ModelConfig& c = m.cfg;
+  const uint32_t D = c.n_embd, hc = c.hc_dim(), n_hc = c.n_hc;
+  // e = RMSNorm(embed(t)) * enorm, projected by e_proj.
+  s.e.resize(size_t(T) * hc);
+  model::embed_rows(m, tokens, T, s.e.data());  // stream 0 of each row is the embedding
+  s.en.resize(size_t(T) * D);
+  for (int t = 0; t < T; t++)
+    model::rms_norm(s.en.data() + size_t(t) * D, s.e.data() + size_t(t) * hc, mi.enorm.f32(), D, c.rms_eps);
+  s.E.resize(size_t(T) * D);
+  model::project(m.ex, mi.e_proj, s.en.data(), T, s.E.data(), s.qa);
+  // Each stream of P: RMSNorm * hnorm, projected by h_proj.
+  const int R = T * int(n_hc);
+  s.pn.resize(size_t(R) * D);
+  for (int r = 0; r < R; r++)
+    model::rms_norm(s.pn.data() + size_t(r) * D, P + size_t(r) * D, mi.hnorm.f32(), D, c.rms_eps);
+  s.Hh.resize(size_t(R) * D);
+  model::project(m.ex, mi.h_proj, s.pn.data(), R, s.Hh.data(), s.qa);
+  s.Hin.resize(size_t(T) * hc);
+  for (int t = 0; t < T; t++)
+    for (uint32_t h = 0; h < n_hc; h++) {
+      const float* E = s.E.data() + size_t(t) * D;
+      const float* Hh = s.Hh.data() + (size_t(t) * n_hc + h) * D;
+      float* out = s.Hin.data() + size_t(t) * hc + size_t(h) * D;
+      for (uint32_t i = 0; i < D; i++) out[i] = E[i] + Hh[i];
+    }
+  s.slots.resize(size_t(T));
+  for (int t = 0; t < T; t++) s.slots[t] = model::RowSlot{&s.layers, uint32_t(pos0 + t), nullptr};
+  s.H_mid.resize(size_t(T) * hc);
+  s.H_out.resize(size_t(T) * hc);
+  model::block_forward(m, mi.spec, s.slots.data(), tokens, s.Hin.data(), T, s.H_mid.data(), s.H_out.data(), s.fs);
+  if (logits) {
+    const model::HeadWeights hw{&mi.hc_head_fn, &mi.hc_head_scale, &mi.hc_head_base, &mi.norm, &m.w.output};
+    model::output_head(m.ex, c, hw, s.H_out.data() + size_t(T - 1) * hc, 1, logits, s.head);
+  }
+}
+
+int32_t argmax(const float* x, uint32_t n) {
+  uint32_t best = 0;
+  for (uint32_t i = 1; i < n; i++)
+    if (x[i] > x[best]) best = i;
+  return int32_t(best);
+}
+
+}  // namespace
+
+std::vector<int32_t> MtpDrafter::draft(const Context& target, int32_t next, size_t k) {
+  State& s = *state_;
+  const MtpModel::Impl& mi = mtp_->impl();
+  if (&target.model() != mi.base.get()) throw std::invalid_argument("MtpDrafter: the context belongs to another model");
+  const model::ModelConfig& c = mi.base->impl().cfg;
+  const uint64_t n = target.size();
+  k = std::min<size_t>(k, kDraftRollback / 2);
+  if (k == 0 || n == 0 || target.hidden(n - 1).empty()) return {};
+  if (next < 0 || uint32_t(next) >= c.n_vocab)
+    throw std::out_of_range("MtpDrafter: token id " + std::to_string(next) + " is outside the vocabulary");
+
+  // Keep the rows whose tokens (and so whose inputs) the target still has.
+  const std::vector<int32_t>& tok = target.tokens();
+  uint64_t keep = std::min<uint64_t>(s.next, n);
+  for (uint64_t p = 0; p < keep; p++)
+    if (s.seen[p] != tok[p]) keep = p;
+  model::LayerState& L = s.layers[0];
+  const uint64_t window = L.raw_window;
+  if (keep < s.next) {
+    const uint64_t back = s.next - keep;
+    // Roll back only if the ring still holds a full window behind `keep` (else start over).
+    if (keep <= s.first || back > L.n_raw || L.n_raw - back < std::min<uint64_t>(keep - s.first, window)) reset();
+    else {
+      L.n_raw -= uint32_t(back);
+      s.next = keep;
+    }
+  }
+  // Rows to compute: from `next` (or, starting over, as far back as the block attends and the
+  // target kept its states) up to n - 1, then position n with `next`.
+  uint64_t from = s.next;
+  if (s.next == 0 || n - s.next > window) {
+    reset();
+    from = n;
+    while (from > 1 && n - from < window && !target.hidden(from - 2).empty()) from--;
+  } else {
+    for (uint64_t p = s.next; p <= n; p++)
+      if (target.hidden(p - 1).empty()) {
+        reset();
+        from = n;
+        while (from > 1 && n - from < window && !target.hidden(from - 2).empty()) from--;
+        break;
+      }
+  }
+  if (s.next == 0) s.first = from;
+  const uint32_t hc = c.hc_dim();
+  const int T = int(n + 1 - from);
+  s.toks.assign(size_t(T), 0);
+  s.P.resize(size_t(T) * hc);
+  for (int t = 0; t < T; t++) {
+    const uint64_t p = from + uint64_t(t);
+    s.toks[t] = p < n ? tok[p] : next;
+    const std::span<const float> h = target.hidden(p - 1);
+    std::copy(h.begin(), h.end(), s.P.begin() + size_t(t) * hc);
+  }
+  s.logits.resize(c.n_vocab);
+  mtp_rows(mi, s, s.toks.data(), s.P.data(), T, from, s.logits.data());
+  s.seen.assign(tok.begin(), tok.end());
+  s.seen.push_back(next);
+  s.next = n + 1;
+
+  std::vector<int32_t> drafts{argmax(s.logits.data(), c.n_vocab)};
+  while (drafts.size() < k && s.next + drafts.size() < target.capacity()) {
+    s.P.assign(s.H_out.end() - hc, s.H_out.end());
+    const int32_t d = drafts.back();
+    mtp_rows(mi, s, &d, s.P.data(), 1, n + drafts.size(), s.logits.data());
+    drafts.push_back(argmax(s.logits.data(), c.n_vocab));
+  }
+  L.n_raw -= uint32_t(drafts.size() - 1);  // the draft rows: only committed positions stay
+  return drafts;
+}
+
+}  // namespace ds4
