@@ -10,10 +10,12 @@
 #include <fstream>
 #include <memory>
 
+#include "config/drafter_spec.hpp"
 #include "ds4ctl/command_registry.hpp"
 #include "ds4ctl/default_model.hpp"
 #include "ds4ctl/eval_agent/agent_eval.hpp"
 #include "engine/model/model.hpp"
+#include "engine/model/mtp.hpp"
 #include "gateway/serving/ds4_backend.hpp"
 
 namespace {
@@ -24,6 +26,8 @@ struct EvalArgs {
   double min_call = 0, min_answer = 0, min_plain = 0, min_dsml = 0;
   bool show = false, exact = false, free = false;
   unsigned threads = 0;
+  std::string drafter;  // none, ngram or mtp:FILE (config/drafter_spec.hpp)
+  size_t k = 4;
 };
 
 int run_eval(const EvalArgs& a) {
@@ -32,9 +36,18 @@ int run_eval(const EvalArgs& a) {
   lo.threads = a.threads;
   lo.arithmetic = a.exact ? ds4::Arithmetic::Exact : ds4::Arithmetic::Fast;
   const auto backend = ds4::serving::Ds4Backend::load(a.model, lo);
+  // With a drafter the replies are the same; what changes is how many forwards they take.
+  const ds4::config::DrafterSpec spec = ds4::config::parse_drafter(a.drafter);
+  std::unique_ptr<ds4::serving::Drafter> drafter;
+  if (spec.kind == ds4::config::DrafterKind::Ngram) drafter = ds4::serving::make_ngram_drafter();
+  if (spec.kind == ds4::config::DrafterKind::Mtp) {
+    backend->set_drafter_model(ds4::MtpModel::load(spec.path, backend->model(), a.model));
+    drafter = ds4::serving::make_mtp_drafter();
+  }
   std::vector<Case> cases = load_cases(a.cases);
   if (a.limit && cases.size() > a.limit) cases.resize(a.limit);
-  const Report r = evaluate(backend, cases, a.max_new, a.free ? Decoding::Free : Decoding::Served);
+  const Report r =
+      evaluate(backend, cases, a.max_new, a.free ? Decoding::Free : Decoding::Served, {drafter.get(), a.k});
   if (a.show)
     for (size_t i = 0; i < r.results.size(); ++i)
       fmt::print("case {} {}{} {}: {}\n  output: {}\n", i, cases[i].kind, cases[i].heldout ? " (held-out)" : "",
@@ -50,6 +63,10 @@ int run_eval(const EvalArgs& a) {
   };
   fmt::print("{} cases, {} generated tokens, {} decodes weighing names, {} prompts tokenized differently by Python\n",
              cases.size(), r.generated_tokens, r.weighing_decodes, r.ids_mismatch);
+  if (drafter)
+    fmt::print("speculation {} k {}: {} drafted, {} accepted, acceptance {:.3f}\n", ds4::config::drafter_name(spec),
+               a.k, r.speculation.drafted, r.speculation.accepted,
+               r.speculation.drafted ? double(r.speculation.accepted) / double(r.speculation.drafted) : 0.0);
   line("dsml", r.well_formed, a.min_dsml);
   line("call", r.call, a.min_call);
   line("answer", r.answer, a.min_answer);
@@ -62,9 +79,9 @@ int run_eval(const EvalArgs& a) {
     };
     out << fmt::format(
         "{{\"cases\": {}, \"dsml\": {}, \"call\": {}, \"answer\": {}, \"plain\": {}, \"ids_mismatch\": {}, "
-        "\"generated_tokens\": {}, \"weighing_decodes\": {}}}\n",
+        "\"generated_tokens\": {}, \"weighing_decodes\": {}, \"drafted\": {}, \"accepted\": {}}}\n",
         cases.size(), js(r.well_formed), js(r.call), js(r.answer), js(r.plain), r.ids_mismatch, r.generated_tokens,
-        r.weighing_decodes);
+        r.weighing_decodes, r.speculation.drafted, r.speculation.accepted);
   }
   return ok ? 0 : 1;
 }
@@ -93,6 +110,9 @@ ds4ctl::Register reg{
                    "plain greedy decoding, the model alone (default: the server's token rules for tool requests: "
                    "DSML structure, declared tool and parameter names, no end inside a call)");
       sub.add_option("-t,--threads", a->threads, "worker threads; 0 uses every core");
+      sub.add_option("--speculation-drafter", a->drafter,
+                     "verify drafts while decoding (none, ngram, mtp:FILE); replies unchanged, acceptance reported");
+      sub.add_option("--speculation-k", a->k, "drafts per verify")->capture_default_str();
       return [a] { return run_eval(*a); };
     }};
 

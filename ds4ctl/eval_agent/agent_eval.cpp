@@ -106,7 +106,7 @@ std::vector<Case> load_cases(const std::filesystem::path& jsonl) {
 
 Reply generate_reply(const std::shared_ptr<serving::Ds4Backend>& backend, serving::EngineSequence& seq,
                      const std::string& request_json, size_t max_new_tokens, Decoding decoding,
-                     const sampler::SamplerConfig& sampling) {
+                     const sampler::SamplerConfig& sampling, Speculation speculation) {
   Reply out;
   const protocol::ChatRequest req = protocol::parse_chat_request(json::parse(request_json));
   const protocol::RenderResult rendered = protocol::render_chat(req, nullptr, protocol::ContractMode::Off);
@@ -123,8 +123,9 @@ Reply generate_reply(const std::shared_ptr<serving::Ds4Backend>& backend, servin
   seq.clear();
   seq.append(out.prompt_ids);
   sampler::Sampler sampler(sampling);
-  serving::TurnDecoder decoder(seq, *backend, policy.get(),
-                               [&](std::span<const float> l) { return sampler.sample(l); });
+  serving::TurnDecoder decoder(
+      seq, *backend, policy.get(), [&](std::span<const float> l) { return sampler.sample(l); }, speculation.drafter,
+      speculation.k, out.prompt_ids);
   protocol::OutputParser parser(rendered.thinking != protocol::Thinking::Off);
   protocol::Utf8Assembler utf8;
   for (size_t n = 0; n < max_new_tokens; ++n) {
@@ -146,11 +147,12 @@ Reply generate_reply(const std::shared_ptr<serving::Ds4Backend>& backend, servin
   parser.finish();
   out.message = parser.message();
   out.weighing_decodes = decoder.weighing_decodes();
+  out.speculation = decoder.speculation();
   return out;
 }
 
 Report evaluate(const std::shared_ptr<serving::Ds4Backend>& backend, const std::vector<Case>& cases,
-                size_t max_new_tokens, Decoding decoding) {
+                size_t max_new_tokens, Decoding decoding, Speculation speculation) {
   // The server's engine face: its sequence (with the rollback that weighing names needs).
   const std::unique_ptr<serving::EngineSequence> seq = backend->new_sequence();
   sampler::SamplerConfig greedy;  // ties go to the lowest id
@@ -158,7 +160,9 @@ Report evaluate(const std::shared_ptr<serving::Ds4Backend>& backend, const std::
   Report rep;
   for (const Case& c : cases) {
     CaseResult r;
-    Reply reply = generate_reply(backend, *seq, c.request_json, max_new_tokens, decoding, greedy);
+    Reply reply = generate_reply(backend, *seq, c.request_json, max_new_tokens, decoding, greedy, speculation);
+    rep.speculation.drafted += reply.speculation.drafted;
+    rep.speculation.accepted += reply.speculation.accepted;
     r.prompt = std::move(reply.prompt);
     if (!c.python_ids.empty() && c.python_ids != reply.prompt_ids) {
       r.ids_match = false;

@@ -14,7 +14,9 @@
 
 #include "engine/sampler/sampler.hpp"
 #include "gateway/protocol/parsed_message.hpp"
+#include "gateway/serving/drafter.hpp"
 #include "gateway/serving/ds4_backend.hpp"
+#include "gateway/serving/speculator.hpp"
 
 namespace ds4::agent_eval {
 
@@ -47,8 +49,16 @@ struct Report {
   Score well_formed[2];                // call cases whose reply is a complete, parseable DSML tool-call block
   size_t ids_mismatch = 0;
   size_t generated_tokens = 0;
-  size_t weighing_decodes = 0;  // decodes spent weighing names (served decoding), beyond generated_tokens
+  size_t weighing_decodes = 0;             // decodes spent weighing names (served decoding), beyond generated_tokens
+  serving::SpeculationCounts speculation;  // drafts proposed and accepted (with a drafter)
   std::vector<CaseResult> results;
+};
+
+// Exact speculative decoding during the evaluation (docs/speculation.md): the replies are the same
+// with or without it; what it measures is the drafter's acceptance on the cases.
+struct Speculation {
+  serving::Drafter* drafter = nullptr;  // null: none
+  size_t k = 0;
 };
 
 // Served: greedy under the server's token rules for requests with tools (DSML structure greedy,
@@ -60,7 +70,7 @@ enum class Decoding { Served, Free };
 
 // Runs every case on `backend` greedily, at most `max_new_tokens` per case.
 Report evaluate(const std::shared_ptr<serving::Ds4Backend>& backend, const std::vector<Case>& cases,
-                size_t max_new_tokens = 160, Decoding decoding = Decoding::Served);
+                size_t max_new_tokens = 160, Decoding decoding = Decoding::Served, Speculation speculation = {});
 
 // One reply as evaluate() generates it.
 struct Reply {
@@ -69,6 +79,7 @@ struct Reply {
   std::vector<int32_t> tokens;      // the tokens chosen, an end of generation excluded
   size_t chosen = 0;                // decode steps taken (an end of generation included)
   size_t weighing_decodes = 0;      // decodes spent weighing names, beyond `chosen`
+  serving::SpeculationCounts speculation;
   std::string output;               // the tokens' text
   protocol::ParsedMessage message;  // the output parsed as the gateway parses it
 };
@@ -79,6 +90,6 @@ struct Reply {
 // closes as the chat endpoint does.
 Reply generate_reply(const std::shared_ptr<serving::Ds4Backend>& backend, serving::EngineSequence& seq,
                      const std::string& request_json, size_t max_new_tokens, Decoding decoding,
-                     const sampler::SamplerConfig& sampling);
+                     const sampler::SamplerConfig& sampling, Speculation speculation = {});
 
 }  // namespace ds4::agent_eval

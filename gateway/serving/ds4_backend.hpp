@@ -52,6 +52,7 @@ class Ds4Backend final : public EngineBackend {
   void step(std::span<StepEntry> entries) override;
 
   const tokenizer::Tokenizer& tokenizer() const { return tokenizer_; }
+  const std::shared_ptr<const Model>& model() const { return model_; }
 
  private:
   std::shared_ptr<const Model> model_;
