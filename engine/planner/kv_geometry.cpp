@@ -48,6 +48,7 @@ KvCost kv_cost(const KvGeometry& g, uint64_t context, uint32_t prefill_cap) {
     }
   }
   c.raw_ring_bytes += uint64_t{g.drafter_layers} * c.raw_cap * latent_row;
+  if (g.drafter_layers) c.raw_ring_bytes += (uint64_t{g.window} + KvGeometry::kDrafterRollback) * g.drafter_state_row;
   return c;
 }
 

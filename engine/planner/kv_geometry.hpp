@@ -21,6 +21,10 @@ struct KvGeometry {
   uint32_t indexer_dim = 128;   // width of an indexer row (attention.indexer.key_length)
   uint32_t window = 128;        // logical raw window (attention.sliding_window)
   uint32_t drafter_layers = 0;  // MTP blocks: one raw ring each, no compressor
+  // With a drafter the target keeps the final HC state (this many bytes: n_hc x n_embd floats)
+  // of its last window + kDrafterRollback positions, which the block reads (engine/model/mtp.hpp).
+  uint64_t drafter_state_row = 0;
+  static constexpr uint32_t kDrafterRollback = 64;
 
   // DeepSeek V4 Flash as shipped: 43 layers, ratios 0,0,4,128,4,128,...,4.
   static KvGeometry ds4_flash();
@@ -29,7 +33,7 @@ struct KvGeometry {
 struct KvCost {
   uint32_t raw_cap = 0;          // rows per raw ring (GPU rule)
   uint64_t bytes_per_token = 0;  // compressed + indexer rows per context token, all layers
-  uint64_t raw_ring_bytes = 0;   // fixed: raw rings of every layer (and drafter)
+  uint64_t raw_ring_bytes = 0;   // fixed: raw rings of every layer (and drafter), the drafter's states
   uint64_t state_bytes = 0;      // fixed: compressor + index compressor states
   uint64_t spare_row_bytes = 0;  // fixed: the 2 extra rows per compressed/indexer buffer
   uint64_t fixed_bytes() const { return raw_ring_bytes + state_bytes + spare_row_bytes; }

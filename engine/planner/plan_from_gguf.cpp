@@ -89,6 +89,7 @@ PlanInput plan_input_from_gguf(const GgufPlanRequest& r) {
   if (!r.drafter_path.empty()) {
     const gguf::GgufFile drafter = gguf::GgufFile::open(r.drafter_path);
     m.kv.drafter_layers = count_drafter_blocks(drafter);
+    m.kv.drafter_state_row = m.dims.hc_streams * m.dims.embedding * 4;
     in.sidecar_bytes = drafter.size();
   }
   if (r.sidecar_bytes) in.sidecar_bytes = *r.sidecar_bytes;

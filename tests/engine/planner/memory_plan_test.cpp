@@ -59,6 +59,16 @@ TEST(KvCost, DrafterAddsARing) {
   EXPECT_EQ(kv_cost(g, 4096, 2048).raw_ring_bytes - base, 2304u * 2048u);
 }
 
+// The target keeps the final HC states the block reads: (window + 64) rows of n_hc x n_embd
+// floats, 12 MiB on DS4 Flash.
+TEST(KvCost, DrafterStatesAreCounted) {
+  KvGeometry g = KvGeometry::ds4_flash();
+  g.drafter_layers = 1;
+  const uint64_t ring = kv_cost(g, 4096, 2048).raw_ring_bytes;
+  g.drafter_state_row = 4ull * 4096 * 4;
+  EXPECT_EQ(kv_cost(g, 4096, 2048).raw_ring_bytes - ring, (128u + 64u) * 65536u);
+}
+
 struct PlanCase {
   const char* name;
   uint64_t context;
