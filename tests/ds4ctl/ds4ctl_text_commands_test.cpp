@@ -208,6 +208,24 @@ TEST(Ds4ctlBenchServe, ChecksOutputsAgainstSoloAndPrintsBothParts) {
   EXPECT_NE(zero.err.find("\"0\" is not a client count (1..64)"), std::string::npos) << zero.err;
 }
 
+TEST(Ds4ctlBenchSpec, ChecksOutputsAgainstKZeroAndPrintsOneRowPerDepth) {
+  const ProcessResult r =
+      ds4ctl(std::string("bench-spec -m ") + DS4D_AGENT_MODEL + " -t 2 --tokens 16 --repeats 1 --k 0,2");
+  ASSERT_EQ(r.status, 0) << r.err << r.out;
+  EXPECT_TRUE(
+      std::regex_search(r.out, std::regex(R"(drafter +K +tokens +drafted +accepted +acceptance +tok/s +vs K=0\n)")))
+      << r.out;
+  // drafter, K, tokens, drafted, accepted, acceptance, tok/s, ratio
+  EXPECT_TRUE(std::regex_search(r.out, std::regex(R"(\nnone +0 +[0-9]+ +0 +0 +- +[0-9.]+ +1\.00x\n)"))) << r.out;
+  EXPECT_TRUE(
+      std::regex_search(r.out, std::regex(R"(\nngram +2 +[0-9]+ +[0-9]+ +[0-9]+ +([0-9.]+|-) +[0-9.]+ +[0-9.]+x\n)")))
+      << r.out;
+  EXPECT_NE(r.out.find("every output identical to K = 0's: yes"), std::string::npos) << r.out;
+  const ProcessResult bad = ds4ctl(std::string("bench-spec -m ") + DS4D_AGENT_MODEL + " --drafters ngram,eagle");
+  EXPECT_NE(bad.status, 0);
+  EXPECT_NE(bad.err.find("unknown drafter 'eagle'"), std::string::npos) << bad.err;
+}
+
 TEST(Ds4ctlBench, RejectsBadArguments) {
   EXPECT_NE(ds4ctl("bench").status, 0);  // neither a model nor --kernels
   const ProcessResult abc = ds4ctl("bench -m " + model() + " --contexts 0,abc");

@@ -1,6 +1,10 @@
 // MTP sidecar catalogue, names and binding check; see mtp_sidecar.hpp.
 #include "toolchain/convert/mtp_sidecar.hpp"
 
+#include <algorithm>
+#include <map>
+#include <set>
+
 #include "engine/gguf/gguf_error.hpp"
 #include "engine/gguf/gguf_reader.hpp"
 #include "engine/gguf/sidecar_binding.hpp"
@@ -68,6 +72,65 @@ void verify_sidecar(const std::string& main_gguf, const std::string& sidecar_ggu
     gguf::check_sidecar_binding(main_gguf, sidecar_gguf);
   } catch (const gguf::GgufError& e) {
     throw ConvertError(e.path(), "", e.detail());
+  }
+}
+
+bool is_mtp_sidecar(const gguf::GgufFile& f) {
+  if (f.get_or<std::string>("ds4d.convert.role", "") == "mtp") return true;
+  return std::any_of(f.tensors().begin(), f.tensors().end(),
+                     [](const gguf::TensorInfo& t) { return t.name.rfind("mtp.0.", 0) == 0; });
+}
+
+std::vector<std::string> check_mtp_layout(const gguf::GgufFile& f) {
+  std::vector<std::string> issues;
+  gguf::Ds4Dims d;
+  try {
+    d = gguf::Ds4Dims::from_metadata(f);
+  } catch (const gguf::GgufError& e) {
+    return {e.detail()};
+  }
+  auto type_name = [](Type t) { return std::string(quant::type_info(t).name); };
+  std::set<std::string> expected;
+  std::map<std::string, Type> found;
+  for (const gguf::TensorRule& r : mtp_catalogue(d)) {
+    expected.insert(r.name);
+    const gguf::TensorInfo* t = f.find_tensor(r.name);
+    if (!t) {
+      issues.push_back("missing tensor '" + r.name + "'");
+      continue;
+    }
+    found[r.name] = t->type;
+    if (t->dims != r.dims) issues.push_back("tensor '" + r.name + "' has the wrong shape for this file's metadata");
+    if (std::find(r.allowed.begin(), r.allowed.end(), t->type) == r.allowed.end()) {
+      std::string allowed;
+      for (Type a : r.allowed) {
+        if (!allowed.empty()) allowed += '|';
+        allowed += type_name(a);
+      }
+      issues.push_back("tensor '" + r.name + "' has type " + type_name(t->type) + ", the engine accepts " + allowed);
+    }
+  }
+  const std::string g = "mtp.0.ffn_gate_exps.weight", u = "mtp.0.ffn_up_exps.weight";
+  if (found.count(g) && found.count(u) && found[g] != found[u])
+    issues.push_back("tensor '" + u + "' has type " + type_name(found[u]) + " but the gate experts are " +
+                     type_name(found[g]) + " (gate and up must match)");
+  for (const gguf::TensorInfo& t : f.tensors())
+    if (!expected.count(t.name)) issues.push_back("unexpected tensor '" + t.name + "' (not part of the MTP block)");
+  return issues;
+}
+
+void check_same_dims(const gguf::GgufFile& sidecar, const gguf::GgufFile& base) {
+  for (const gguf::KeyValue& kv : sidecar.metadata()) {
+    if (kv.key.rfind("deepseek4.", 0) != 0) continue;
+    const gguf::KeyValue* b = nullptr;
+    for (const gguf::KeyValue& x : base.metadata())
+      if (x.key == kv.key) b = &x;
+    if (!b)
+      throw ConvertError(sidecar.path(), "", "metadata key '" + kv.key + "' is missing from the base " + base.path());
+    if (!(b->value == kv.value))
+      throw ConvertError(sidecar.path(), "",
+                         "metadata key '" + kv.key + "' differs from the base " + base.path() +
+                             " (a drafter is made for one model's dims)");
   }
 }
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "engine/gguf/ds4_layout.hpp"
+#include "engine/gguf/gguf_reader.hpp"
 
 namespace ds4::convert {
 
@@ -25,5 +26,16 @@ std::string sidecar_path_for(const std::string& output);
 // Throws ConvertError naming the sidecar when it is not bound to `main_gguf` (different source
 // fingerprint or artifact id, or missing keys): gguf::check_sidecar_binding, which ds4d uses.
 void verify_sidecar(const std::string& main_gguf, const std::string& sidecar_gguf);
+
+// Whether `f` is an MTP sidecar: ds4d.convert.role is "mtp" or a tensor is named "mtp.0.*".
+bool is_mtp_sidecar(const gguf::GgufFile& f);
+// Checks a sidecar against mtp_catalogue of its own deepseek4.* metadata: every tensor present
+// with its shape and an allowed type, gate and up experts of one type, nothing else. One message
+// per violation (empty: the engine can load it). Never throws.
+std::vector<std::string> check_mtp_layout(const gguf::GgufFile& f);
+// Throws ConvertError naming the sidecar, the base and the key when a deepseek4.* key of the
+// sidecar is missing from the base or holds another value there (a drafter works only with
+// the model whose dims it was made for).
+void check_same_dims(const gguf::GgufFile& sidecar, const gguf::GgufFile& base);
 
 }  // namespace ds4::convert

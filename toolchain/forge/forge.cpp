@@ -6,7 +6,10 @@
 #include <stdexcept>
 
 #include "engine/gguf/ds4_metadata.hpp"
+#include "engine/gguf/gguf_reader.hpp"
+#include "engine/gguf/sidecar_binding.hpp"
 #include "engine/quant/quant.hpp"
+#include "toolchain/convert/mtp_sidecar.hpp"
 #include "toolchain/forge/forge_random.hpp"
 #include "toolchain/forge/forge_vocab.hpp"
 
@@ -23,7 +26,7 @@ std::vector<uint32_t> ds4_ratios(uint32_t n_layer) {
 }
 
 std::string_view local_name(std::string_view name) {
-  if (name.substr(0, 4) == "blk.") name = name.substr(name.find('.', 4) + 1);
+  if (name.substr(0, 4) == "blk." || name.substr(0, 4) == "mtp.") name = name.substr(name.find('.', 4) + 1);
   return name.substr(0, name.rfind('.'));
 }
 
@@ -42,10 +45,10 @@ class RowInit {
     else if (n == "output") std_ = 3.0 / std::sqrt(fan_in);
     else if (n == "ffn_gate_inp") std_ = 2.0 / std::sqrt(fan_in);
     else if (n == "attn_kv_a_norm") mean_ = 1.5, std_ = 0.15;
-    else if (ends_with(n, "_norm")) mean_ = 1.0, std_ = 0.1;
+    else if (ends_with(n, "_norm") || n == "enorm" || n == "hnorm" || n == "norm") mean_ = 1.0, std_ = 0.1;
     else if (n == "attn_sinks") mean_ = 1.0, std_ = 1.0;
     else if (ends_with(n, "_scale")) uniform_ = true;
-    else if (n == "output_hc_base") std_ = 0.5;
+    else if (n == "output_hc_base" || n == "hc_head_base") std_ = 0.5;
     else if (ends_with(n, "_base")) hc_base_ = true;
     else if (ends_with(n, "_ape")) std_ = 0.5;
     else if (n == "exp_probs_b") std_ = 0.1;
@@ -156,11 +159,12 @@ ForgePreset forge_preset(std::string_view name) {
   return p;
 }
 
-GgufWriter forge_writer(const ForgePreset& preset, uint64_t seed, ForgeSummary* summary) {
-  GgufWriter w;
-  set_metadata(w, preset, seed);
-  ForgeSummary s;
-  auto rules = std::make_shared<std::vector<TensorRule>>(ds4_tensor_catalogue(preset.dims));
+namespace {
+
+// Adds every tensor of `catalogue` to `w` by the q2 recipe; `s` receives the sizes.
+void add_tensors(GgufWriter& w, std::vector<TensorRule> catalogue, const ForgePreset& preset, uint64_t seed,
+                 ForgeSummary& s) {
+  auto rules = std::make_shared<std::vector<TensorRule>>(std::move(catalogue));
   auto p = std::make_shared<ForgePreset>(preset);
   for (const TensorRule& rule : *rules) {
     const Type type = rule.allowed.front();  // the q2 recipe
@@ -175,6 +179,29 @@ GgufWriter forge_writer(const ForgePreset& preset, uint64_t seed, ForgeSummary* 
   }
   s.n_tensors = rules->size();
   s.file_bytes = w.file_size();
+}
+
+}  // namespace
+
+GgufWriter forge_writer(const ForgePreset& preset, uint64_t seed, ForgeSummary* summary) {
+  GgufWriter w;
+  set_metadata(w, preset, seed);
+  ForgeSummary s;
+  add_tensors(w, ds4_tensor_catalogue(preset.dims), preset, seed, s);
+  if (summary) *summary = s;
+  return w;
+}
+
+GgufWriter forge_drafter_writer(const ForgePreset& preset, uint64_t seed, const std::string& base_digest,
+                                ForgeSummary* summary) {
+  GgufWriter w;
+  Ds4HyperParams hp;
+  hp.context_length = preset.context_length;
+  set_ds4_model_metadata(w, preset.dims, hp, "ds4-forged-" + preset.name + "-seed" + std::to_string(seed) + "-mtp");
+  w.set("ds4d.convert.role", std::string("mtp"));
+  w.set(kMtpBaseDigestKey, base_digest);
+  ForgeSummary s;
+  add_tensors(w, convert::mtp_catalogue(preset.dims), preset, seed, s);
   if (summary) *summary = s;
   return w;
 }
@@ -182,6 +209,14 @@ GgufWriter forge_writer(const ForgePreset& preset, uint64_t seed, ForgeSummary* 
 ForgeSummary forge_model(const ForgePreset& preset, uint64_t seed, const std::string& path) {
   ForgeSummary s;
   GgufWriter w = forge_writer(preset, seed, &s);
+  w.write(path);
+  return s;
+}
+
+ForgeSummary forge_drafter(const ForgePreset& preset, uint64_t seed, const std::string& main_path,
+                           const std::string& path) {
+  ForgeSummary s;
+  GgufWriter w = forge_drafter_writer(preset, seed, mtp_base_digest(GgufFile::open(main_path)), &s);
   w.write(path);
   return s;
 }

@@ -37,4 +37,13 @@ GgufWriter forge_writer(const ForgePreset& preset, uint64_t seed, ForgeSummary* 
 // Forges and writes `path`.
 ForgeSummary forge_model(const ForgePreset& preset, uint64_t seed, const std::string& path);
 
+// The forged model's MTP drafter: a sidecar with every tensor of convert::mtp_catalogue for the
+// preset's dims, the same distributions and q2 recipe, its own streams of the same seed, role
+// "mtp" and bound to its base by `base_digest` (gguf::mtp_base_digest of the forged main file).
+GgufWriter forge_drafter_writer(const ForgePreset& preset, uint64_t seed, const std::string& base_digest,
+                                ForgeSummary* summary = nullptr);
+// Forges the drafter of the main file at `main_path` (forged with the same preset) to `path`.
+ForgeSummary forge_drafter(const ForgePreset& preset, uint64_t seed, const std::string& main_path,
+                           const std::string& path);
+
 }  // namespace ds4::gguf::forge

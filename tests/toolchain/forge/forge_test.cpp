@@ -1,9 +1,11 @@
 // The forge: byte-identical output per seed, the full DS4 layout with the q2 recipe, the same
 // metadata values and tensor table as the GGML-written ds4-tiny, the documented weight statistics,
-// and a byte-level BPE vocabulary with the DS4 specials where the ds4-tiny model has them.
+// and a byte-level BPE vocabulary with the DS4 specials where the ds4-tiny model has them; the
+// forged MTP drafter: the MTP catalogue with the q2 types, bound to its model, same seed same bytes.
 #include "toolchain/forge/forge.hpp"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstring>
@@ -13,8 +15,11 @@
 #include <set>
 
 #include "engine/gguf/ds4_layout.hpp"
+#include "engine/gguf/gguf_error.hpp"
+#include "engine/gguf/sidecar_binding.hpp"
 #include "engine/quant/quant.hpp"
 #include "tests/engine/gguf/test_paths.hpp"
+#include "toolchain/convert/mtp_sidecar.hpp"
 #include "toolchain/forge/forge_random.hpp"
 #include "toolchain/forge/forge_vocab.hpp"
 
@@ -164,6 +169,57 @@ TEST(Forge, BenchPresetIsMemoryBound) {
   EXPECT_LE(s.file_bytes, 2000ull << 20);
   EXPECT_EQ(s.file_bytes, w.file_size());
   EXPECT_THROW(forge_preset("huge"), std::invalid_argument);
+}
+
+TEST(ForgeDrafter, TinyDrafterFollowsTheMtpCatalogueAndBindsToItsModel) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("forge-drafter-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string main1 = (dir / "m1.gguf").string(), main2 = (dir / "m2.gguf").string();
+  const std::string side = (dir / "m1.mtp.gguf").string();
+  forge_model(forge_preset("tiny"), 1, main1);
+  forge_model(forge_preset("tiny"), 2, main2);
+  const ForgeSummary s = forge_drafter(forge_preset("tiny"), 1, main1, side);
+
+  EXPECT_NO_THROW(check_sidecar_binding(main1, side));
+  try {
+    check_sidecar_binding(main2, side);
+    ADD_FAILURE() << "a drafter bound to another model's weights passed";
+  } catch (const GgufError& e) {
+    EXPECT_NE(std::string(e.what()).find(kMtpBaseDigestKey), std::string::npos) << e.what();
+  }
+  const GgufFile f = GgufFile::open(side);
+  EXPECT_TRUE(convert::check_mtp_layout(f).empty());
+  const std::vector<TensorRule> cat = convert::mtp_catalogue(forge_preset("tiny").dims);
+  ASSERT_EQ(f.tensors().size(), cat.size());
+  EXPECT_EQ(s.n_tensors, cat.size());
+  for (const TensorRule& r : cat) {
+    const TensorInfo& t = f.tensor(r.name);
+    EXPECT_EQ(t.type, r.allowed.front()) << r.name;  // the q2 recipe
+    EXPECT_EQ(t.dims, r.dims) << r.name;
+  }
+  const auto [m, sd] = mean_std(dequantized(f, "mtp.0.enorm.weight"));
+  EXPECT_NEAR(m, 1.0, 0.05);
+  EXPECT_NEAR(sd, 0.1, 0.03);
+
+  // Same seed and base, same bytes; another seed, other weights.
+  const std::string digest = mtp_base_digest(GgufFile::open(main1));
+  const std::vector<std::byte> again = forge_drafter_writer(forge_preset("tiny"), 1, digest).write_to_memory();
+  std::ifstream in(side, std::ios::binary);
+  std::vector<char> disk((std::istreambuf_iterator<char>(in)), {});
+  ASSERT_EQ(disk.size(), again.size());
+  EXPECT_EQ(std::memcmp(disk.data(), again.data(), disk.size()), 0);
+  EXPECT_FALSE(forge_drafter_writer(forge_preset("tiny"), 2, digest).write_to_memory() == again);
+  fs::remove_all(dir);
+}
+
+TEST(ForgeDrafter, BenchDrafterHasTheMtpCatalogue) {
+  // Sizes only: the bench drafter's tensors are generated while writing, which this does not do.
+  ForgeSummary s;
+  const GgufWriter w = forge_drafter_writer(forge_preset("bench"), 1, "0123456789abcdef", &s);
+  EXPECT_EQ(s.n_tensors, convert::mtp_catalogue(forge_preset("bench").dims).size());
+  EXPECT_EQ(s.file_bytes, w.file_size());
+  EXPECT_GT(s.weight_bytes, 0u);
 }
 
 TEST(ForgeVocab, Ds4TinyLayout) {
