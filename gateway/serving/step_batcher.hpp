@@ -107,6 +107,11 @@ class BatchedSequence final : public EngineSequence {
   void truncate(size_t n) override { inner_.truncate(n); }
   std::vector<uint8_t> snapshot() const override { return inner_.snapshot(); }
   void restore(std::span<const uint8_t> state) override { inner_.restore(state); }
+  // Drafting is work of this session alone (an MTP block's forward): steps do not wait for it.
+  std::vector<Token> model_draft(Token next, size_t k) override {
+    idle();
+    return inner_.model_draft(next, k);
+  }
 
   // Steps stop waiting for this sequence until its next append() or verify(): call it before
   // anything slow between them (a checkpoint write) and when the turn ends.

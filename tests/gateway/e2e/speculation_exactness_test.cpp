@@ -1,6 +1,6 @@
 // Exact speculative decoding on the real engine (docs/speculation.md §why-the-output-is-exact): for every
 // depth K = 0..6 the served tokens are the ones plain decoding serves, on the embedded agent
-// model and the forged tiny model, with the ngram drafter, with a drafter that is always right
+// model and the forged tiny model, with the ngram and MTP drafters, with a drafter that is always right
 // (100 % acceptance) and one that is always wrong (0 %), with sampling at a fixed seed, and
 // with a token policy acting on drafted positions. Each depth logs the SHA-256 of its outputs.
 #include <fmt/format.h>
@@ -15,6 +15,7 @@
 #include <map>
 #include <optional>
 
+#include "engine/model/mtp.hpp"
 #include "engine/sampler/sampler.hpp"
 #include "gateway/serving/drafter.hpp"
 #include "gateway/serving/ds4_backend.hpp"
@@ -130,13 +131,31 @@ class SpeculationExactness : public ::testing::TestWithParam<const char*> {
   }
   static void TearDownTestSuite() { backends_.clear(); }
 
-  std::unique_ptr<serving::Service> service(std::shared_ptr<serving::Drafter> drafter, size_t k) {
+  std::unique_ptr<serving::Service> service(std::shared_ptr<serving::Drafter> drafter, size_t k,
+                                            std::shared_ptr<serving::Ds4Backend> backend = {}) {
     serving::ServiceConfig c;
     c.drafter = std::move(drafter);
     c.speculation_k = k;
     auto s = std::make_unique<serving::Service>(c, metrics_);
-    s->set_backend(backend_);
+    s->set_backend(backend ? backend : backend_);
     return s;
+  }
+
+  // The model again, its sequences drafting with its MTP sidecar (the committed one of the agent
+  // model, the forged one of the forged model).
+  std::shared_ptr<serving::Ds4Backend> mtp_backend() {
+    const std::string sidecar = std::string(GetParam()) == "agent" ? model_path("DS4D_AGENT_MTP", DS4D_AGENT_MTP)
+                                                                   : model_path("DS4D_TINY_MTP", DS4D_FORGED_TINY_MTP);
+    auto& b = backends_[path_ + "+" + sidecar];
+    if (!b) {
+      LoadOptions load;
+      load.threads = 2;
+      ContextOptions ctx;
+      ctx.context_length = 1024;
+      b = serving::Ds4Backend::load(path_, load, ctx);
+      b->set_drafter_model(MtpModel::load(sidecar, b->model(), path_));
+    }
+    return b;
   }
 
   // 56 prompts: chat turns and raw text, many repeating material (what prompt lookup finds),
@@ -198,6 +217,8 @@ class SpeculationExactness : public ::testing::TestWithParam<const char*> {
     return g;
   }
 
+  void greedy_at_every_depth(const std::string& drafter);
+
   std::string path_;
   std::shared_ptr<serving::Ds4Backend> backend_;
   serving::Metrics metrics_;
@@ -210,10 +231,16 @@ std::string digest(const std::vector<Output>& outs) {
 }
 
 TEST_P(SpeculationExactness, GreedyOutputIsByteIdenticalForEveryDepth) {
+  for (const std::string drafter : {"ngram", "mtp"}) greedy_at_every_depth(drafter);
+}
+
+void SpeculationExactness::greedy_at_every_depth(const std::string& drafter) {
   const std::vector<Case> cs = cases();
   std::vector<Output> base;
   for (size_t k = 0; k <= 6; ++k) {
-    auto s = service(std::shared_ptr<serving::Drafter>(serving::make_ngram_drafter()), k);
+    auto s = drafter == "mtp"
+                 ? service(std::shared_ptr<serving::Drafter>(serving::make_mtp_drafter()), k, mtp_backend())
+                 : service(std::shared_ptr<serving::Drafter>(serving::make_ngram_drafter()), k);
     std::vector<Output> outs;
     size_t drafted = 0, accepted = 0, tokens = 0;
     for (const Case& c : cs) {
@@ -223,16 +250,16 @@ TEST_P(SpeculationExactness, GreedyOutputIsByteIdenticalForEveryDepth) {
       tokens += outs.back().tokens.size();
     }
     std::cout << fmt::format(
-        "speculation model={} drafter=ngram K={} prompts={} tokens={} drafted={} accepted={} "
+        "speculation model={} drafter={} K={} prompts={} tokens={} drafted={} accepted={} "
         "sha256={}\n",
-        GetParam(), k, cs.size(), tokens, drafted, accepted, digest(outs));
+        GetParam(), drafter, k, cs.size(), tokens, drafted, accepted, digest(outs));
     if (k == 0) {
       EXPECT_EQ(drafted, 0u);
       base = outs;
       continue;
     }
-    EXPECT_GT(drafted, 0u) << "K=" << k << ": the ngram drafter never drafted, nothing was tested";
-    for (size_t i = 0; i < cs.size(); ++i) EXPECT_TRUE(outs[i] == base[i]) << "K=" << k << " prompt " << i;
+    EXPECT_GT(drafted, 0u) << "K=" << k << ": the " << drafter << " drafter never drafted, nothing was tested";
+    for (size_t i = 0; i < cs.size(); ++i) EXPECT_TRUE(outs[i] == base[i]) << drafter << " K=" << k << " prompt " << i;
   }
 }
 
@@ -282,9 +309,10 @@ TEST_P(SpeculationExactness, SampledOutputIsTheSameForASeedAtEveryDepth) {
   }
   plain->stop(std::chrono::milliseconds(0));
   auto oracle = std::make_shared<OracleDrafter>(OracleDrafter::Kind::Right, backend_->vocab_size());
-  for (auto drafter :
-       {std::shared_ptr<serving::Drafter>(serving::make_ngram_drafter()), std::shared_ptr<serving::Drafter>(oracle)}) {
-    auto s = service(drafter, 4);
+  auto mtp = std::shared_ptr<serving::Drafter>(serving::make_mtp_drafter());
+  for (auto drafter : {std::shared_ptr<serving::Drafter>(serving::make_ngram_drafter()),
+                       std::shared_ptr<serving::Drafter>(oracle), mtp}) {
+    auto s = drafter == mtp ? service(drafter, 4, mtp_backend()) : service(drafter, 4);
     size_t drafted = 0;
     for (size_t i = 0, j = 0; i < all.size(); i += 2, ++j) {
       sampling.seed = 1000 + i;
@@ -293,8 +321,10 @@ TEST_P(SpeculationExactness, SampledOutputIsTheSameForASeedAtEveryDepth) {
       drafted += o.drafted;
       EXPECT_TRUE(o == base[j]) << "prompt " << i;
     }
-    // Prompt lookup finds little in sampled text; the oracle always drafts.
-    if (drafter == oracle) EXPECT_GT(drafted, 0u);
+    // Prompt lookup finds little in sampled text; the oracle and the MTP block always draft.
+    if (drafter == oracle || drafter == mtp) {
+      EXPECT_GT(drafted, 0u);
+    }
   }
 }
 

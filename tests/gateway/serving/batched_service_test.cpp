@@ -116,6 +116,25 @@ TEST(StepBatcher, RunsWaitingSequencesTogetherAndSlicesAPrefillBesideDecodeRows)
   EXPECT_EQ(batcher.engaged(), 0u);
 }
 
+// An MTP drafter drafts through the batched sequence, outside any step (BatchedSequence used to
+// leave model_draft at the base class's "no draft head": the batched worker never drafted with an
+// MTP block).
+TEST(StepBatcher, ForwardsTheModelsDraftHeadOutsideTheSteps) {
+  class DraftingSequence final : public ScriptedSequence {
+   public:
+    using ScriptedSequence::ScriptedSequence;
+    std::vector<Token> model_draft(Token next, size_t k) override { return std::vector<Token>(k, next); }
+  };
+  ScriptedBackend backend("xy");
+  serving::StepBatcher batcher(backend, serving::StepBatcherConfig{});
+  DraftingSequence inner(backend);
+  auto seq = batcher.wrap(inner);
+  seq->append(std::vector<Token>{'a'});
+  EXPECT_EQ(batcher.engaged(), 1u);
+  EXPECT_EQ(seq->model_draft('b', 2), (std::vector<Token>{'b', 'b'}));
+  EXPECT_EQ(batcher.engaged(), 0u);  // steps do not wait while it drafts
+}
+
 TEST(StepBatcher, AnEntrysFailureReachesOnlyItsOwnCaller) {
   ScriptedBackend backend("xy", /*capacity=*/8);
   serving::StepBatcher batcher(backend, {});
