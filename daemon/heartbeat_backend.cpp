@@ -3,6 +3,8 @@
 
 #include <vector>
 
+#include "gateway/serving/forwarding_sequence.hpp"
+
 namespace ds4::daemon {
 namespace {
 
@@ -18,53 +20,43 @@ class CallGuard {
   WorkerHeartbeat::Call call_;
 };
 
-class HeartbeatSequence final : public serving::EngineSequence {
+// The computing calls (and snapshot/restore, as long as a prefill chunk) count as engine calls;
+// everything else passes through ForwardingSequence.
+class HeartbeatSequence final : public serving::ForwardingSequence {
  public:
   HeartbeatSequence(std::unique_ptr<serving::EngineSequence> inner, std::shared_ptr<WorkerHeartbeat> h)
-      : inner_(std::move(inner)), h_(std::move(h)) {}
-  const std::vector<serving::Token>& tokens() const override { return inner_->tokens(); }
-  size_t capacity() const override { return inner_->capacity(); }
+      : ForwardingSequence(*inner), owned_(std::move(inner)), h_(std::move(h)) {}
   void clear() override {
     CallGuard g(*h_);
-    inner_->clear();
+    ForwardingSequence::clear();
   }
   void append(std::span<const serving::Token> tokens) override {
     CallGuard g(*h_);
-    inner_->append(tokens);
+    ForwardingSequence::append(tokens);
   }
-  std::span<const float> logits() const override { return inner_->logits(); }
-  // The prefix cache's operations: each must reach the engine, or the daemon silently serves
-  // without warm sessions, disk checkpoints or rollback (the base class's defaults say "not
-  // supported"). A snapshot or restore of a long context is an engine call like a prefill chunk.
-  size_t truncate_floor() const override { return inner_->truncate_floor(); }
-  // Without these the worker saw no rollback room: no weighing of declared tool names and no
-  // speculative drafts, silently (docs/speculation.md §the-loop).
-  size_t rollback_room() const override { return inner_->rollback_room(); }
   std::vector<std::vector<float>> verify(std::span<const serving::Token> tokens) override {
     CallGuard g(*h_);
-    return inner_->verify(tokens);
+    return ForwardingSequence::verify(tokens);
   }
   void truncate(size_t n) override {
     CallGuard g(*h_);
-    inner_->truncate(n);
+    ForwardingSequence::truncate(n);
+  }
+  std::vector<serving::Token> model_draft(serving::Token next, size_t k) override {
+    CallGuard g(*h_);
+    return ForwardingSequence::model_draft(next, k);
   }
   std::vector<uint8_t> snapshot() const override {
     CallGuard g(*h_);
-    return inner_->snapshot();
+    return ForwardingSequence::snapshot();
   }
   void restore(std::span<const uint8_t> state) override {
     CallGuard g(*h_);
-    inner_->restore(state);
+    ForwardingSequence::restore(state);
   }
-  // Without it an MTP drafter drafts nothing, silently.
-  std::vector<serving::Token> model_draft(serving::Token next, size_t k) override {
-    CallGuard g(*h_);
-    return inner_->model_draft(next, k);
-  }
-  serving::EngineSequence& inner() { return *inner_; }
 
  private:
-  std::unique_ptr<serving::EngineSequence> inner_;
+  std::unique_ptr<serving::EngineSequence> owned_;
   std::shared_ptr<WorkerHeartbeat> h_;
 };
 

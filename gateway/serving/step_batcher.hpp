@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "gateway/serving/engine_backend.hpp"
+#include "gateway/serving/forwarding_sequence.hpp"
 
 namespace ds4::serving {
 
@@ -89,40 +90,28 @@ class StepBatcher {
 };
 
 // An EngineSequence whose computing calls go through a StepBatcher. One thread at a time.
-class BatchedSequence final : public EngineSequence {
+class BatchedSequence final : public ForwardingSequence {
  public:
-  BatchedSequence(StepBatcher& batcher, EngineSequence& inner) : batcher_(batcher), inner_(inner) {}
+  BatchedSequence(StepBatcher& batcher, EngineSequence& inner) : ForwardingSequence(inner), batcher_(batcher) {}
   ~BatchedSequence() override { idle(); }
   BatchedSequence(const BatchedSequence&) = delete;
   BatchedSequence& operator=(const BatchedSequence&) = delete;
 
-  const std::vector<Token>& tokens() const override { return inner_.tokens(); }
-  size_t capacity() const override { return inner_.capacity(); }
-  void clear() override { inner_.clear(); }
   void append(std::span<const Token> tokens) override;
-  std::span<const float> logits() const override { return inner_.logits(); }
   std::vector<std::vector<float>> verify(std::span<const Token> tokens) override;
-  size_t truncate_floor() const override { return inner_.truncate_floor(); }
-  size_t rollback_room() const override { return inner_.rollback_room(); }
-  void truncate(size_t n) override { inner_.truncate(n); }
-  std::vector<uint8_t> snapshot() const override { return inner_.snapshot(); }
-  void restore(std::span<const uint8_t> state) override { inner_.restore(state); }
   // Drafting is work of this session alone (an MTP block's forward): steps do not wait for it.
   std::vector<Token> model_draft(Token next, size_t k) override {
     idle();
-    return inner_.model_draft(next, k);
+    return ForwardingSequence::model_draft(next, k);
   }
 
   // Steps stop waiting for this sequence until its next append() or verify(): call it before
   // anything slow between them (a checkpoint write) and when the turn ends.
   void idle() { batcher_.disengage(*this); }
 
-  EngineSequence& inner() { return inner_; }
-
  private:
   friend class StepBatcher;
   StepBatcher& batcher_;
-  EngineSequence& inner_;
   bool engaged_ = false;  // guarded by the batcher's mutex
 };
 
