@@ -14,9 +14,11 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "config/drafter_spec.hpp"
 #include "ds4ctl/command_registry.hpp"
 #include "ds4ctl/count_list.hpp"
 #include "ds4ctl/default_model.hpp"
+#include "engine/model/mtp.hpp"
 #include "engine/sampler/sampler.hpp"
 #include "gateway/serving/drafter.hpp"
 #include "gateway/serving/ds4_backend.hpp"
@@ -57,23 +59,28 @@ std::string chat_turn(const std::string& text) {
 // A drafter under test and the sequence it decodes on (an MTP drafter's state lives with the
 // sequence: the backend attaches the drafter model to the sequences it makes afterwards).
 struct Lane {
-  std::string name;  // "none" for K = 0
+  std::string name;  // "none" for K = 0; an MTP drafter by its file name
   std::unique_ptr<ds4::serving::Drafter> drafter;
   std::unique_ptr<ds4::serving::EngineSequence> seq;
 };
 
-Lane make_lane(const std::string& spec, ds4::serving::Ds4Backend& backend) {
+Lane make_lane(const std::string& spec, ds4::serving::Ds4Backend& backend, const std::string& model_path) {
   Lane l;
   l.name = spec;
   if (spec == "none") {
-  } else if (spec == "ngram") {
-    l.drafter = ds4::serving::make_ngram_drafter();
-  } else if (spec.rfind("mtp:", 0) == 0) {
-    throw std::runtime_error("--drafters " + spec + ": the MTP drafter is not built yet");
-  } else {
-    throw std::runtime_error("--drafters: unknown drafter '" + spec + "' (known: ngram, mtp:FILE)");
+    l.seq = backend.new_sequence();
+    return l;
+  }
+  const ds4::config::DrafterSpec d = ds4::config::parse_drafter(spec);
+  if (d.kind == ds4::config::DrafterKind::Ngram) l.drafter = ds4::serving::make_ngram_drafter();
+  if (d.kind == ds4::config::DrafterKind::Mtp) {
+    // Only this lane's sequence gets the block (and keeps the final states it reads).
+    backend.set_drafter_model(ds4::MtpModel::load(d.path, backend.model(), model_path));
+    l.drafter = ds4::serving::make_mtp_drafter();
+    l.name = "mtp:" + std::filesystem::path(d.path).filename().string();
   }
   l.seq = backend.new_sequence();
+  backend.set_drafter_model(nullptr);
   return l;
 }
 
@@ -147,8 +154,8 @@ int run_bench_spec(const SpecBenchOptions& o) {
 
   // K = 0 decodes on a sequence of its own, with no drafter attached: plain serving.
   std::vector<Lane> lanes;
-  lanes.push_back(make_lane("none", *backend));
-  for (const std::string& d : o.drafters) lanes.push_back(make_lane(d, *backend));
+  lanes.push_back(make_lane("none", *backend, o.model_path));
+  for (const std::string& d : o.drafters) lanes.push_back(make_lane(d, *backend, o.model_path));
   struct Config {
     Lane* lane;
     size_t k;
@@ -177,7 +184,9 @@ int run_bench_spec(const SpecBenchOptions& o) {
       "model {}, {} prompts, {} tokens each, greedy, {} repeats interleaved; tok/s = completion tokens over "
       "decode time (prefill excluded), median\n",
       std::filesystem::path(o.model_path).filename().string(), prompts.size(), o.tokens, o.repeats);
-  fmt::print("{:<24} {:>2} {:>7} {:>8} {:>9} {:>11} {:>9} {:>7}\n", "drafter", "K", "tokens", "drafted", "accepted",
+  size_t w = 8;
+  for (const Lane& l : lanes) w = std::max(w, l.name.size());
+  fmt::print("{:<{}} {:>2} {:>7} {:>8} {:>9} {:>11} {:>9} {:>7}\n", "drafter", w, "K", "tokens", "drafted", "accepted",
              "acceptance", "tok/s", "vs K=0");
   double base = 0;
   for (const Config& c : configs) {
@@ -187,7 +196,7 @@ int run_bench_spec(const SpecBenchOptions& o) {
     if (c.k == 0) base = tps;
     const Run& first = c.runs.front();
     const std::string acc = first.drafted ? fmt::format("{:.2f}", double(first.accepted) / first.drafted) : "-";
-    fmt::print("{:<24} {:>2} {:>7} {:>8} {:>9} {:>11} {:>9.1f} {:>6.2f}x\n", c.lane->name, c.k, first.tokens,
+    fmt::print("{:<{}} {:>2} {:>7} {:>8} {:>9} {:>11} {:>9.1f} {:>6.2f}x\n", c.lane->name, w, c.k, first.tokens,
                first.drafted, first.accepted, acc, tps, base > 0 ? tps / base : 0.0);
   }
   fmt::print("every output identical to K = 0's: {}\n", same ? "yes" : "NO");
@@ -212,6 +221,7 @@ ds4ctl::Register reg{
             while (std::getline(ss, item, ',')) {
               if (item != "ngram" && item.rfind("mtp:", 0) != 0)
                 throw CLI::ValidationError("--drafters", "unknown drafter '" + item + "' (known: ngram, mtp:FILE)");
+              if (item.size() == 4) throw CLI::ValidationError("--drafters", "mtp: names no file (mtp:FILE)");
               o->drafters.push_back(item);
             }
             if (o->drafters.empty()) throw CLI::ValidationError("--drafters", "names no drafter");

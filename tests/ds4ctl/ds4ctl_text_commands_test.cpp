@@ -221,6 +221,14 @@ TEST(Ds4ctlBenchSpec, ChecksOutputsAgainstKZeroAndPrintsOneRowPerDepth) {
       std::regex_search(r.out, std::regex(R"(\nngram +2 +[0-9]+ +[0-9]+ +[0-9]+ +([0-9.]+|-) +[0-9.]+ +[0-9.]+x\n)")))
       << r.out;
   EXPECT_NE(r.out.find("every output identical to K = 0's: yes"), std::string::npos) << r.out;
+  // The MTP path: the forged tiny model's random-weight drafter (it drafts, the target rejects).
+  const ProcessResult m = ds4ctl(std::string("bench-spec -m ") + DS4D_FORGED_TINY_MODEL +
+                                 " -t 2 --tokens 6 --repeats 1 --k 0,2 --drafters mtp:" + DS4D_FORGED_TINY_MTP);
+  ASSERT_EQ(m.status, 0) << m.err << m.out;
+  EXPECT_TRUE(std::regex_search(
+      m.out, std::regex(R"(\nmtp:\S+ +2 +[0-9]+ +[1-9][0-9]* +[0-9]+ +[0-9.]+ +[0-9.]+ +[0-9.]+x\n)")))
+      << m.out;
+  EXPECT_NE(m.out.find("every output identical to K = 0's: yes"), std::string::npos) << m.out;
   const ProcessResult bad = ds4ctl(std::string("bench-spec -m ") + DS4D_AGENT_MODEL + " --drafters ngram,eagle");
   EXPECT_NE(bad.status, 0);
   EXPECT_NE(bad.err.find("unknown drafter 'eagle'"), std::string::npos) << bad.err;
