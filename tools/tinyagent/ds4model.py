@@ -200,7 +200,9 @@ def apply_rope(x, theta, inverse=False):
 
 
 class Block(nn.Module):
-    def __init__(self, cfg, il):
+    def __init__(self, cfg, il, hash=None):
+        """hash: None = hash-routed when il < n_hash (the base layers); False = top-k routing with
+        exp_probs_b whatever il is (the MTP block: a ratio-0 layer with layer 1's dimensions)."""
         super().__init__()
         self.cfg, self.il = cfg, il
         c = cfg
@@ -250,7 +252,7 @@ class Block(nn.Module):
         self.ffn_gate_shexp = w(ff, D)
         self.ffn_up_shexp = w(ff, D)
         self.ffn_down_shexp = w(D, ff, 0.5)
-        self.hash = il < c.n_hash
+        self.hash = il < c.n_hash if hash is None else bool(hash)
 
     # --- section 3.2 -------------------------------------------------------------------------
     def hc_pre(self, H, which):
@@ -453,6 +455,18 @@ class Block(nn.Module):
         return out
 
 
+def hc_collapse(H, fn, scale, base, normw, eps):
+    """The head's collapse of the n_hc streams H [B, T, n, D] to one normed row [B, T, D]; the
+    output matrix comes after. The base model and the MTP block (its own hc_head and norm) share it."""
+    B, T, n, D = H.shape
+    flat = H.reshape(B, T, n * D)
+    flat = flat * torch.rsqrt(flat.pow(2).mean(-1, keepdim=True) + eps)
+    pre = flat @ fn.t()
+    w = torch.sigmoid(pre * scale[0] + base) + eps
+    y = (w[..., None] * H).sum(dim=2)
+    return rms(y, eps) * normw
+
+
 class DS4(nn.Module):
     def __init__(self, cfg, seed=0):
         super().__init__()
@@ -471,11 +485,13 @@ class DS4(nn.Module):
         t2e = torch.stack([torch.randperm(c.n_expert, generator=g)[:c.n_expert_used] for _ in range(c.n_vocab)])
         self.register_buffer("tid2eid", t2e)
 
-    def forward(self, tokens, sim=False, targets=None, prefix=None):
+    def forward(self, tokens, sim=False, targets=None, prefix=None, return_hidden=False):
         """Logits [B, T, vocab] for tokens [B, T]; with `targets` (a [B, T] bool mask) only the
         rows where it is set, [n, vocab] (training computes the LM head only where the loss needs
         it). `prefix` [P]: tokens that precede every row of `tokens` (computed once; logits are
-        returned for `tokens` only)."""
+        returned for `tokens` only). `return_hidden`: instead of logits, the final hyper-connection
+        states before the head's collapse, [H_prefix [1, P, n_hc, D] or None, H [B, T, n_hc, D]]
+        (what an MTP drafter reads, mtp.py)."""
         c = self.cfg
         toks = [None if prefix is None else prefix[None], tokens]
         Hs = []
@@ -487,14 +503,9 @@ class DS4(nn.Module):
             Hs.append(e[:, :, None, :].expand(-1, -1, c.n_hc, -1).contiguous())
         for blk in self.blocks:
             Hs = blk(Hs, toks, self.tid2eid, sim)
-        H = Hs[1]
-        B, T, n, D = H.shape
-        flat = H.reshape(B, T, n * D)
-        flat = flat * torch.rsqrt(flat.pow(2).mean(-1, keepdim=True) + c.eps)
-        pre = flat @ self.output_hc_fn.t()
-        w = torch.sigmoid(pre * self.output_hc_scale[0] + self.output_hc_base) + c.eps
-        y = (w[..., None] * H).sum(dim=2)
-        y = rms(y, c.eps) * self.output_norm
+        if return_hidden:
+            return Hs
+        y = hc_collapse(Hs[1], self.output_hc_fn, self.output_hc_scale, self.output_hc_base, self.output_norm, c.eps)
         if targets is not None:
             y = y[targets]
         if sim:

@@ -2,7 +2,13 @@
 `ds4ctl quantize` encodes them with the engine's quantizers; the dequantized file it writes back
 comes in here for the parity reference). Typed metadata: values are (type, value) pairs where type
 is one of the names in TYPES; arrays are ("array", (elem_type, [values])).
+
+`read(path, dequantize=True)` also decodes the shipped model's types (F16, Q8_0, Q2_K, IQ2_XXS)
+to float32 in numpy, in the engine's order (engine/quant/*.cpp dequantize_*), so a tool can start
+from the committed GGUF without a C++ build (train_mtp.py).
 """
+import os
+import re
 import struct
 
 import numpy as np
@@ -13,6 +19,53 @@ NAMES = {v: k for k, v in TYPES.items()}
 FMT = {"u8": "<B", "i8": "<b", "u16": "<H", "i16": "<h", "u32": "<I", "i32": "<i", "f32": "<f", "bool": "<?",
        "u64": "<Q", "i64": "<q", "f64": "<d"}
 GGML_F32, GGML_I32 = 0, 26
+GGML_F16, GGML_Q8_0, GGML_Q2_K, GGML_IQ2_XXS = 1, 8, 10, 16
+BLOCK = {GGML_F16: (1, 2), GGML_Q8_0: (32, 34), GGML_Q2_K: (256, 84), GGML_IQ2_XXS: (256, 66)}  # (elements, bytes)
+
+
+def _iq2xxs_tables():
+    """The IQ2_XXS grid (256 x 8 magnitudes) parsed from the engine's table, and the 128 sign
+    masks (7 stored bits plus an even-parity bit 7), as engine/quant/iq2_tables.cpp builds them."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    text = open(os.path.join(here, "..", "..", "engine", "quant", "iq2_tables.cpp")).read()
+    body = text[text.index("kIq2xxsGrid[256] = {"):]
+    vals = [int(h, 16) for h in re.findall(r"0x([0-9A-Fa-f]{16})", body[:body.index("};")])]
+    assert len(vals) == 256
+    grid = np.array([[(v >> (8 * j)) & 255 for j in range(8)] for v in vals], dtype=np.float32)
+    signs = np.array([[-1.0 if ((i | (bin(i).count("1") & 1) << 7) >> j) & 1 else 1.0 for j in range(8)]
+                      for i in range(128)], dtype=np.float32)
+    return grid, signs
+
+
+def _dequantize(raw, gt, n):
+    """float32 [n] from the raw bytes of n elements of GGML type gt."""
+    if gt == GGML_F16:
+        return np.frombuffer(raw, dtype="<f2", count=n).astype(np.float32)
+    if gt == GGML_Q8_0:
+        b = np.frombuffer(raw, dtype=np.dtype([("d", "<f2"), ("qs", "i1", 32)]), count=n // 32)
+        return (b["d"].astype(np.float32)[:, None] * b["qs"].astype(np.float32)).reshape(-1)
+    if gt == GGML_Q2_K:
+        b = np.frombuffer(raw, dtype=np.dtype([("scales", "u1", 16), ("qs", "u1", 64), ("d", "<f2"), ("dmin", "<f2")]),
+                          count=n // 256)
+        e = np.arange(256)
+        half, k, l = e // 128, (e % 128) // 32, e % 32
+        sc = b["scales"][:, e // 16]
+        dl = b["d"].astype(np.float32)[:, None] * (sc & 15).astype(np.float32)
+        ml = b["dmin"].astype(np.float32)[:, None] * (sc >> 4).astype(np.float32)
+        q = (b["qs"][:, half * 32 + l] >> (2 * k)) & 3
+        return (dl * q.astype(np.float32) - ml).reshape(-1)
+    if gt == GGML_IQ2_XXS:
+        grid, signs = _iq2xxs_tables()
+        b = np.frombuffer(raw, dtype=np.dtype([("d", "<f2"), ("qs", "<u4", 16)]), count=n // 256)
+        aux = b["qs"].reshape(-1, 8, 2)  # per 32-element group: 4 grid indices, then 4 x 7 sign bits + 4-bit scale
+        d = b["d"].astype(np.float32)[:, None]
+        db = d * (0.5 + (aux[..., 1] >> 28).astype(np.float32)) * np.float32(0.25)  # [blocks, 8]
+        l = np.arange(4)
+        gi = (aux[..., 0:1] >> (8 * l)) & 255  # [blocks, 8, 4]
+        si = (aux[..., 1:2] >> (7 * l)) & 127
+        vals = db[..., None, None] * grid[gi] * signs[si]  # [blocks, 8, 4, 8]
+        return vals.astype(np.float32).reshape(-1)
+    raise ValueError("GGML type %d is not decoded here" % gt)
 
 
 def _s(b):
@@ -52,12 +105,12 @@ def write(path, metadata, tensors, alignment=32):
             f.write(b"\0" * (o - pos))
             f.write(np.ascontiguousarray(arr).tobytes())
             pos = o + arr.nbytes
-    import os
     os.replace(path + ".tmp", path)
 
 
-def read(path):
-    """Returns (metadata dict key -> value, tensors dict name -> np.ndarray shaped dims reversed)."""
+def read(path, dequantize=False):
+    """Returns (metadata dict key -> value, tensors dict name -> np.ndarray shaped dims reversed).
+    With `dequantize` the quantized types of BLOCK come back as float32; otherwise only F32/I32."""
     data = open(path, "rb").read()
     p = 0
 
@@ -103,9 +156,14 @@ def read(path):
     base = (p + align - 1) // align * align
     tensors = {}
     for name, dims, gt, off in infos:
+        n = int(np.prod(dims))
+        if dequantize and gt in BLOCK:
+            per, nb = BLOCK[gt]
+            raw = data[base + off:base + off + n // per * nb]
+            tensors[name] = _dequantize(raw, gt, n).reshape(list(reversed(dims)))
+            continue
         if gt not in (GGML_F32, GGML_I32):
             raise ValueError("%s: tensor %s has type %d; only F32/I32 are read here" % (path, name, gt))
         dt = np.float32 if gt == GGML_F32 else np.int32
-        n = int(np.prod(dims))
         tensors[name] = np.frombuffer(data, dtype=dt, count=n, offset=base + off).reshape(list(reversed(dims)))
     return meta, tensors
