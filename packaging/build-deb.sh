@@ -35,7 +35,7 @@ artifacts="$build_dir/packaging/artifacts.env"
 [ -f "$artifacts" ] || { echo "build-deb: $artifacts missing; configure with CMake first" >&2; exit 1; }
 # shellcheck source=/dev/null
 . "$artifacts"
-for var in DS4D_VERSION DS4D_DAEMON DS4D_SUPERVISOR DS4D_CTL DS4D_MODEL DS4D_MAN_DIR; do
+for var in DS4D_VERSION DS4D_DAEMON DS4D_SUPERVISOR DS4D_CTL DS4D_MODEL DS4D_MTP DS4D_MAN_DIR; do
   val=${!var:-}
   if [ -z "$val" ] || { [ "$var" != DS4D_VERSION ] && [ ! -e "$val" ]; }; then
     echo "build-deb: $var='${val}' is not built (cmake --build $build_dir --target deb)" >&2
@@ -62,6 +62,7 @@ DS4D_DAEMON := $DS4D_DAEMON
 DS4D_SUPERVISOR := $DS4D_SUPERVISOR
 DS4D_CTL := $DS4D_CTL
 DS4D_MODEL := $DS4D_MODEL
+DS4D_MTP := $DS4D_MTP
 EOF
 
 # One changelog entry for the version CMake builds; the date is the commit's, so two builds

@@ -68,6 +68,8 @@ cmp -s "$tmp/root/etc/ds4d/ds4d.toml" "$src/units/ds4d.toml" && ok "conffile mat
   || fail "packaged configuration differs from units/ds4d.toml"
 cmp -s "$tmp/root/usr/share/ds4d/models/ds4-tiny-agent.gguf" "$model" && ok "model matches $model" \
   || fail "packaged model differs from $model"
+cmp -s "$tmp/root/usr/share/ds4d/models/ds4-tiny-agent.mtp.gguf" "${model%.gguf}.mtp.gguf" \
+  && ok "MTP drafter matches ${model%.gguf}.mtp.gguf" || fail "packaged MTP drafter differs from ${model%.gguf}.mtp.gguf"
 [ "$(stat -c %a "$tmp/root/usr/sbin/ds4d-supervisor")" = 755 ] || fail "ds4d-supervisor is not mode 755"
 
 [ "$fails" -eq 0 ] || { echo "$fails check(s) failed"; exit 1; }
