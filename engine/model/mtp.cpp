@@ -18,6 +18,12 @@ namespace ds4 {
 namespace {
 // Draft rows the block's raw ring can take back (speculation.k is at most 16).
 constexpr uint32_t kDraftRollback = 32;
+// Starting over (a new prompt, a restore), the block catches up on at most this many of the
+// target's last positions: its attention then sees fewer rows than it was trained with until
+// decoding fills its window. On the embedded model (window 512) a full catch-up per turn cost more
+// than the drafts saved; 128 rows kept 98 % of the acceptance (docs/speculation.md §mtp). DS4
+// Flash's window is 128.
+constexpr uint64_t kMaxCatchUp = 128;
 }  // namespace
 
 struct MtpModel::Impl {
@@ -36,7 +42,9 @@ struct MtpModel::Impl {
 MtpModel::MtpModel(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 MtpModel::~MtpModel() = default;
 const Model& MtpModel::base() const { return *impl_->base; }
-uint32_t MtpModel::hidden_reach() const { return impl_->base->impl().cfg.n_swa; }
+uint32_t MtpModel::hidden_reach() const {
+  return uint32_t(std::min<uint64_t>(impl_->base->impl().cfg.n_swa, kMaxCatchUp));
+}
 uint64_t MtpModel::weight_bytes() const { return impl_->bytes; }
 
 std::shared_ptr<const MtpModel> MtpModel::load(const std::filesystem::path& sidecar, std::shared_ptr<const Model> base,
@@ -185,16 +193,17 @@ std::vector<int32_t> MtpDrafter::draft(const Context& target, int32_t next, size
   // Rows to compute: from `next` (or, starting over, as far back as the block attends and the
   // target kept its states) up to n - 1, then position n with `next`.
   uint64_t from = s.next;
-  if (s.next == 0 || n - s.next > window) {
+  const uint64_t reach = std::min<uint64_t>(window, kMaxCatchUp);
+  if (s.next == 0 || n - s.next > reach) {
     reset();
     from = n;
-    while (from > 1 && n - from < window && !target.hidden(from - 2).empty()) from--;
+    while (from > 1 && n - from < reach && !target.hidden(from - 2).empty()) from--;
   } else {
     for (uint64_t p = s.next; p <= n; p++)
       if (target.hidden(p - 1).empty()) {
         reset();
         from = n;
-        while (from > 1 && n - from < window && !target.hidden(from - 2).empty()) from--;
+        while (from > 1 && n - from < reach && !target.hidden(from - 2).empty()) from--;
         break;
       }
   }

@@ -194,6 +194,32 @@ TEST_F(DaemonBinary, UnusableDrafterIsAConfigErrorNamingFileAndReason) {
   EXPECT_NE(log().find("is not none, ngram or mtp:FILE"), std::string::npos) << log();
 }
 
+// A usable MTP sidecar (the forged model's forged drafter) is loaded with the model and drafts
+// through the daemon's whole engine path (heartbeat and batched-worker decorators included: each
+// once dropped an engine operation). It used to be refused as "not implemented".
+TEST_F(DaemonBinary, ServesWithAnMtpDrafter) {
+  const std::string sidecar = std::filesystem::path(tiny_model()).replace_extension(".mtp.gguf").string();
+  ASSERT_TRUE(std::filesystem::exists(sidecar)) << sidecar;
+  const pid_t d =
+      start(DS4D_DAEMON_BIN, {"--config", config(), "--speculation-drafter", "mtp:" + sidecar, "--speculation-k", "2"},
+            systemd.address());
+  await("READY=1", d);
+  const uint16_t port = port_from_status();
+  const auto chat = testing::http_request(port, "POST", "/v1/chat/completions", kChat);
+  EXPECT_EQ(chat.status, 200) << chat.raw;
+  const std::string metrics = testing::http_request(port, "GET", "/metrics").body();
+  const std::smatch m = [&] {
+    std::smatch r;
+    std::regex_search(metrics, r, std::regex(R"re(ds4d_speculative_tokens_total\{outcome="drafted"\} (\d+))re"));
+    return r;
+  }();
+  ASSERT_EQ(m.size(), 2u) << metrics;
+  EXPECT_GT(std::stoul(m[1].str()), 0u) << metrics;
+  EXPECT_NE(log().find("speculative decoding: MTP drafter " + sidecar), std::string::npos) << log();
+  kill(d, SIGTERM);
+  EXPECT_EQ(wait_exit(d), 0) << log();
+}
+
 TEST_F(DaemonBinary, RefusesNewWorkBelowTheMemoryFloor) {
   const pid_t d = start(DS4D_DAEMON_BIN, {"--config", config()}, systemd.address());
   await("READY=1", d);

@@ -99,6 +99,7 @@ const Fixture& fixture() {
     x.sidecar = fs::temp_directory_path() / ("ds4d-mtp-test-" + std::to_string(::getpid()) + ".gguf");
     write_sidecar(x.sidecar);
     x.mtp = MtpModel::load(x.sidecar, x.model, base_path());
+    fs::remove(x.sidecar);  // mapped: the name is no longer needed
     return x;
   }();
   return f;
