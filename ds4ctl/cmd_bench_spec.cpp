@@ -56,18 +56,67 @@ std::string chat_turn(const std::string& text) {
   return "<｜begin▁of▁sentence｜><｜User｜>" + text + "<｜Assistant｜></think>";
 }
 
+// oracle:RATE: proposes K = 0's own output, each draft right with probability RATE (a fixed hash
+// of its place, so every repeat drafts alike) and wrong after that, at no drafting cost. It
+// measures what the verify path gives at a chosen acceptance, whatever drafter reaches it: the
+// ceiling of any drafter on this model and machine.
+class OracleDrafter final : public ds4::serving::Drafter {
+ public:
+  OracleDrafter(double rate, size_t vocab) : rate_(rate), vocab_(vocab) {}
+  void expect(const std::vector<std::vector<Token>>* prompts, const std::vector<std::vector<Token>>* outputs) {
+    prompts_ = prompts;
+    outputs_ = outputs;
+  }
+  std::vector<Token> draft(ds4::serving::EngineSequence&, std::span<const Token> history, size_t k) override {
+    if (!prompts_ || !outputs_) return {};
+    for (size_t p = 0; p < prompts_->size(); ++p) {
+      const std::vector<Token>& prompt = (*prompts_)[p];
+      const std::vector<Token>& out = (*outputs_)[p];
+      if (history.size() <= prompt.size() || !std::equal(prompt.begin(), prompt.end(), history.begin())) continue;
+      const size_t at = history.size() - prompt.size();  // the output's tokens so far, the last one included
+      if (at > out.size() || !std::equal(out.begin(), out.begin() + at, history.begin() + prompt.size())) continue;
+      std::vector<Token> d;
+      for (size_t i = at; i < out.size() && d.size() < k; ++i) {
+        const uint64_t h = (uint64_t(p) << 32 | i) * 0x9E3779B97F4A7C15ull;
+        if (double(h >> 11) / double(1ull << 53) >= rate_) {
+          d.push_back(Token((out[i] + 1) % Token(vocab_)));  // wrong: the rest would go anyway
+          break;
+        }
+        d.push_back(out[i]);
+      }
+      return d;
+    }
+    return {};
+  }
+
+ private:
+  double rate_;
+  size_t vocab_;
+  const std::vector<std::vector<Token>>* prompts_ = nullptr;
+  const std::vector<std::vector<Token>>* outputs_ = nullptr;
+};
+
 // A drafter under test and the sequence it decodes on (an MTP drafter's state lives with the
 // sequence: the backend attaches the drafter model to the sequences it makes afterwards).
 struct Lane {
   std::string name;  // "none" for K = 0; an MTP drafter by its file name
   std::unique_ptr<ds4::serving::Drafter> drafter;
   std::unique_ptr<ds4::serving::EngineSequence> seq;
+  OracleDrafter* oracle = nullptr;  // when the drafter is one
 };
 
 Lane make_lane(const std::string& spec, ds4::serving::Ds4Backend& backend, const std::string& model_path) {
   Lane l;
   l.name = spec;
   if (spec == "none") {
+    l.seq = backend.new_sequence();
+    return l;
+  }
+  if (spec.rfind("oracle", 0) == 0) {
+    const double rate = spec.size() > 7 ? std::stod(spec.substr(7)) : 1.0;
+    auto o = std::make_unique<OracleDrafter>(rate, backend.vocab_size());
+    l.oracle = o.get();
+    l.drafter = std::move(o);
     l.seq = backend.new_sequence();
     return l;
   }
@@ -170,6 +219,7 @@ int run_bench_spec(const SpecBenchOptions& o) {
   bool same = true;
   for (uint32_t r = 0; r < o.repeats; ++r)
     for (Config& c : configs) {
+      if (c.lane->oracle) c.lane->oracle->expect(&prompts, &configs[0].runs.front().outputs);
       c.runs.push_back(run_prompts(*c.lane, c.k, prompts, o.tokens, *backend));
       const Run& ref = configs[0].runs.front();
       for (size_t p = 0; p < prompts.size(); ++p)
@@ -219,14 +269,30 @@ ds4ctl::Register reg{
             std::string item;
             std::stringstream ss(s);
             while (std::getline(ss, item, ',')) {
+              if (item.rfind("oracle", 0) == 0) {
+                double rate = 1;
+                try {
+                  if (item.size() > 6 && item[6] == ':') rate = std::stod(item.substr(7));
+                  else if (item.size() > 6) rate = -1;
+                } catch (const std::exception&) {
+                  rate = -1;
+                }
+                if (!(rate >= 0 && rate <= 1))
+                  throw CLI::ValidationError("--drafters",
+                                             "'" + item + "': oracle takes a rate in [0, 1] (oracle:0.7)");
+                o->drafters.push_back(item);
+                continue;
+              }
               if (item != "ngram" && item.rfind("mtp:", 0) != 0)
-                throw CLI::ValidationError("--drafters", "unknown drafter '" + item + "' (known: ngram, mtp:FILE)");
+                throw CLI::ValidationError("--drafters",
+                                           "unknown drafter '" + item + "' (known: ngram, mtp:FILE, oracle[:RATE])");
               if (item.size() == 4) throw CLI::ValidationError("--drafters", "mtp: names no file (mtp:FILE)");
               o->drafters.push_back(item);
             }
             if (o->drafters.empty()) throw CLI::ValidationError("--drafters", "names no drafter");
           },
-          "Comma-separated drafters: ngram, mtp:FILE (default ngram)");
+          "Comma-separated drafters: ngram, mtp:FILE, oracle[:RATE] (K = 0's output, each draft right with "
+          "probability RATE, at no cost: the verify path's ceiling) (default ngram)");
       sub.add_option_function<std::string>(
           "--k", [o](const std::string& s) { o->ks = ds4ctl::parse_count_list("--k", s, 0, 16, "a depth (0..16)"); },
           "Comma-separated draft depths (default 0,1,2,3,4,6; 0 is always measured)");

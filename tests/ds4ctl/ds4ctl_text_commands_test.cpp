@@ -209,8 +209,8 @@ TEST(Ds4ctlBenchServe, ChecksOutputsAgainstSoloAndPrintsBothParts) {
 }
 
 TEST(Ds4ctlBenchSpec, ChecksOutputsAgainstKZeroAndPrintsOneRowPerDepth) {
-  const ProcessResult r =
-      ds4ctl(std::string("bench-spec -m ") + DS4D_AGENT_MODEL + " -t 2 --tokens 16 --repeats 1 --k 0,2");
+  const ProcessResult r = ds4ctl(std::string("bench-spec -m ") + DS4D_AGENT_MODEL +
+                                 " -t 2 --tokens 16 --repeats 1 --k 0,2 --drafters ngram,oracle,oracle:0");
   ASSERT_EQ(r.status, 0) << r.err << r.out;
   EXPECT_TRUE(
       std::regex_search(r.out, std::regex(R"(drafter +K +tokens +drafted +accepted +acceptance +tok/s +vs K=0\n)")))
@@ -220,6 +220,9 @@ TEST(Ds4ctlBenchSpec, ChecksOutputsAgainstKZeroAndPrintsOneRowPerDepth) {
   EXPECT_TRUE(
       std::regex_search(r.out, std::regex(R"(\nngram +2 +[0-9]+ +[0-9]+ +[0-9]+ +([0-9.]+|-) +[0-9.]+ +[0-9.]+x\n)")))
       << r.out;
+  // The oracle proposes K = 0's own output: every draft right, or (rate 0) every one wrong.
+  EXPECT_TRUE(std::regex_search(r.out, std::regex(R"(\noracle +2 +[0-9]+ +([1-9][0-9]*) +\1 +1\.00 +)"))) << r.out;
+  EXPECT_TRUE(std::regex_search(r.out, std::regex(R"(\noracle:0 +2 +[0-9]+ +[1-9][0-9]* +0 +0\.00 +)"))) << r.out;
   EXPECT_NE(r.out.find("every output identical to K = 0's: yes"), std::string::npos) << r.out;
   // The MTP path: the forged tiny model's random-weight drafter (it drafts, the target rejects).
   const ProcessResult m = ds4ctl(std::string("bench-spec -m ") + DS4D_FORGED_TINY_MODEL +
@@ -232,6 +235,9 @@ TEST(Ds4ctlBenchSpec, ChecksOutputsAgainstKZeroAndPrintsOneRowPerDepth) {
   const ProcessResult bad = ds4ctl(std::string("bench-spec -m ") + DS4D_AGENT_MODEL + " --drafters ngram,eagle");
   EXPECT_NE(bad.status, 0);
   EXPECT_NE(bad.err.find("unknown drafter 'eagle'"), std::string::npos) << bad.err;
+  const ProcessResult rate = ds4ctl(std::string("bench-spec -m ") + DS4D_AGENT_MODEL + " --drafters oracle:1.5");
+  EXPECT_NE(rate.status, 0);
+  EXPECT_NE(rate.err.find("oracle takes a rate in [0, 1]"), std::string::npos) << rate.err;
 }
 
 TEST(Ds4ctlBench, RejectsBadArguments) {
