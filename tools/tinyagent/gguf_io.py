@@ -108,10 +108,9 @@ def write(path, metadata, tensors, alignment=32):
     os.replace(path + ".tmp", path)
 
 
-def read(path, dequantize=False):
-    """Returns (metadata dict key -> value, tensors dict name -> np.ndarray shaped dims reversed).
-    With `dequantize` the quantized types of BLOCK come back as float32; otherwise only F32/I32."""
-    data = open(path, "rb").read()
+def _parse(data):
+    """The header of a GGUF in memory: (metadata as (key, type name, value) triples, arrays as
+    (element type name, list); tensor infos (name, dims, ggml type, offset); the data offset)."""
     p = 0
 
     def take(fmt):
@@ -133,17 +132,18 @@ def read(path, dequantize=False):
         if t == "array":
             et = NAMES[take("<I")]
             n = take("<Q")
-            return [value(et) for _ in range(n)]
+            return (et, [value(et) for _ in range(n)])
         return take(FMT[t])
 
     assert data[:4] == b"GGUF"
     p = 4
     take("<I")
     nt, nk = take("<Q"), take("<Q")
-    meta = {}
+    meta = []
     for _ in range(nk):
         k = string()
-        meta[k] = value(NAMES[take("<I")])
+        t = NAMES[take("<I")]
+        meta.append((k, t, value(t)))
     infos = []
     for _ in range(nt):
         name = string()
@@ -152,8 +152,22 @@ def read(path, dequantize=False):
         gt = take("<I")
         off = take("<Q")
         infos.append((name, dims, gt, off))
-    align = meta.get("general.alignment", 32)
-    base = (p + align - 1) // align * align
+    align = dict((k, v) for k, _, v in meta).get("general.alignment", 32)
+    return meta, infos, (p + align - 1) // align * align
+
+
+def read_metadata(path):
+    """The metadata of a GGUF as (key, type name, value) triples (arrays as (element type, list)),
+    in file order: what write() takes to copy it."""
+    return _parse(open(path, "rb").read())[0]
+
+
+def read(path, dequantize=False):
+    """Returns (metadata dict key -> value, tensors dict name -> np.ndarray shaped dims reversed).
+    With `dequantize` the quantized types of BLOCK come back as float32; otherwise only F32/I32."""
+    data = open(path, "rb").read()
+    typed, infos, base = _parse(data)
+    meta = {k: (v[1] if t == "array" else v) for k, t, v in typed}
     tensors = {}
     for name, dims, gt, off in infos:
         n = int(np.prod(dims))

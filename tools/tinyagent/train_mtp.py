@@ -205,7 +205,7 @@ def main():
     ck = os.path.join(a.out, "mtp.pt")
     if a.export:
         mtp.load_state_dict(torch.load(ck)["mtp"])
-        md = [(k, typ, v) for k, typ, v in gguf_meta(a.base) if k.startswith("deepseek4.") or
+        md = [(k, typ, v) for k, typ, v in gguf_io.read_metadata(a.base) if k.startswith("deepseek4.") or
               k in ("general.architecture", "general.alignment")]
         md.append(("general.name", "str", meta.get("general.name", "ds4") + "-mtp"))
         md.append(("ds4d.convert.role", "str", "mtp"))
@@ -307,43 +307,6 @@ def main():
     print("final eval step %d: depth1 %.4f (n %d) depth2|d1 %.4f (n %d) kl %.4f" % (step, *r), flush=True)
     print("done: %d steps, %d tokens, %.0fs training (+%.0fs evaluation), loss ema %.4f" %
           (step, seen, train_s, eval_s, ema), flush=True)
-
-
-def gguf_meta(path):
-    """The base GGUF's metadata as (key, type name, value) triples, for copying into the sidecar."""
-    import struct
-    data = open(path, "rb").read()
-    p = 24
-    nk = struct.unpack_from("<Q", data, 16)[0]
-    out = []
-
-    def take(fmt):
-        nonlocal p
-        v = struct.unpack_from(fmt, data, p)[0]
-        p += struct.calcsize(fmt)
-        return v
-
-    def string():
-        nonlocal p
-        n = take("<Q")
-        s = data[p:p + n].decode("utf-8")
-        p += n
-        return s
-
-    def value(t):
-        if t == "str":
-            return string()
-        if t == "array":
-            et = gguf_io.NAMES[take("<I")]
-            n = take("<Q")
-            return (et, [value(et) for _ in range(n)])
-        return take(gguf_io.FMT[t])
-
-    for _ in range(nk):
-        k = string()
-        t = gguf_io.NAMES[take("<I")]
-        out.append((k, t, value(t)))
-    return out
 
 
 if __name__ == "__main__":
