@@ -119,15 +119,21 @@ class SpeculationExactness : public ::testing::TestWithParam<const char*> {
     path_ = std::string(GetParam()) == "agent" ? model_path("DS4D_AGENT_MODEL", DS4D_AGENT_MODEL)
                                                : model_path("DS4D_TINY_MODEL", DS4D_FORGED_TINY_MODEL);
     ASSERT_TRUE(fs::exists(path_)) << path_;
-    auto& b = backends_[path_];
+    backend_ = backend_with("");
+  }
+
+  // The model (loaded once per suite), its sequences drafting with `sidecar` if one is named.
+  std::shared_ptr<serving::Ds4Backend> backend_with(const std::string& sidecar) {
+    auto& b = backends_[path_ + "+" + sidecar];
     if (!b) {
       LoadOptions load;
       load.threads = 2;
       ContextOptions ctx;
       ctx.context_length = 1024;
       b = serving::Ds4Backend::load(path_, load, ctx);
+      if (!sidecar.empty()) b->set_drafter_model(MtpModel::load(sidecar, b->model(), path_));
     }
-    backend_ = b;
+    return b;
   }
   static void TearDownTestSuite() { backends_.clear(); }
 
@@ -146,16 +152,7 @@ class SpeculationExactness : public ::testing::TestWithParam<const char*> {
   std::shared_ptr<serving::Ds4Backend> mtp_backend() {
     const std::string sidecar = std::string(GetParam()) == "agent" ? model_path("DS4D_AGENT_MTP", DS4D_AGENT_MTP)
                                                                    : model_path("DS4D_TINY_MTP", DS4D_FORGED_TINY_MTP);
-    auto& b = backends_[path_ + "+" + sidecar];
-    if (!b) {
-      LoadOptions load;
-      load.threads = 2;
-      ContextOptions ctx;
-      ctx.context_length = 1024;
-      b = serving::Ds4Backend::load(path_, load, ctx);
-      b->set_drafter_model(MtpModel::load(sidecar, b->model(), path_));
-    }
-    return b;
+    return backend_with(sidecar);
   }
 
   // 56 prompts: chat turns and raw text, many repeating material (what prompt lookup finds),
