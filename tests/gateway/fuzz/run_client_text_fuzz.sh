@@ -34,7 +34,7 @@ while read -r src options; do
 done < "$list"
 compile "$boost_json_src"
 compile "$main"
-"$cxx" "${flags[@]}" -fsanitize=fuzzer "${objects[@]}" -o "$out/client_text_fuzz" -lspdlog -lfmt -pthread
+"$cxx" "${flags[@]}" -fsanitize=fuzzer "${objects[@]}" -o "$out/client_text_fuzz" -lspdlog -lfmt -lxxhash -pthread
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 export DS4D_FUZZ_TOKENIZER_MODEL=$model
 exec "$out/client_text_fuzz" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=2048 \
