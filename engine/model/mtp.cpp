@@ -192,22 +192,16 @@ std::vector<int32_t> MtpDrafter::draft(const Context& target, int32_t next, size
   }
   // Rows to compute: from `next` (or, starting over, as far back as the block attends and the
   // target kept its states) up to n - 1, then position n with `next`.
-  uint64_t from = s.next;
   const uint64_t reach = std::min<uint64_t>(window, kMaxCatchUp);
-  if (s.next == 0 || n - s.next > reach) {
+  bool start_over = s.next == 0 || n - s.next > reach;
+  for (uint64_t p = s.next; !start_over && p <= n; p++) start_over = target.hidden(p - 1).empty();
+  uint64_t from = s.next;
+  if (start_over) {
     reset();
     from = n;
     while (from > 1 && n - from < reach && !target.hidden(from - 2).empty()) from--;
-  } else {
-    for (uint64_t p = s.next; p <= n; p++)
-      if (target.hidden(p - 1).empty()) {
-        reset();
-        from = n;
-        while (from > 1 && n - from < reach && !target.hidden(from - 2).empty()) from--;
-        break;
-      }
+    s.first = from;
   }
-  if (s.next == 0) s.first = from;
   const uint32_t hc = c.hc_dim();
   const int T = int(n + 1 - from);
   s.toks.assign(size_t(T), 0);
@@ -220,7 +214,10 @@ std::vector<int32_t> MtpDrafter::draft(const Context& target, int32_t next, size
   }
   s.logits.resize(c.n_vocab);
   mtp_rows(mi, s, s.toks.data(), s.P.data(), T, from, s.logits.data());
-  s.seen.assign(tok.begin(), tok.end());
+  // Kept rows' tokens were checked equal to the target's above; starting over copies them.
+  if (start_over) s.seen.assign(tok.begin(), tok.begin() + std::ptrdiff_t(from));
+  else s.seen.resize(from);
+  s.seen.insert(s.seen.end(), tok.begin() + std::ptrdiff_t(from), tok.end());
   s.seen.push_back(next);
   s.next = n + 1;
 
