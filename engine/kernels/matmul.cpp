@@ -2,8 +2,9 @@
 // of a full weight row with a full activation row; the pool partitions weight rows only. That is
 // what makes results batch- and thread-count-invariant: the value computed for (activation row
 // t, weight row r) does not depend on which other rows share the call. The multi-activation
-// kernels (integer formats; F16/BF16 in exact order) decode a weight row once for all activation
-// rows; they are bit-identical per output to the single-row kernels, so the invariant holds.
+// kernels decode a weight row once for all activation
+// rows; they are bit-identical per output to the single-row kernels of their order, so the
+// invariant holds in both orders.
 #include "engine/kernels/matmul.hpp"
 
 #include <algorithm>
@@ -44,11 +45,8 @@ void matmul(ThreadPool& pool, const WeightView& w, const void* act, size_t act_r
   const size_t rb = weight_row_bytes(w);
   const uint8_t* wbase = static_cast<const uint8_t*>(w.data);
   const uint8_t* abase = static_cast<const uint8_t*>(act);
-  // dot_multi is bit-identical to the exact kernel, so it stands in for `dot` only where `dot` is
-  // that kernel: always for the integer formats, in Order::Exact for the float ones (whose fast
-  // kernels reorder the sum).
-  const quant::CpuKernels& ck = quant::cpu_kernels(w.type, isa.arch);
-  const quant::DotMultiFn multi = n_rows_act > 1 && dot == ck.dot_exact ? ck.dot_multi : nullptr;
+  // The multi-row kernel of the same order gives each output the single-row kernel's bits.
+  const quant::DotMultiFn multi = n_rows_act > 1 ? quant::dot_multi_fn(tr, isa) : nullptr;
   auto rows = [&](int64_t r0, int64_t r1) {
     if (multi != nullptr) {  // decode each weight row once for all activation rows
       std::vector<float> tmp(static_cast<size_t>(n_rows_act));

@@ -10,9 +10,11 @@
 namespace ds4::model {
 namespace {
 
-// F16 weights in Fast mode: 16-row blocks of the order-preserving SIMD matvec on the pool
-// (bit-identical to the scalar kernel Exact mode runs), all activation rows of a block at once so
-// each weight tile is converted once per kMultiRows rows (bit-identical to one row at a time).
+// F16 weights in Exact mode: 16-row blocks of the order-preserving SIMD matvec on the pool
+// (bit-identical to the scalar reference-order kernel, and faster than one serial chain per row),
+// all activation rows of a block at once so each weight tile is converted once per kMultiRows
+// rows (bit-identical to one row at a time). Fast mode takes the Fast-order F16 kernels through
+// kernels::matmul like every other format.
 void matmul_f16_ordered(const Exec& ex, const kernels::WeightView& w, const uint8_t* act, size_t act_row_bytes, int n,
                         float* out) {
   const auto* W = static_cast<const uint16_t*>(w.data);
@@ -48,7 +50,7 @@ void quantize_rows(quant::Type weight_type, const float* x, int n, int64_t cols,
 
 void matmul_raw(const Exec& ex, const kernels::WeightView& w, const void* act, size_t act_row_bytes, int n,
                 float* out) {
-  if (!ex.exact && w.type == quant::Type::F16 && kernels::ordered::available())
+  if (ex.exact && w.type == quant::Type::F16 && kernels::ordered::available())
     return matmul_f16_ordered(ex, w, static_cast<const uint8_t*>(act), act_row_bytes, n, out);
   kernels::matmul(*ex.pool, w, act, act_row_bytes, n, out, ex.isa_for(w.type));
 }

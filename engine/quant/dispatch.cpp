@@ -30,6 +30,7 @@ struct Dispatch {
         if (row.kernels.dot != nullptr) k.dot = row.kernels.dot;
         if (row.kernels.dot_exact != nullptr) k.dot_exact = row.kernels.dot_exact;
         if (row.kernels.dot_multi != nullptr) k.dot_multi = row.kernels.dot_multi;
+        if (row.kernels.dot_multi_fast != nullptr) k.dot_multi_fast = row.kernels.dot_multi_fast;
         if (row.kernels.quantize_activation != nullptr) k.quantize_activation = row.kernels.quantize_activation;
       }
     };
@@ -111,6 +112,11 @@ const CpuKernels& cpu_kernels(Type t, Arch arch) {
 DotFn dot_fn(const Traits& t, Isa isa) {
   const CpuKernels& k = cpu_kernels(t.type, isa.arch);
   return isa.order == Order::Exact ? k.dot_exact : k.dot;
+}
+
+DotMultiFn dot_multi_fn(const Traits& t, Isa isa) {
+  const CpuKernels& k = cpu_kernels(t.type, isa.arch);
+  return isa.order == Order::Exact ? k.dot_multi : k.dot_multi_fast;
 }
 
 float dot(Type w_type, const void* w, const void* act, int64_t n, Isa isa) {

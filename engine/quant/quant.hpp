@@ -19,13 +19,13 @@ namespace ds4::quant {
 // an accumulation order. A kernel set lists only what it implements; every missing kernel
 // falls back to the set named by its fallback (NeonDotprod -> Neon -> Generic, Avx2 -> Generic),
 // so a new ISA is a new folder plus one row in its arch's kernel list, never a new column here.
-//   Generic: the portable scalar reference kernels (arch/generic/), in ds4's operation order.
+//   Generic: the portable scalar reference kernels (arch/generic/) of both orders.
 //   Avx2: x86-64 AVX2+FMA+F16C (arch/x86/). Neon: AArch64 Advanced SIMD (arch/arm/);
 //   NeonDotprod: Neon plus the SDOT instructions (ARMv8.2 dotprod; arch/arm/).
-// Order::Exact gives the generic kernels' bits for every format; Order::Fast may reorder the
-// float formats' sums (F32/F16/BF16). The integer formats are bit-identical in both orders and
-// on every architecture. A second accumulation order (say a fixed pairwise tree shared by all
-// architectures) would be a third Order value and one more kernel slot in CpuKernels.
+// Order::Exact is ds4's serial order (the generic dots_generic.cpp); Order::Fast is the
+// documented sliced order of docs/arithmetic.md §quantized-dot and §float-dot (the generic
+// dots_fast_generic.cpp). Within one order every architecture returns the same bits, so a
+// kernel an architecture lacks can always come from its fallback.
 enum class Arch : uint8_t { Generic, Avx2, Neon, NeonDotprod };
 inline constexpr int kArchCount = 4;
 enum class Order : uint8_t { Fast, Exact };
@@ -64,8 +64,7 @@ using QuantizeFn = void (*)(const float* src, void* dst, int64_t n);
 using QuantizeWeightedFn = void (*)(const float* src, void* dst, int64_t n, const float* importance);
 using DotFn = float (*)(const void* w, const void* act, int64_t n);
 // One weight row against n_act activation rows (act + t*act_stride): out[t] is bit-identical to
-// the single-row exact kernel; the weight row is decoded once for all of them. (Kernels that
-// take several weight rows at once would be a further slot of the same kind.)
+// the single-row kernel of the same order; the weight row is decoded once for all of them.
 using DotMultiFn = void (*)(const void* w, const void* act, size_t act_stride, int n_act, int64_t n, float* out);
 
 // Format traits: what a type is, independent of any CPU. Indexed by Type.
@@ -88,12 +87,13 @@ struct Traits {
 };
 
 // CPU kernels of one type on one architecture, with every kernel the architecture lacks taken
-// from its fallback. Null where the type has none (no dot for Q8_K/I32; dot_multi only where
-// some architecture implements it; quantize_activation only on activation types).
+// from its fallback. Null where the type has none (no dot for Q8_K/I32; the multi-row kernels
+// only where some architecture implements them; quantize_activation only on activation types).
 struct CpuKernels {
-  DotFn dot = nullptr;                       // Order::Fast
+  DotFn dot = nullptr;                       // Order::Fast: bit-identical to the generic Fast dot
   DotFn dot_exact = nullptr;                 // Order::Exact: bit-identical to the generic dot
   DotMultiFn dot_multi = nullptr;            // several activation rows, each == dot_exact
+  DotMultiFn dot_multi_fast = nullptr;       // several activation rows, each == dot
   QuantizeFn quantize_activation = nullptr;  // bit-identical to Traits::quantize_activation
 };
 
@@ -125,5 +125,7 @@ float dot(Type w_type, const void* w, const void* act, int64_t n, Isa isa);
 
 // The kernel dot() would call (for loops that dispatch once); null if t has no dot.
 DotFn dot_fn(const Traits& t, Isa isa);
+// The multi-row kernel of isa's order (bit-identical per output to dot_fn); null where none.
+DotMultiFn dot_multi_fn(const Traits& t, Isa isa);
 
 }  // namespace ds4::quant

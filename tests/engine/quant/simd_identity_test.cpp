@@ -1,9 +1,9 @@
 // Every architecture kernel set this machine runs (AVX2 on x86; NEON and NEON+dotprod on arm64,
 // where the test command runs this suite under qemu with and without dotprod) against the
-// generic kernels on random data. Integer-dot formats and every Order::Exact kernel must be
-// bit-identical (exact mode does not depend on the ISA); Order::Fast float dots may reorder the
-// sum, so they agree to a tolerance relative to Σ|w·x|. Activation quantizers must give the
-// generic bytes. Without an architecture set (or with DS4D_ISA=scalar) the tests skip.
+// generic kernels on random data. In each order (Exact: ds4's; Fast: docs/arithmetic.md) every
+// kernel, single-row and multi-row, must give the generic kernel's bits, so neither order
+// depends on the ISA. Activation quantizers must give the generic bytes. Without an
+// architecture set (or with DS4D_ISA=scalar) the tests skip.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -92,48 +92,65 @@ class SimdIdentityTest : public ::testing::TestWithParam<Type> {
   const CpuKernels& simd(Type t) const { return cpu_kernels(t, arch_under_test()); }
 };
 
+// The kernel of one order: `dot` (Fast) or `dot_exact`.
+DotFn order_dot(const CpuKernels& k, Order o) { return o == Order::Fast ? k.dot : k.dot_exact; }
+DotMultiFn order_multi(const CpuKernels& k, Order o) { return o == Order::Fast ? k.dot_multi_fast : k.dot_multi; }
+const char* order_name(Order o) { return o == Order::Fast ? "fast" : "exact"; }
+
 TEST_P(SimdIdentityTest, IntegerDotsAreBitIdentical) {
   const Type type = GetParam();
   const Traits& t = traits(type);
   const CpuKernels& k = simd(type);
-  ASSERT_NE(k.dot, generic(type).dot) << "no " << arch_name(arch_under_test()) << " kernel for this format";
-  std::mt19937 rng(1234 + static_cast<int>(type));
-  // Block counts 1..19 cover the 8-block SIMD batches and every tail length.
-  for (int blocks = 1; blocks <= 19; blocks++) {
-    const int64_t n = static_cast<int64_t>(blocks) * t.block_elems;
-    for (int trial = 0; trial < 20; trial++) {
-      const std::vector<uint8_t> w = random_weights(type, n, rng);
-      const std::vector<uint8_t> a = random_activation(type, n, rng);
-      const float s = generic(type).dot(w.data(), a.data(), n);
-      const float v = k.dot(w.data(), a.data(), n);
-      ASSERT_EQ(std::memcmp(&s, &v, 4), 0) << "blocks " << blocks << " trial " << trial << ": " << s << " vs " << v;
-      ASSERT_EQ(dot(type, w.data(), a.data(), n, best_isa()), v);
-      const float e = dot(type, w.data(), a.data(), n, exact_isa());
-      ASSERT_EQ(std::memcmp(&s, &e, 4), 0) << "exact order, blocks " << blocks << " trial " << trial;
+  for (Order o : {Order::Fast, Order::Exact}) {
+    ASSERT_NE(order_dot(k, o), order_dot(generic(type), o))
+        << "no " << arch_name(arch_under_test()) << " " << order_name(o) << " kernel for this format";
+    std::mt19937 rng(1234 + static_cast<int>(type));
+    // Block counts 1..19 cover the 8-block SIMD batches and every tail length; the larger ones
+    // give every Fast slice several blocks, in equal and unequal lengths.
+    std::vector<int> counts;
+    for (int b = 1; b <= 19; b++) counts.push_back(b);
+    counts.insert(counts.end(), {32, 64, 131});
+    for (int blocks : counts) {
+      const int64_t n = static_cast<int64_t>(blocks) * t.block_elems;
+      for (int trial = 0; trial < 20; trial++) {
+        const std::vector<uint8_t> w = random_weights(type, n, rng);
+        const std::vector<uint8_t> a = random_activation(type, n, rng);
+        const float s = order_dot(generic(type), o)(w.data(), a.data(), n);
+        const float v = order_dot(k, o)(w.data(), a.data(), n);
+        ASSERT_EQ(std::memcmp(&s, &v, 4), 0)
+            << order_name(o) << ", blocks " << blocks << " trial " << trial << ": " << s << " vs " << v;
+        ASSERT_EQ(dot(type, w.data(), a.data(), n, Isa{arch_under_test(), o}), v);
+      }
     }
   }
 }
 
+// Multi-row kernels of both orders: every output has the generic single-row kernel's bits, for
+// 1..19 activation rows (past two groups of 8) and padded rows.
 TEST_P(SimdIdentityTest, MultiRowKernelMatchesSingleRow) {
   const Type type = GetParam();
   const Traits& t = traits(type);
-  const DotMultiFn multi = simd(type).dot_multi;
-  if (multi == nullptr) GTEST_SKIP() << "no multi-row kernel for this format on " << arch_name(arch_under_test());
-  std::mt19937 rng(77 + static_cast<int>(type));
-  const int64_t n = 3 * 256;
-  const size_t arb = act_row_bytes(t.vec_dot_type, n), stride = arb + 40;  // padded rows
-  for (int n_act = 1; n_act <= 19; n_act++) {
-    const std::vector<uint8_t> w = random_weights(type, n, rng);
-    std::vector<uint8_t> acts(stride * static_cast<size_t>(n_act));
-    for (int r = 0; r < n_act; r++) {
-      const std::vector<uint8_t> a = random_activation(type, n, rng);
-      std::memcpy(acts.data() + r * stride, a.data(), arb);
-    }
-    std::vector<float> out(static_cast<size_t>(n_act));
-    multi(w.data(), acts.data(), stride, n_act, n, out.data());
-    for (int r = 0; r < n_act; r++) {
-      const float s = generic(type).dot(w.data(), acts.data() + r * stride, n);
-      ASSERT_EQ(std::memcmp(&s, &out[static_cast<size_t>(r)], 4), 0) << "n_act " << n_act << " row " << r;
+  for (Order o : {Order::Fast, Order::Exact}) {
+    const DotMultiFn multi = order_multi(simd(type), o);
+    ASSERT_NE(multi, nullptr) << "no " << order_name(o) << " multi-row kernel on " << arch_name(arch_under_test());
+    std::mt19937 rng(77 + static_cast<int>(type));
+    for (int64_t n : {int64_t{3 * 256}, int64_t{21 * 256}}) {
+      const size_t arb = act_row_bytes(t.vec_dot_type, n), stride = arb + 40;  // padded rows
+      for (int n_act = 1; n_act <= 19; n_act++) {
+        const std::vector<uint8_t> w = random_weights(type, n, rng);
+        std::vector<uint8_t> acts(stride * static_cast<size_t>(n_act));
+        for (int r = 0; r < n_act; r++) {
+          const std::vector<uint8_t> a = random_activation(type, n, rng);
+          std::memcpy(acts.data() + r * stride, a.data(), arb);
+        }
+        std::vector<float> out(static_cast<size_t>(n_act));
+        multi(w.data(), acts.data(), stride, n_act, n, out.data());
+        for (int r = 0; r < n_act; r++) {
+          const float s = order_dot(generic(type), o)(w.data(), acts.data() + r * stride, n);
+          ASSERT_EQ(std::memcmp(&s, &out[static_cast<size_t>(r)], 4), 0)
+              << order_name(o) << ", n " << n << " n_act " << n_act << " row " << r;
+        }
+      }
     }
   }
 }
@@ -144,68 +161,59 @@ INSTANTIATE_TEST_SUITE_P(IntegerFormats, SimdIdentityTest,
 
 class FloatSimdTest : public SimdIdentityTest {};
 
-TEST_P(FloatSimdTest, ReorderedSumIsClose) {
+// Both orders, single-row: every length 1..70 (every tail of 4-, 8- and 32-wide steps, rows
+// shorter than eight blocks) and long rows with several blocks per Fast slice.
+TEST_P(FloatSimdTest, DotsAreBitIdenticalToGeneric) {
   const Type type = GetParam();
-  const Traits& t = traits(type);
-  std::mt19937 rng(99);
-  for (int64_t n : {1, 7, 8, 31, 32, 33, 100, 512, 4096}) {
-    const std::vector<uint8_t> w = random_weights(type, n, rng);
-    const std::vector<uint8_t> a = random_activation(type, n, rng);
-    std::vector<float> wf(static_cast<size_t>(n));
-    t.dequantize(w.data(), wf.data(), n);
-    const float* x = reinterpret_cast<const float*>(a.data());
-    double mag = 0;
-    for (int64_t i = 0; i < n; i++) mag += std::fabs(static_cast<double>(wf[i]) * x[i]);
-    const float s = generic(type).dot(w.data(), a.data(), n), v = simd(type).dot(w.data(), a.data(), n);
-    EXPECT_NEAR(s, v, 1e-5 * mag + 1e-30) << "n " << n;
-  }
-}
-
-TEST_P(FloatSimdTest, ExactVariantIsBitIdenticalToScalar) {
-  const Type type = GetParam();
-  const DotFn exact = simd(type).dot_exact;
-  ASSERT_NE(exact, generic(type).dot_exact) << "no exact-order " << arch_name(arch_under_test()) << " kernel";
-  std::mt19937 rng(5);
-  for (int64_t n = 1; n <= 70; n++) {  // every tail length for 4- and 8-wide steps
-    for (int trial = 0; trial < 5; trial++) {
-      const std::vector<uint8_t> w = random_weights(type, n, rng);
-      const std::vector<uint8_t> a = random_activation(type, n, rng);
-      const float s = generic(type).dot(w.data(), a.data(), n), e = exact(w.data(), a.data(), n);
-      ASSERT_EQ(std::memcmp(&s, &e, 4), 0) << "n " << n << ": " << s << " vs " << e;
-    }
-  }
-  const std::vector<uint8_t> w = random_weights(type, 4096, rng), a = random_activation(type, 4096, rng);
-  const float s = generic(type).dot(w.data(), a.data(), 4096), e = dot(type, w.data(), a.data(), 4096, exact_isa());
-  EXPECT_EQ(std::memcmp(&s, &e, 4), 0);
-}
-
-// The exact-order multi-row float kernels: every output has the single-row exact kernel's bits
-// (== the generic dot), for 1..19 rows (past two groups of 8), lengths with every tail, padded
-// rows, and inputs spanning magnitudes so that any reordered add changes some result.
-TEST_P(FloatSimdTest, ExactMultiRowKernelMatchesSingleRow) {
-  const Type type = GetParam();
-  const DotMultiFn multi = simd(type).dot_multi;
-  if (multi == nullptr) GTEST_SKIP() << "no multi-row kernel for this format on " << arch_name(arch_under_test());
-  std::mt19937 rng(55 + static_cast<int>(type));
-  for (int64_t n : {1, 7, 8, 13, 64, 203}) {
-    const size_t arb = act_row_bytes(Type::F32, n), stride = arb + 12;  // padded rows
-    for (int n_act = 1; n_act <= 19; n_act++) {
-      std::vector<uint8_t> w = random_weights(type, n, rng);
-      std::vector<uint8_t> acts(stride * static_cast<size_t>(n_act));
-      for (int r = 0; r < n_act; r++) {
+  for (Order o : {Order::Fast, Order::Exact}) {
+    const DotFn k = order_dot(simd(type), o), ref = order_dot(generic(type), o);
+    ASSERT_NE(k, ref) << "no " << order_name(o) << " " << arch_name(arch_under_test()) << " kernel";
+    std::mt19937 rng(5);
+    std::vector<int64_t> lengths;
+    for (int64_t n = 1; n <= 70; n++) lengths.push_back(n);
+    lengths.insert(lengths.end(), {255, 256, 257, 1000, 4096, 7168});
+    for (int64_t n : lengths) {
+      for (int trial = 0; trial < 5; trial++) {
+        const std::vector<uint8_t> w = random_weights(type, n, rng);
         std::vector<uint8_t> a = random_activation(type, n, rng);
         auto* x = reinterpret_cast<float*>(a.data());
-        for (int64_t i = 0; i < n; i += 5) x[i] *= 1e4f;
-        std::memcpy(acts.data() + r * stride, a.data(), arb);
+        for (int64_t i = 0; i < n; i += 7) x[i] *= 1e4f;  // magnitudes apart: any reordered add shows
+        const float s = ref(w.data(), a.data(), n), e = k(w.data(), a.data(), n);
+        ASSERT_EQ(std::memcmp(&s, &e, 4), 0) << order_name(o) << ", n " << n << ": " << s << " vs " << e;
+        ASSERT_EQ(dot(type, w.data(), a.data(), n, Isa{arch_under_test(), o}), e);
       }
-      std::vector<float> out(static_cast<size_t>(n_act));
-      multi(w.data(), acts.data(), stride, n_act, n, out.data());
-      for (int r = 0; r < n_act; r++) {
-        const float s = generic(type).dot(w.data(), acts.data() + r * stride, n);
-        const float e = simd(type).dot_exact(w.data(), acts.data() + r * stride, n);
-        ASSERT_EQ(std::memcmp(&s, &e, 4), 0);
-        ASSERT_EQ(std::memcmp(&s, &out[static_cast<size_t>(r)], 4), 0)
-            << "n " << n << " n_act " << n_act << " row " << r << ": " << out[size_t(r)] << " vs " << s;
+    }
+  }
+}
+
+// Multi-row float kernels of both orders: every output has the generic single-row kernel's bits,
+// for 1..19 rows (past two groups of 8), lengths with every tail, padded rows, and inputs
+// spanning magnitudes so that any reordered add changes some result.
+TEST_P(FloatSimdTest, MultiRowKernelMatchesSingleRow) {
+  const Type type = GetParam();
+  for (Order o : {Order::Fast, Order::Exact}) {
+    const DotMultiFn multi = order_multi(simd(type), o);
+    if (multi == nullptr) continue;  // F32 has no exact-order multi-row kernel
+    std::mt19937 rng(55 + static_cast<int>(type));
+    for (int64_t n : {1, 7, 8, 13, 64, 203, 777}) {
+      const size_t arb = act_row_bytes(Type::F32, n), stride = arb + 12;  // padded rows
+      for (int n_act = 1; n_act <= 19; n_act++) {
+        std::vector<uint8_t> w = random_weights(type, n, rng);
+        std::vector<uint8_t> acts(stride * static_cast<size_t>(n_act));
+        for (int r = 0; r < n_act; r++) {
+          std::vector<uint8_t> a = random_activation(type, n, rng);
+          auto* x = reinterpret_cast<float*>(a.data());
+          for (int64_t i = 0; i < n; i += 5) x[i] *= 1e4f;
+          std::memcpy(acts.data() + r * stride, a.data(), arb);
+        }
+        std::vector<float> out(static_cast<size_t>(n_act));
+        multi(w.data(), acts.data(), stride, n_act, n, out.data());
+        for (int r = 0; r < n_act; r++) {
+          const float s = order_dot(generic(type), o)(w.data(), acts.data() + r * stride, n);
+          ASSERT_EQ(std::memcmp(&s, &out[static_cast<size_t>(r)], 4), 0)
+              << order_name(o) << ", n " << n << " n_act " << n_act << " row " << r << ": " << out[size_t(r)]
+              << " vs " << s;
+        }
       }
     }
   }

@@ -53,10 +53,12 @@ TEST(Traits, KernelsPresentWhereExpected) {
 TEST(Traits, DispatchFollowsIsa) {
   const Traits& f16 = traits(Type::F16);
   const CpuKernels& g = cpu_kernels(Type::F16, Arch::Generic);
-  EXPECT_EQ(dot_fn(f16, Isa::Scalar), g.dot);
+  EXPECT_EQ(dot_fn(f16, Isa::Scalar), g.dot_exact);
+  EXPECT_EQ(dot_fn(f16, Isa{Arch::Generic, Order::Fast}), g.dot);
   for (Isa isa : supported_isas()) {
     const CpuKernels& k = cpu_kernels(Type::F16, isa.arch);
     EXPECT_EQ(dot_fn(f16, isa), isa.order == Order::Exact ? k.dot_exact : k.dot) << isa_name(isa);
+    EXPECT_EQ(dot_multi_fn(f16, isa), isa.order == Order::Exact ? k.dot_multi : k.dot_multi_fast) << isa_name(isa);
   }
   EXPECT_EQ(dot_fn(traits(Type::Q8_K), best_isa()), nullptr);
   EXPECT_EQ(exact_isa().arch, best_isa().arch);
@@ -77,8 +79,9 @@ TEST(Traits, DispatchFollowsIsa) {
 TEST(Traits, MissingKernelsFallBackAndTheTargetArchIsDetected) {
   for (Type t : kAll) {
     const CpuKernels& g = cpu_kernels(t, Arch::Generic);
-    EXPECT_EQ(g.dot, g.dot_exact) << "generic kernels are the reference order";
+    if (traits(t).has_dot) EXPECT_NE(g.dot, g.dot_exact) << "the generic set has both orders";
     EXPECT_EQ(g.dot_multi, nullptr);
+    EXPECT_EQ(g.dot_multi_fast, nullptr);
   }
   // The Q8_K entry has no dot anywhere, but its activation quantizer is always there.
   for (Isa isa : supported_isas()) EXPECT_NE(cpu_kernels(Type::Q8_K, isa.arch).quantize_activation, nullptr);
@@ -89,7 +92,7 @@ TEST(Traits, MissingKernelsFallBackAndTheTargetArchIsDetected) {
   if (arch_supported(Arch::NeonDotprod)) {
     // The dotprod set only replaces the SDOT-able kernels; the float ones are NEON's.
     EXPECT_EQ(cpu_kernels(Type::F16, Arch::NeonDotprod).dot_exact, cpu_kernels(Type::F16, Arch::Neon).dot_exact);
-    EXPECT_NE(cpu_kernels(Type::Q8_0, Arch::NeonDotprod).dot, cpu_kernels(Type::Q8_0, Arch::Neon).dot);
+    EXPECT_NE(cpu_kernels(Type::Q8_0, Arch::NeonDotprod).dot_exact, cpu_kernels(Type::Q8_0, Arch::Neon).dot_exact);
   }
 #elif defined(__x86_64__)
   EXPECT_FALSE(arch_supported(Arch::Neon));

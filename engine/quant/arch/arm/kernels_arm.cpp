@@ -18,16 +18,16 @@
 namespace ds4::quant::detail {
 namespace {
 
-// Integer formats: one kernel for both orders (it is bit-identical to the generic one).
-constexpr CpuKernels integer(DotFn f, DotMultiFn m) { return {.dot = f, .dot_exact = f, .dot_multi = m}; }
+// The Exact-order kernels. The Fast order (docs/arithmetic.md) has no NEON kernels yet, so it
+// falls back to the generic Fast kernels.
+constexpr CpuKernels integer(DotFn f, DotMultiFn m) { return {.dot_exact = f, .dot_multi = m}; }
 
 constexpr KernelRow kNeonRows[] = {
-    {Type::F32, {.dot = dot_f32_neon, .dot_exact = dot_f32_neon_exact}},
-    {Type::F16, {.dot = dot_f16_neon, .dot_exact = dot_f16_neon_exact, .dot_multi = dot_f16_multi_neon_exact}},
-    {Type::BF16, {.dot = dot_bf16_neon, .dot_exact = dot_bf16_neon_exact, .dot_multi = dot_bf16_multi_neon_exact}},
+    {Type::F32, {.dot_exact = dot_f32_neon_exact}},
+    {Type::F16, {.dot_exact = dot_f16_neon_exact, .dot_multi = dot_f16_multi_neon_exact}},
+    {Type::BF16, {.dot_exact = dot_bf16_neon_exact, .dot_multi = dot_bf16_multi_neon_exact}},
     {Type::Q8_0,
-     {.dot = dot_q8_0_neon,
-      .dot_exact = dot_q8_0_neon,
+     {.dot_exact = dot_q8_0_neon,
       .dot_multi = dot_q8_0_multi_neon,
       .quantize_activation = quantize_act_q8_0_neon}},
     {Type::Q2_K, integer(dot_q2_k_neon, dot_q2_k_multi_neon)},

@@ -5,11 +5,7 @@
 // every other architecture for a kernel it does not have.
 #include "engine/quant/arch/generic/dots_generic.hpp"
 
-#include <cstring>
-
-#include "engine/quant/blocks.hpp"
-#include "engine/quant/formats.hpp"
-#include "engine/quant/iq2_tables.hpp"
+#include "engine/quant/arch/generic/block_sums.hpp"
 
 namespace ds4::quant::detail {
 
@@ -51,27 +47,10 @@ float dot_q2_k_generic(const void* w, const void* act, int64_t n) {
   const BlockQ8_K* y = static_cast<const BlockQ8_K*>(act);
   float sumf = 0.0f;
   for (int64_t i = 0; i < n / QK_K; i++) {
-    const uint8_t* sc = x[i].scales;
-    int summs = 0;
-    for (int j = 0; j < 16; j++) summs += y[i].bsums[j] * (sc[j] >> 4);
+    const KquantSums s = q2_k_block_sums(x[i], y[i]);
     const float dall = y[i].d * f16_to_f32(x[i].d);
     const float dmin = y[i].d * f16_to_f32(x[i].dmin);
-    int isum = 0;
-    const uint8_t* q2 = x[i].qs;
-    const int8_t* q8 = y[i].qs;
-    int is = 0;
-    for (int half = 0; half < 2; half++) {
-      for (int shift = 0; shift < 8; shift += 2) {
-        for (int part = 0; part < 2; part++) {  // 16 elements each, two sub-blocks per shift
-          int s = 0;
-          for (int l = 0; l < 16; l++) s += q8[l] * ((q2[part * 16 + l] >> shift) & 3);
-          isum += (sc[is++] & 15) * s;
-          q8 += 16;
-        }
-      }
-      q2 += 32;
-    }
-    sumf += dall * static_cast<float>(isum) - dmin * static_cast<float>(summs);
+    sumf += dall * static_cast<float>(s.isum) - dmin * static_cast<float>(s.summs);
   }
   return sumf;
 }
@@ -81,22 +60,10 @@ float dot_q4_k_generic(const void* w, const void* act, int64_t n) {
   const BlockQ8_K* y = static_cast<const BlockQ8_K*>(act);
   float sumf = 0.0f;
   for (int64_t i = 0; i < n / QK_K; i++) {
-    int summs = 0, isum = 0;
-    uint8_t sc8[8], m8[8];
-    unpack_q4_k_scales(x[i].scales, sc8, m8);
-    for (int j = 0; j < 8; j++) {
-      const int sc = sc8[j], m = m8[j];
-      summs += m * (y[i].bsums[2 * j] + y[i].bsums[2 * j + 1]);
-      const uint8_t* q = x[i].qs + 32 * (j / 2);
-      const int shift = (j % 2) * 4;
-      const int8_t* q8 = y[i].qs + 32 * j;
-      int s = 0;
-      for (int l = 0; l < 32; l++) s += q8[l] * ((q[l] >> shift) & 15);
-      isum += sc * s;
-    }
+    const KquantSums s = q4_k_block_sums(x[i], y[i]);
     const float dall = y[i].d * f16_to_f32(x[i].d);
     const float dmin = y[i].d * f16_to_f32(x[i].dmin);
-    sumf += dall * static_cast<float>(isum) - dmin * static_cast<float>(summs);
+    sumf += dall * static_cast<float>(s.isum) - dmin * static_cast<float>(s.summs);
   }
   return sumf;
 }
@@ -107,24 +74,7 @@ float dot_iq2_xxs_generic(const void* w, const void* act, int64_t n) {
   float sumf = 0.0f;
   for (int64_t i = 0; i < n / QK_K; i++) {
     const float d = f16_to_f32(x[i].d) * y[i].d;
-    const int8_t* q8 = y[i].qs;
-    int32_t bsum = 0;
-    for (int ib = 0; ib < 8; ib++) {
-      uint32_t aux[2];
-      std::memcpy(aux, x[i].qs + 4 * ib, 8);
-      int32_t sumi = 0;
-      for (int l = 0; l < 4; l++) {
-        const uint64_t grid = kIq2xxsGrid[(aux[0] >> (8 * l)) & 255];
-        const uint8_t signs = kIq2Signs.mask[(aux[1] >> (7 * l)) & 127];
-        for (int j = 0; j < 8; j++) {
-          const int g = static_cast<int>((grid >> (8 * j)) & 255);
-          sumi += ((signs >> j) & 1 ? -g : g) * q8[j];
-        }
-        q8 += 8;
-      }
-      bsum += sumi * static_cast<int32_t>(2 * (aux[1] >> 28) + 1);
-    }
-    sumf += d * static_cast<float>(bsum);
+    sumf += d * static_cast<float>(iq2_xxs_block_sum(x[i], y[i]));
   }
   return 0.125f * sumf;
 }
@@ -133,14 +83,8 @@ float dot_mxfp4_generic(const void* w, const void* act, int64_t n) {
   const BlockMXFP4* a = static_cast<const BlockMXFP4*>(w);
   const BlockQ8_0Act* x = static_cast<const BlockQ8_0Act*>(act);
   float acc = 0.0f;
-  for (int64_t b = 0; b < n / 32; b++) {
-    int32_t isum = 0;
-    for (int j = 0; j < 16; j++) {
-      isum += kMxfp4Values[a[b].qs[j] & 15] * x[b].qs[j];
-      isum += kMxfp4Values[a[b].qs[j] >> 4] * x[b].qs[j + 16];
-    }
-    acc += e8m0_to_f32_half(a[b].e) * x[b].d * static_cast<float>(isum);
-  }
+  for (int64_t b = 0; b < n / 32; b++)
+    acc += e8m0_to_f32_half(a[b].e) * x[b].d * static_cast<float>(mxfp4_block_isum(a[b], x[b]));
   return acc;
 }
 

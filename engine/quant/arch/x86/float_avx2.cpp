@@ -1,6 +1,7 @@
-// AVX2 dots for the plain float weights, in two flavours:
-//  * fast (dot_*_avx2): four 8-wide FMA accumulators, so the sum is reordered relative to the
-//    exact scalar kernels in float_types.cpp;
+// AVX2 dots for the plain float weights, in two orders:
+//  * Fast (dot_*_avx2, dot_*_multi_avx2): docs/arithmetic.md §float-dot, bit-identical to the
+//    generic Fast kernels (dots_fast_generic.cpp): eight blocks of 32, one per slice, reduced
+//    together so that lane s ends with slice s's block value;
 //  * exact order (dot_*_avx2_exact): the same f32 (F16/BF16) or f64 (F32) products as the scalar
 //    kernels -- a product of two floats is rounded the same way in a SIMD lane -- added one by one
 //    in index order, so the result is bit-identical to dot_*_scalar while the conversions and
@@ -14,6 +15,7 @@
 #include "engine/quant/arch/x86/avx2_util.hpp"
 #include "engine/quant/arch/x86/kernels_avx2.hpp"
 #include "engine/quant/blocks.hpp"
+#include "engine/quant/fast_order.hpp"
 #include "engine/quant/formats.hpp"
 
 namespace ds4::quant::detail {
@@ -40,20 +42,103 @@ struct BF16Weights {
   float at(int64_t i) const { return bf16_to_f32(h[i]); }
 };
 
+// ---- Fast order (docs/arithmetic.md §float-dot): blocks of 32 products, each reduced by the
+// halving tree; eight slices of blocks, each summed in order; the pairwise tree of the slices.
+
+// The four product vectors of 32-element block b (elements 8k..8k+7 in v[k]); a short last block
+// is padded with +0.0 products, as the contract says.
 template <class Weights>
-float dot_fma(Weights w, const float* x, int64_t n) {
-  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps(), acc2 = _mm256_setzero_ps(), acc3 = _mm256_setzero_ps();
-  int64_t i = 0;
-  for (; i + 32 <= n; i += 32) {
-    acc0 = _mm256_fmadd_ps(w.load8(i), _mm256_loadu_ps(x + i), acc0);
-    acc1 = _mm256_fmadd_ps(w.load8(i + 8), _mm256_loadu_ps(x + i + 8), acc1);
-    acc2 = _mm256_fmadd_ps(w.load8(i + 16), _mm256_loadu_ps(x + i + 16), acc2);
-    acc3 = _mm256_fmadd_ps(w.load8(i + 24), _mm256_loadu_ps(x + i + 24), acc3);
+void block_products(Weights w, const float* x, int64_t n, int64_t b, __m256 v[4]) {
+  const int64_t i0 = b * 32;
+  if (i0 + 32 <= n) {
+    for (int k = 0; k < 4; k++) v[k] = _mm256_mul_ps(w.load8(i0 + 8 * k), _mm256_loadu_ps(x + i0 + 8 * k));
+    return;
   }
-  for (; i + 8 <= n; i += 8) acc0 = _mm256_fmadd_ps(w.load8(i), _mm256_loadu_ps(x + i), acc0);
-  float sum = avx2::hsum_f32(_mm256_add_ps(_mm256_add_ps(acc0, acc1), _mm256_add_ps(acc2, acc3)));
-  for (; i < n; i++) sum += w.at(i) * x[i];
-  return sum;
+  alignas(32) float p[32];
+  for (int i = 0; i < 32; i++) p[i] = i0 + i < n ? w.at(i0 + i) * x[i0 + i] : 0.0f;
+  for (int k = 0; k < 4; k++) v[k] = _mm256_load_ps(p + 8 * k);
+}
+
+// The first two halvings of a block (i with i+16, then i+8): eight values left.
+inline __m256 halve32(const __m256 v[4]) {
+  return _mm256_add_ps(_mm256_add_ps(v[0], v[2]), _mm256_add_ps(v[1], v[3]));
+}
+
+// The last three halvings (i with i+4, i+2, i+1) of eight blocks at once: u[s] holds block s's
+// eight values; lane s of the result is block s's value. Each add pairs the same two values the
+// scalar tree pairs; only the lanes they sit in differ.
+inline __m256 finish8(const __m256 u[8]) {
+  __m256 a[4];  // a[k] = [block k's 4 values | block k+4's 4 values] after the i+4 halving
+  for (int k = 0; k < 4; k++)
+    a[k] = _mm256_add_ps(_mm256_permute2f128_ps(u[k], u[k + 4], 0x20), _mm256_permute2f128_ps(u[k], u[k + 4], 0x31));
+  // i+2: [k0 v0,v1, k1 v0,v1 | ...] for the pairs (0,1) and (2,3)
+  const __m256 b01 = _mm256_add_ps(_mm256_shuffle_ps(a[0], a[1], _MM_SHUFFLE(1, 0, 1, 0)),
+                                   _mm256_shuffle_ps(a[0], a[1], _MM_SHUFFLE(3, 2, 3, 2)));
+  const __m256 b23 = _mm256_add_ps(_mm256_shuffle_ps(a[2], a[3], _MM_SHUFFLE(1, 0, 1, 0)),
+                                   _mm256_shuffle_ps(a[2], a[3], _MM_SHUFFLE(3, 2, 3, 2)));
+  // i+1: lanes [0 1 2 3 | 4 5 6 7] = blocks in order
+  return _mm256_add_ps(_mm256_shuffle_ps(b01, b23, _MM_SHUFFLE(2, 0, 2, 0)),
+                       _mm256_shuffle_ps(b01, b23, _MM_SHUFFLE(3, 1, 3, 1)));
+}
+
+// One row: step i takes block slice_begin(s) + i of every slice s (lane s). A slice already
+// exhausted adds +0.0, which leaves its accumulator unchanged (it is never -0).
+template <class Weights>
+float dot_fast(Weights w, const float* x, int64_t n) {
+  const int64_t nb = (n + 31) / 32;
+  int64_t begin[9];
+  for (int s = 0; s <= 8; s++) begin[s] = fast::slice_begin(nb, s);
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t i = 0; i < begin[8] - begin[7]; i++) {
+    __m256 u[8];
+    alignas(32) int32_t live[8];
+    for (int s = 0; s < 8; s++) {
+      live[s] = begin[s] + i < begin[s + 1] ? -1 : 0;
+      __m256 v[4];
+      block_products(w, x, n, live[s] ? begin[s] + i : begin[7], v);
+      u[s] = halve32(v);
+    }
+    const __m256 val = _mm256_and_ps(finish8(u), _mm256_castsi256_ps(_mm256_load_si256(reinterpret_cast<__m256i*>(live))));
+    acc = _mm256_add_ps(acc, val);
+  }
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, acc);
+  return fast::tree(lanes);
+}
+
+// Up to 8 activation rows: lane t of the block values belongs to row t (the 8 rows' values of
+// one block come out of finish8 together), each slice its own vector, then the tree lane-wise.
+template <class Weights>
+void dot_fast_multi(Weights w, const uint8_t* act, size_t stride, int n_act, int64_t n, float* out) {
+  const int64_t nb = (n + 31) / 32;
+  for (int t0 = 0; t0 < n_act; t0 += 8) {
+    const int nt = n_act - t0 < 8 ? n_act - t0 : 8;
+    if (nt < 3) {
+      for (int t = 0; t < nt; t++)
+        out[t0 + t] = dot_fast(w, reinterpret_cast<const float*>(act + size_t(t0 + t) * stride), n);
+      continue;
+    }
+    const float* x[8];
+    for (int t = 0; t < 8; t++) x[t] = reinterpret_cast<const float*>(act + size_t(t0 + (t < nt ? t : nt - 1)) * stride);
+    __m256 acc[8];
+    for (__m256& a : acc) a = _mm256_setzero_ps();
+    for (int s = 0; s < 8; s++) {
+      for (int64_t b = fast::slice_begin(nb, s); b < fast::slice_begin(nb, s + 1); b++) {
+        __m256 u[8];
+        for (int t = 0; t < 8; t++) {
+          __m256 v[4];
+          block_products(w, x[t], n, b, v);
+          u[t] = halve32(v);
+        }
+        acc[s] = _mm256_add_ps(acc[s], finish8(u));
+      }
+    }
+    const __m256 r = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])),
+                                   _mm256_add_ps(_mm256_add_ps(acc[4], acc[5]), _mm256_add_ps(acc[6], acc[7])));
+    alignas(32) float lanes[8];
+    _mm256_store_ps(lanes, r);
+    for (int t = 0; t < nt; t++) out[t0 + t] = lanes[t];
+  }
 }
 
 // f32 products, f32 sum in index order (F16/BF16: ds4's dot_f16_row order).
@@ -104,10 +189,19 @@ const uint16_t* halves(const void* p) { return static_cast<const uint16_t*>(p); 
 
 }  // namespace
 
-float dot_f32_avx2(const void* w, const void* act, int64_t n) { return dot_fma(F32Weights{floats(w)}, floats(act), n); }
-float dot_f16_avx2(const void* w, const void* act, int64_t n) { return dot_fma(F16Weights{halves(w)}, floats(act), n); }
+float dot_f32_avx2(const void* w, const void* act, int64_t n) { return dot_fast(F32Weights{floats(w)}, floats(act), n); }
+float dot_f16_avx2(const void* w, const void* act, int64_t n) { return dot_fast(F16Weights{halves(w)}, floats(act), n); }
 float dot_bf16_avx2(const void* w, const void* act, int64_t n) {
-  return dot_fma(BF16Weights{halves(w)}, floats(act), n);
+  return dot_fast(BF16Weights{halves(w)}, floats(act), n);
+}
+void dot_f32_multi_avx2(const void* w, const void* act, size_t act_stride, int n_act, int64_t n, float* out) {
+  dot_fast_multi(F32Weights{floats(w)}, static_cast<const uint8_t*>(act), act_stride, n_act, n, out);
+}
+void dot_f16_multi_avx2(const void* w, const void* act, size_t act_stride, int n_act, int64_t n, float* out) {
+  dot_fast_multi(F16Weights{halves(w)}, static_cast<const uint8_t*>(act), act_stride, n_act, n, out);
+}
+void dot_bf16_multi_avx2(const void* w, const void* act, size_t act_stride, int n_act, int64_t n, float* out) {
+  dot_fast_multi(BF16Weights{halves(w)}, static_cast<const uint8_t*>(act), act_stride, n_act, n, out);
 }
 
 float dot_f16_avx2_exact(const void* w, const void* act, int64_t n) {

@@ -2,13 +2,15 @@
 // gathered into one vector (8 bytes each, all magnitudes 8/25/43, so unsigned) and four sign
 // patterns as ±1 bytes applied to the activation with sign_epi8; maddubs/madd give exact int32
 // partials, scaled by the group's (2s+1) in integer. The block's integer sum is then combined
-// in f32 exactly as the scalar kernel (iq2_xxs.cpp) does, so results are bit-identical.
+// in f32 by the order's policy (block_orders.hpp), so results are bit-identical to the generic
+// kernel of that order.
 // Requires activation bytes in [-127, 127] (sign_epi8 cannot negate -128), which
 // quantize_activation guarantees.
 #include <immintrin.h>
 
 #include <cstring>
 
+#include "engine/quant/arch/block_orders.hpp"
 #include "engine/quant/arch/x86/avx2_util.hpp"
 #include "engine/quant/arch/x86/kernels_avx2.hpp"
 #include "engine/quant/blocks.hpp"
@@ -36,33 +38,33 @@ inline __m256i group_dot(const uint8_t* g, const int8_t* q8) {
   return _mm256_madd_epi16(_mm256_maddubs_epi16(grid, q), _mm256_set1_epi16(static_cast<short>(2 * (s >> 28) + 1)));
 }
 
-}  // namespace
-
-float dot_iq2_xxs_avx2(const void* w, const void* act, int64_t n) {
+template <class Sum>
+float dot_iq2_xxs(const void* w, const void* act, int64_t n) {
   const BlockIQ2_XXS* x = static_cast<const BlockIQ2_XXS*>(w);
   const BlockQ8_K* y = static_cast<const BlockQ8_K*>(act);
-  float sumf = 0.0f;
+  Sum sum(n / QK_K);
   for (int64_t i = 0; i < n / QK_K; i++) {
-    const float d = avx2::h2f(x[i].d) * y[i].d;
     const uint8_t* q = reinterpret_cast<const uint8_t*>(x[i].qs);
     __m256i acc1 = _mm256_setzero_si256(), acc2 = _mm256_setzero_si256();
     for (int ib = 0; ib < 8; ib += 2) {  // two independent chains: ~25% faster than one
       acc1 = _mm256_add_epi32(acc1, group_dot(q + 8 * ib, y[i].qs + 32 * ib));
       acc2 = _mm256_add_epi32(acc2, group_dot(q + 8 * ib + 8, y[i].qs + 32 * ib + 32));
     }
-    sumf += d * static_cast<float>(avx2::hsum_i32(_mm256_add_epi32(acc1, acc2)));
+    sum.iq2_xxs(i, avx2::h2f(x[i].d), y[i].d, avx2::hsum_i32(_mm256_add_epi32(acc1, acc2)));
   }
-  return 0.125f * sumf;
+  return 0.125f * sum.result();
 }
 
-void dot_iq2_xxs_multi_avx2(const void* w, const void* act, size_t act_stride, int n_act, int64_t n, float* out) {
+template <class Sum>
+void dot_iq2_xxs_multi(const void* w, const void* act, size_t act_stride, int n_act, int64_t n, float* out) {
   constexpr int kMax = 8;
   const BlockIQ2_XXS* x = static_cast<const BlockIQ2_XXS*>(w);
   const uint64_t* pm = kIq2Signs.plus_minus_one;
   for (int t0 = 0; t0 < n_act; t0 += kMax) {
     const int nt = n_act - t0 < kMax ? n_act - t0 : kMax;
     const uint8_t* act0 = static_cast<const uint8_t*>(act) + static_cast<size_t>(t0) * act_stride;
-    float sumf[kMax] = {};
+    Sum sums[kMax];
+    for (Sum& sum : sums) sum = Sum(n / QK_K);
     for (int64_t i = 0; i < n / QK_K; i++) {
       // Decode the block's grid points, signs and scales once...
       __m256i grid[8], sign[8], scale[8];
@@ -88,12 +90,22 @@ void dot_iq2_xxs_multi_avx2(const void* w, const void* act, size_t act_stride, i
           acc1 = _mm256_add_epi32(acc1, _mm256_madd_epi16(_mm256_maddubs_epi16(grid[ib], q1), scale[ib]));
           acc2 = _mm256_add_epi32(acc2, _mm256_madd_epi16(_mm256_maddubs_epi16(grid[ib + 1], q2), scale[ib + 1]));
         }
-        const float d = dx * y->d;
-        sumf[t] += d * static_cast<float>(avx2::hsum_i32(_mm256_add_epi32(acc1, acc2)));
+        sums[t].iq2_xxs(i, dx, y->d, avx2::hsum_i32(_mm256_add_epi32(acc1, acc2)));
       }
     }
-    for (int t = 0; t < nt; t++) out[t0 + t] = 0.125f * sumf[t];
+    for (int t = 0; t < nt; t++) out[t0 + t] = 0.125f * sums[t].result();
   }
+}
+
+}  // namespace
+
+float dot_iq2_xxs_avx2(const void* w, const void* act, int64_t n) { return dot_iq2_xxs<SerialSum>(w, act, n); }
+float dot_iq2_xxs_fast_avx2(const void* w, const void* act, int64_t n) { return dot_iq2_xxs<SlicedSum>(w, act, n); }
+void dot_iq2_xxs_multi_avx2(const void* w, const void* act, size_t act_stride, int n_act, int64_t n, float* out) {
+  dot_iq2_xxs_multi<SerialSum>(w, act, act_stride, n_act, n, out);
+}
+void dot_iq2_xxs_multi_fast_avx2(const void* w, const void* act, size_t act_stride, int n_act, int64_t n, float* out) {
+  dot_iq2_xxs_multi<SlicedSum>(w, act, act_stride, n_act, n, out);
 }
 
 }  // namespace ds4::quant::detail

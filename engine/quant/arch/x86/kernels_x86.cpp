@@ -8,18 +8,20 @@
 namespace ds4::quant::detail {
 namespace {
 
-// Integer formats: one kernel for both orders (it is bit-identical to the generic one).
-constexpr CpuKernels integer(DotFn f, DotMultiFn m) { return {.dot = f, .dot_exact = f, .dot_multi = m}; }
+// The Fast and the Exact kernel of a format, single-row and multi-row.
+constexpr CpuKernels orders(DotFn fast, DotFn exact, DotMultiFn multi_fast, DotMultiFn multi) {
+  return {.dot = fast, .dot_exact = exact, .dot_multi = multi, .dot_multi_fast = multi_fast};
+}
 
 constexpr KernelRow kAvx2Rows[] = {
-    {Type::F32, {.dot = dot_f32_avx2, .dot_exact = dot_f32_avx2_exact}},
-    {Type::F16, {.dot = dot_f16_avx2, .dot_exact = dot_f16_avx2_exact, .dot_multi = dot_f16_multi_avx2_exact}},
-    {Type::BF16, {.dot = dot_bf16_avx2, .dot_exact = dot_bf16_avx2_exact, .dot_multi = dot_bf16_multi_avx2_exact}},
-    {Type::Q8_0, integer(dot_q8_0_avx2, dot_q8_0_multi_avx2)},
-    {Type::Q2_K, integer(dot_q2_k_avx2, dot_q2_k_multi_avx2)},
-    {Type::Q4_K, integer(dot_q4_k_avx2, dot_q4_k_multi_avx2)},
-    {Type::IQ2_XXS, integer(dot_iq2_xxs_avx2, dot_iq2_xxs_multi_avx2)},
-    {Type::MXFP4, integer(dot_mxfp4_avx2, dot_mxfp4_multi_avx2)},
+    {Type::F32, {.dot = dot_f32_avx2, .dot_exact = dot_f32_avx2_exact, .dot_multi_fast = dot_f32_multi_avx2}},
+    {Type::F16, orders(dot_f16_avx2, dot_f16_avx2_exact, dot_f16_multi_avx2, dot_f16_multi_avx2_exact)},
+    {Type::BF16, orders(dot_bf16_avx2, dot_bf16_avx2_exact, dot_bf16_multi_avx2, dot_bf16_multi_avx2_exact)},
+    {Type::Q8_0, orders(dot_q8_0_fast_avx2, dot_q8_0_avx2, dot_q8_0_multi_fast_avx2, dot_q8_0_multi_avx2)},
+    {Type::Q2_K, orders(dot_q2_k_fast_avx2, dot_q2_k_avx2, dot_q2_k_multi_fast_avx2, dot_q2_k_multi_avx2)},
+    {Type::Q4_K, orders(dot_q4_k_fast_avx2, dot_q4_k_avx2, dot_q4_k_multi_fast_avx2, dot_q4_k_multi_avx2)},
+    {Type::IQ2_XXS, orders(dot_iq2_xxs_fast_avx2, dot_iq2_xxs_avx2, dot_iq2_xxs_multi_fast_avx2, dot_iq2_xxs_multi_avx2)},
+    {Type::MXFP4, orders(dot_mxfp4_fast_avx2, dot_mxfp4_avx2, dot_mxfp4_multi_fast_avx2, dot_mxfp4_multi_avx2)},
 };
 
 constexpr KernelSet kSets[] = {{Arch::Avx2, Arch::Generic, kAvx2Rows}};

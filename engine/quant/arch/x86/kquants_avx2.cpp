@@ -1,9 +1,11 @@
 // AVX2 dots of the K-quants (Q2_K, Q4_K) with a Q8_K activation. Levels are unsigned (0..3,
 // 0..15), so maddubs(levels, q8) is exact with no sign trick; the sub-block scales multiply in
-// through madd_epi16. Per block the integer sums isum and summs are exact, and the float step is
-// the scalar one (q2_k.cpp, q4_k.cpp), so results are bit-identical to the scalar kernels.
+// through madd_epi16. Per block the integer sums isum and summs are exact, and the float steps
+// are those of the order's policy (block_orders.hpp), so each order's results are bit-identical
+// to the generic kernels of that order.
 #include <immintrin.h>
 
+#include "engine/quant/arch/block_orders.hpp"
 #include "engine/quant/arch/x86/avx2_util.hpp"
 #include "engine/quant/arch/x86/kernels_avx2.hpp"
 #include "engine/quant/blocks.hpp"
@@ -28,15 +30,15 @@ struct PairShuffles {
     }
   }
 };
-}  // namespace
 
-float dot_q2_k_avx2(const void* w, const void* act, int64_t n) {
+template <class Sum>
+float dot_q2_k(const void* w, const void* act, int64_t n) {
   const BlockQ2_K* x = static_cast<const BlockQ2_K*>(w);
   const BlockQ8_K* y = static_cast<const BlockQ8_K*>(act);
   const __m256i m3 = _mm256_set1_epi8(3);
   const __m128i m4 = _mm_set1_epi8(0x0f);
   static const PairShuffles shuffles;
-  float sumf = 0.0f;
+  Sum sum(n / QK_K);
   for (int64_t i = 0; i < n / QK_K; i++) {
     const __m128i scb = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x[i].scales));
     const __m256i mins = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(scb, 4), m4));
@@ -59,14 +61,13 @@ float dot_q2_k_avx2(const void* w, const void* act, int64_t n) {
     _mm256_store_si256(reinterpret_cast<__m256i*>(l), both);
     const int isum = l[0] + l[1] + l[4] + l[5];
     const int summs = l[2] + l[3] + l[6] + l[7];
-    const float dall = y[i].d * avx2::h2f(x[i].d);
-    const float dmin = y[i].d * avx2::h2f(x[i].dmin);
-    sumf += dall * static_cast<float>(isum) - dmin * static_cast<float>(summs);
+    sum.kquant(i, y[i].d, avx2::h2f(x[i].d), avx2::h2f(x[i].dmin), isum, summs);
   }
-  return sumf;
+  return sum.result();
 }
 
-void dot_q2_k_multi_avx2(const void* w, const void* act, size_t act_stride, int n_act, int64_t n, float* out) {
+template <class Sum>
+void dot_q2_k_multi(const void* w, const void* act, size_t act_stride, int n_act, int64_t n, float* out) {
   constexpr int kMax = 8;
   const BlockQ2_K* x = static_cast<const BlockQ2_K*>(w);
   const __m256i m3 = _mm256_set1_epi8(3);
@@ -75,7 +76,8 @@ void dot_q2_k_multi_avx2(const void* w, const void* act, size_t act_stride, int 
   for (int t0 = 0; t0 < n_act; t0 += kMax) {
     const int nt = n_act - t0 < kMax ? n_act - t0 : kMax;
     const uint8_t* act0 = static_cast<const uint8_t*>(act) + static_cast<size_t>(t0) * act_stride;
-    float sumf[kMax] = {};
+    Sum sums[kMax];
+    for (Sum& sum : sums) sum = Sum(n / QK_K);
     for (int64_t i = 0; i < n / QK_K; i++) {
       // Decode levels and scales once...
       const __m128i scb = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x[i].scales));
@@ -102,20 +104,19 @@ void dot_q2_k_multi_avx2(const void* w, const void* act, size_t act_stride, int 
         _mm256_store_si256(reinterpret_cast<__m256i*>(l), both);
         const int isum = l[0] + l[1] + l[4] + l[5];
         const int summs = l[2] + l[3] + l[6] + l[7];
-        const float dall = y->d * xd;
-        const float dmin = y->d * xdmin;
-        sumf[t] += dall * static_cast<float>(isum) - dmin * static_cast<float>(summs);
+        sums[t].kquant(i, y->d, xd, xdmin, isum, summs);
       }
     }
-    for (int t = 0; t < nt; t++) out[t0 + t] = sumf[t];
+    for (int t = 0; t < nt; t++) out[t0 + t] = sums[t].result();
   }
 }
 
-float dot_q4_k_avx2(const void* w, const void* act, int64_t n) {
+template <class Sum>
+float dot_q4_k(const void* w, const void* act, int64_t n) {
   const BlockQ4_K* x = static_cast<const BlockQ4_K*>(w);
   const BlockQ8_K* y = static_cast<const BlockQ8_K*>(act);
   const __m256i m4 = _mm256_set1_epi8(0x0f);
-  float sumf = 0.0f;
+  Sum sum(n / QK_K);
   for (int64_t i = 0; i < n / QK_K; i++) {
     uint8_t sc[8], m[8];
     unpack_q4_k_scales(x[i].scales, sc, m);
@@ -131,22 +132,21 @@ float dot_q4_k_avx2(const void* w, const void* act, int64_t n) {
       acc = _mm256_add_epi32(acc, _mm256_madd_epi16(plo, _mm256_set1_epi16(sc[2 * c])));
       acc = _mm256_add_epi32(acc, _mm256_madd_epi16(phi, _mm256_set1_epi16(sc[2 * c + 1])));
     }
-    const int isum = avx2::hsum_i32(acc);
-    const float dall = y[i].d * avx2::h2f(x[i].d);
-    const float dmin = y[i].d * avx2::h2f(x[i].dmin);
-    sumf += dall * static_cast<float>(isum) - dmin * static_cast<float>(summs);
+    sum.kquant(i, y[i].d, avx2::h2f(x[i].d), avx2::h2f(x[i].dmin), avx2::hsum_i32(acc), summs);
   }
-  return sumf;
+  return sum.result();
 }
 
-void dot_q4_k_multi_avx2(const void* w, const void* act, size_t act_stride, int n_act, int64_t n, float* out) {
+template <class Sum>
+void dot_q4_k_multi(const void* w, const void* act, size_t act_stride, int n_act, int64_t n, float* out) {
   constexpr int kMax = 8;
   const BlockQ4_K* x = static_cast<const BlockQ4_K*>(w);
   const __m256i m4 = _mm256_set1_epi8(0x0f);
   for (int t0 = 0; t0 < n_act; t0 += kMax) {
     const int nt = n_act - t0 < kMax ? n_act - t0 : kMax;
     const uint8_t* act0 = static_cast<const uint8_t*>(act) + static_cast<size_t>(t0) * act_stride;
-    float sumf[kMax] = {};
+    Sum sums[kMax];
+    for (Sum& sum : sums) sum = Sum(n / QK_K);
     for (int64_t i = 0; i < n / QK_K; i++) {
       uint8_t sc[8], m[8];
       unpack_q4_k_scales(x[i].scales, sc, m);
@@ -166,14 +166,30 @@ void dot_q4_k_multi_avx2(const void* w, const void* act, size_t act_stride, int 
         __m256i acc = _mm256_setzero_si256();
         for (int j = 0; j < 8; j++)
           acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(lv[j], load32(y->qs + 32 * j)), scv[j]));
-        const int isum = avx2::hsum_i32(acc);
-        const float dall = y->d * xd;
-        const float dmin = y->d * xdmin;
-        sumf[t] += dall * static_cast<float>(isum) - dmin * static_cast<float>(summs);
+        sums[t].kquant(i, y->d, xd, xdmin, avx2::hsum_i32(acc), summs);
       }
     }
-    for (int t = 0; t < nt; t++) out[t0 + t] = sumf[t];
+    for (int t = 0; t < nt; t++) out[t0 + t] = sums[t].result();
   }
+}
+
+}  // namespace
+
+float dot_q2_k_avx2(const void* w, const void* act, int64_t n) { return dot_q2_k<SerialSum>(w, act, n); }
+float dot_q2_k_fast_avx2(const void* w, const void* act, int64_t n) { return dot_q2_k<SlicedSum>(w, act, n); }
+float dot_q4_k_avx2(const void* w, const void* act, int64_t n) { return dot_q4_k<SerialSum>(w, act, n); }
+float dot_q4_k_fast_avx2(const void* w, const void* act, int64_t n) { return dot_q4_k<SlicedSum>(w, act, n); }
+void dot_q2_k_multi_avx2(const void* w, const void* act, size_t act_stride, int n_act, int64_t n, float* out) {
+  dot_q2_k_multi<SerialSum>(w, act, act_stride, n_act, n, out);
+}
+void dot_q2_k_multi_fast_avx2(const void* w, const void* act, size_t act_stride, int n_act, int64_t n, float* out) {
+  dot_q2_k_multi<SlicedSum>(w, act, act_stride, n_act, n, out);
+}
+void dot_q4_k_multi_avx2(const void* w, const void* act, size_t act_stride, int n_act, int64_t n, float* out) {
+  dot_q4_k_multi<SerialSum>(w, act, act_stride, n_act, n, out);
+}
+void dot_q4_k_multi_fast_avx2(const void* w, const void* act, size_t act_stride, int n_act, int64_t n, float* out) {
+  dot_q4_k_multi<SlicedSum>(w, act, act_stride, n_act, n, out);
 }
 
 }  // namespace ds4::quant::detail

@@ -1,12 +1,14 @@
 // AVX2 dots for the 32-element formats with a Q8_0 activation: Q8_0 and MXFP4. Integer block
 // sums come from maddubs/madd (exact); eight blocks' sums are reduced together, then the f32
 // accumulation runs block by block exactly like the scalar kernels (q8_0.cpp, mxfp4.cpp), so the
-// results are bit-identical to them.
+// results are bit-identical to them. The *_fast kernels take the same integer sums into the Fast
+// order's eight slices (docs/arithmetic.md §slices), one slice per lane.
 #include <immintrin.h>
 
 #include "engine/quant/arch/x86/avx2_util.hpp"
 #include "engine/quant/arch/x86/kernels_avx2.hpp"
 #include "engine/quant/blocks.hpp"
+#include "engine/quant/fast_order.hpp"
 #include "engine/quant/formats.hpp"
 
 namespace ds4::quant::detail {
@@ -88,7 +90,99 @@ void dot_blocks32_multi(const W& w, const uint8_t* act, size_t stride, int n_act
   }
 }
 
+// Fast order (docs/arithmetic.md §slices): the eight slice accumulators are the eight lanes of
+// one vector. Step i takes block slice_begin(s) + i of every slice s; a slice already exhausted
+// (the last step when 8 does not divide nb) gets scale 0 on a stand-in block, and
+// fma(0, isum, acc) leaves its accumulator unchanged (acc is never -0: it starts at +0 and an
+// exact-zero sum rounds to +0). Lane s therefore computes fast::blocks32_update on its slice's
+// blocks in order, and the tree runs on the stored lanes.
+template <class W>
+float dot_blocks32_fast(const W& w, const BlockQ8_0Act* x, int64_t nb) {
+  int64_t begin[9];
+  for (int s = 0; s <= 8; s++) begin[s] = fast::slice_begin(nb, s);
+  const int64_t steps = begin[8] - begin[7];  // the last slice is a longest one
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t i = 0; i < steps; i++) {
+    __m256i v[8];
+    alignas(32) float scale[8], dx[8];
+    for (int s = 0; s < 8; s++) {
+      const bool live = begin[s] + i < begin[s + 1];
+      const int64_t b = live ? begin[s] + i : begin[7];  // any real block stands in
+      v[s] = avx2::dot_i8_32(w.values(b), load32(x[b].qs));
+      scale[s] = live ? w.scale(b) : 0.0f;
+      dx[s] = x[b].d;
+    }
+    const __m256 isum = _mm256_cvtepi32_ps(avx2::hsum8_i32(v));
+    const __m256 sdx = _mm256_mul_ps(_mm256_load_ps(scale), _mm256_load_ps(dx));
+    acc = _mm256_fmadd_ps(sdx, isum, acc);
+  }
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, acc);
+  return fast::tree(lanes);
+}
+
+// Fast order for up to eight activation rows: lane t belongs to activation row t, and each
+// slice has its own vector of accumulators; blocks go in ascending order to their slice's
+// vector, and the tree combines the eight vectors lane by lane -- per row, the steps of
+// dot_blocks32_fast.
+template <class W>
+void dot_blocks32_multi_fast(const W& w, const uint8_t* act, size_t stride, int n_act, int64_t nb, float* out) {
+  for (int t0 = 0; t0 < n_act; t0 += 8) {
+    const int nt = n_act - t0 < 8 ? n_act - t0 : 8;
+    if (nt < 3) {
+      for (int t = 0; t < nt; t++)
+        out[t0 + t] =
+            dot_blocks32_fast(w, reinterpret_cast<const BlockQ8_0Act*>(act + static_cast<size_t>(t0 + t) * stride), nb);
+      continue;
+    }
+    const BlockQ8_0Act* x[8];
+    for (int t = 0; t < 8; t++)
+      x[t] = reinterpret_cast<const BlockQ8_0Act*>(act + static_cast<size_t>(t0 + (t < nt ? t : nt - 1)) * stride);
+    __m256 acc[8];
+    for (__m256& a : acc) a = _mm256_setzero_ps();
+    for (int s = 0; s < 8; s++) {
+      for (int64_t b = fast::slice_begin(nb, s); b < fast::slice_begin(nb, s + 1); b++) {
+        const __m256i wv = w.values(b);
+        const __m256i aw = _mm256_sign_epi8(wv, wv);
+        __m256i v[8];
+        for (int t = 0; t < 8; t++)
+          v[t] = _mm256_madd_epi16(_mm256_maddubs_epi16(aw, _mm256_sign_epi8(load32(x[t][b].qs), wv)),
+                                   _mm256_set1_epi16(1));
+        const __m256 isum = _mm256_cvtepi32_ps(avx2::hsum8_i32(v));
+        const __m256 dx =
+            _mm256_set_ps(x[7][b].d, x[6][b].d, x[5][b].d, x[4][b].d, x[3][b].d, x[2][b].d, x[1][b].d, x[0][b].d);
+        acc[s] = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_set1_ps(w.scale(b)), dx), isum, acc[s]);
+      }
+    }
+    const __m256 r = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])),
+                                   _mm256_add_ps(_mm256_add_ps(acc[4], acc[5]), _mm256_add_ps(acc[6], acc[7])));
+    alignas(32) float lanes[8];
+    _mm256_store_ps(lanes, r);
+    for (int t = 0; t < nt; t++) out[t0 + t] = lanes[t];
+  }
+}
+
 }  // namespace
+
+float dot_q8_0_fast_avx2(const void* w, const void* act, int64_t n) {
+  return dot_blocks32_fast(Q8_0Weights{static_cast<const BlockQ8_0*>(w)}, static_cast<const BlockQ8_0Act*>(act),
+                           n / 32);
+}
+
+float dot_mxfp4_fast_avx2(const void* w, const void* act, int64_t n) {
+  return dot_blocks32_fast(Mxfp4Weights{static_cast<const BlockMXFP4*>(w)}, static_cast<const BlockQ8_0Act*>(act),
+                           n / 32);
+}
+
+void dot_q8_0_multi_fast_avx2(const void* w, const void* act, size_t act_stride, int n_act, int64_t n, float* out) {
+  dot_blocks32_multi_fast(Q8_0Weights{static_cast<const BlockQ8_0*>(w)}, static_cast<const uint8_t*>(act),
+                          act_stride, n_act, n / 32, out);
+}
+
+void dot_mxfp4_multi_fast_avx2(const void* w, const void* act, size_t act_stride, int n_act, int64_t n, float* out) {
+  dot_blocks32_multi_fast(Mxfp4Weights{static_cast<const BlockMXFP4*>(w)}, static_cast<const uint8_t*>(act),
+                          act_stride, n_act, n / 32, out);
+}
 
 void dot_q8_0_multi_avx2(const void* w, const void* act, size_t act_stride, int n_act, int64_t n, float* out) {
   dot_blocks32_multi(Q8_0Weights{static_cast<const BlockQ8_0*>(w)}, static_cast<const uint8_t*>(act), act_stride, n_act,

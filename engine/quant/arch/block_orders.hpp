@@ -1,0 +1,55 @@
+#pragma once
+// Internal: the two float orders in which a dot kernel's exact integer block sums become its
+// result, as interchangeable policies. A SIMD kernel of any architecture computes the integer
+// sums its own way, hands each block to the policy in ascending block order, and returns
+// result(); so one kernel body serves both orders and the float steps are written once.
+//   SerialSum  -- Order::Exact: ds4's single running sum (the format files' documented order).
+//   SlicedSum  -- Order::Fast: eight slice accumulators and the tree (docs/arithmetic.md §slices),
+//                 with the block updates of fast_order.hpp.
+// Compiled into files with and without ISA flags; everything is static inline (blocks.hpp).
+#include <cstdint>
+
+#include "engine/quant/fast_order.hpp"
+
+namespace ds4::quant::detail {
+
+struct SerialSum {
+  float sum = 0.0f;
+  explicit SerialSum(int64_t /*nb*/ = 0) {}
+  void blocks32(int64_t /*b*/, float scale, float dx, int32_t isum) {
+    sum += scale * dx * static_cast<float>(isum);
+  }
+  void kquant(int64_t /*b*/, float dx, float d, float dmin, int32_t isum, int32_t summs) {
+    const float dall = dx * d, dm = dx * dmin;
+    sum += dall * static_cast<float>(isum) - dm * static_cast<float>(summs);
+  }
+  void iq2_xxs(int64_t /*b*/, float d, float dx, int32_t bsum) { sum += d * dx * static_cast<float>(bsum); }
+  float result() const { return sum; }
+};
+
+// Blocks must arrive in ascending order (each slice then takes its blocks in order).
+struct SlicedSum {
+  float acc[fast::kSlices] = {};
+  int64_t nb, end;
+  int s = 0;
+  explicit SlicedSum(int64_t n_blocks = 0) : nb(n_blocks), end(fast::slice_begin(n_blocks, 1)) {}
+  float& slot(int64_t b) {
+    while (b >= end) end = fast::slice_begin(nb, ++s + 1);
+    return acc[s];
+  }
+  void blocks32(int64_t b, float scale, float dx, int32_t isum) {
+    float& a = slot(b);
+    a = fast::blocks32_update(a, scale, dx, isum);
+  }
+  void kquant(int64_t b, float dx, float d, float dmin, int32_t isum, int32_t summs) {
+    float& a = slot(b);
+    a = fast::kquant_update(a, dx, d, dmin, isum, summs);
+  }
+  void iq2_xxs(int64_t b, float d, float dx, int32_t bsum) {
+    float& a = slot(b);
+    a = fast::iq2_xxs_update(a, d, dx, bsum);
+  }
+  float result() const { return fast::tree(acc); }
+};
+
+}  // namespace ds4::quant::detail
