@@ -10,13 +10,10 @@
 // has one binary32 accumulator starting at +0.0 that takes its blocks in ascending order
 // through the format's block update (one FMA, written explicitly); the slices meet in the fixed
 // pairwise tree(). Integer block sums are exact in any order, so only these steps are shared.
+#include <cmath>
 #include <cstdint>
 
 #include "engine/quant/block_arith.hpp"
-
-#if !defined(__CUDACC__)
-#include <cmath>
-#endif
 
 namespace ds4::quant::fast {
 
@@ -63,7 +60,9 @@ DS4_HD float kquant_update(float acc, float dx, float d, float dmin, int32_t isu
   return fma(dall, i2f(isum), fma(-dm, i2f(summs), acc));
 }
 // IQ2_XXS: d the weight block's f16 scale as f32; bsum the block's scaled integer sum.
-DS4_HD float iq2_xxs_update(float acc, float d, float dx, int32_t bsum) { return fma(arith::mul(d, dx), i2f(bsum), acc); }
+DS4_HD float iq2_xxs_update(float acc, float d, float dx, int32_t bsum) {
+  return fma(arith::mul(d, dx), i2f(bsum), acc);
+}
 // IQ2_XXS's grid holds 8x the values: one exact-power scaling after the tree.
 DS4_HD float iq2_xxs_finish(float r) { return arith::mul(0.125f, r); }
 

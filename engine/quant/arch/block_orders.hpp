@@ -16,9 +16,7 @@ namespace ds4::quant::detail {
 struct SerialSum {
   float sum = 0.0f;
   explicit SerialSum(int64_t /*nb*/ = 0) {}
-  void blocks32(int64_t /*b*/, float scale, float dx, int32_t isum) {
-    sum += scale * dx * static_cast<float>(isum);
-  }
+  void blocks32(int64_t /*b*/, float scale, float dx, int32_t isum) { sum += scale * dx * static_cast<float>(isum); }
   void kquant(int64_t /*b*/, float dx, float d, float dmin, int32_t isum, int32_t summs) {
     const float dall = dx * d, dm = dx * dmin;
     sum += dall * static_cast<float>(isum) - dm * static_cast<float>(summs);

@@ -3,6 +3,8 @@
 // where any other order gives other bits; and the two orders compared: Fast must differ from
 // Exact somewhere (it is a different order) yet stay within rounding of the exact sum. Runs the
 // kernels of every ISA this machine has (the generic reference included).
+#include "engine/quant/fast_order.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -12,7 +14,6 @@
 #include <vector>
 
 #include "engine/quant/blocks.hpp"
-#include "engine/quant/fast_order.hpp"
 #include "engine/quant/quant.hpp"
 
 namespace ds4::quant {

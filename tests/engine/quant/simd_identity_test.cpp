@@ -211,8 +211,8 @@ TEST_P(FloatSimdTest, MultiRowKernelMatchesSingleRow) {
         for (int r = 0; r < n_act; r++) {
           const float s = order_dot(generic(type), o)(w.data(), acts.data() + r * stride, n);
           ASSERT_EQ(std::memcmp(&s, &out[static_cast<size_t>(r)], 4), 0)
-              << order_name(o) << ", n " << n << " n_act " << n_act << " row " << r << ": " << out[size_t(r)]
-              << " vs " << s;
+              << order_name(o) << ", n " << n << " n_act " << n_act << " row " << r << ": " << out[size_t(r)] << " vs "
+              << s;
         }
       }
     }

@@ -3,9 +3,8 @@
 // bit. Each is the format's exact integer block sums (block_sums.hpp) entered into eight slice
 // accumulators by the block updates of fast_order.hpp, then the pairwise tree. Written for
 // clarity, not speed: slice by slice, block by block. Compiled without any ISA flag.
-#include "engine/quant/arch/generic/dots_generic.hpp"
-
 #include "engine/quant/arch/generic/block_sums.hpp"
+#include "engine/quant/arch/generic/dots_generic.hpp"
 #include "engine/quant/fast_order.hpp"
 
 namespace ds4::quant::detail {

@@ -60,9 +60,7 @@ void block_products(Weights w, const float* x, int64_t n, int64_t b, __m256 v[4]
 }
 
 // The first two halvings of a block (i with i+16, then i+8): eight values left.
-inline __m256 halve32(const __m256 v[4]) {
-  return _mm256_add_ps(_mm256_add_ps(v[0], v[2]), _mm256_add_ps(v[1], v[3]));
-}
+inline __m256 halve32(const __m256 v[4]) { return _mm256_add_ps(_mm256_add_ps(v[0], v[2]), _mm256_add_ps(v[1], v[3])); }
 
 // The last three halvings (i with i+4, i+2, i+1) of eight blocks at once: u[s] holds block s's
 // eight values; lane s of the result is block s's value. Each add pairs the same two values the
@@ -98,7 +96,8 @@ float dot_fast(Weights w, const float* x, int64_t n) {
       block_products(w, x, n, live[s] ? begin[s] + i : begin[7], v);
       u[s] = halve32(v);
     }
-    const __m256 val = _mm256_and_ps(finish8(u), _mm256_castsi256_ps(_mm256_load_si256(reinterpret_cast<__m256i*>(live))));
+    const __m256 val =
+        _mm256_and_ps(finish8(u), _mm256_castsi256_ps(_mm256_load_si256(reinterpret_cast<__m256i*>(live))));
     acc = _mm256_add_ps(acc, val);
   }
   alignas(32) float lanes[8];
@@ -119,7 +118,8 @@ void dot_fast_multi(Weights w, const uint8_t* act, size_t stride, int n_act, int
       continue;
     }
     const float* x[8];
-    for (int t = 0; t < 8; t++) x[t] = reinterpret_cast<const float*>(act + size_t(t0 + (t < nt ? t : nt - 1)) * stride);
+    for (int t = 0; t < 8; t++)
+      x[t] = reinterpret_cast<const float*>(act + size_t(t0 + (t < nt ? t : nt - 1)) * stride);
     __m256 acc[8];
     for (__m256& a : acc) a = _mm256_setzero_ps();
     for (int s = 0; s < 8; s++) {
@@ -189,8 +189,12 @@ const uint16_t* halves(const void* p) { return static_cast<const uint16_t*>(p); 
 
 }  // namespace
 
-float dot_f32_avx2(const void* w, const void* act, int64_t n) { return dot_fast(F32Weights{floats(w)}, floats(act), n); }
-float dot_f16_avx2(const void* w, const void* act, int64_t n) { return dot_fast(F16Weights{halves(w)}, floats(act), n); }
+float dot_f32_avx2(const void* w, const void* act, int64_t n) {
+  return dot_fast(F32Weights{floats(w)}, floats(act), n);
+}
+float dot_f16_avx2(const void* w, const void* act, int64_t n) {
+  return dot_fast(F16Weights{halves(w)}, floats(act), n);
+}
 float dot_bf16_avx2(const void* w, const void* act, int64_t n) {
   return dot_fast(BF16Weights{halves(w)}, floats(act), n);
 }

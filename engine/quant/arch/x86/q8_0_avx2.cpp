@@ -175,13 +175,13 @@ float dot_mxfp4_fast_avx2(const void* w, const void* act, int64_t n) {
 }
 
 void dot_q8_0_multi_fast_avx2(const void* w, const void* act, size_t act_stride, int n_act, int64_t n, float* out) {
-  dot_blocks32_multi_fast(Q8_0Weights{static_cast<const BlockQ8_0*>(w)}, static_cast<const uint8_t*>(act),
-                          act_stride, n_act, n / 32, out);
+  dot_blocks32_multi_fast(Q8_0Weights{static_cast<const BlockQ8_0*>(w)}, static_cast<const uint8_t*>(act), act_stride,
+                          n_act, n / 32, out);
 }
 
 void dot_mxfp4_multi_fast_avx2(const void* w, const void* act, size_t act_stride, int n_act, int64_t n, float* out) {
-  dot_blocks32_multi_fast(Mxfp4Weights{static_cast<const BlockMXFP4*>(w)}, static_cast<const uint8_t*>(act),
-                          act_stride, n_act, n / 32, out);
+  dot_blocks32_multi_fast(Mxfp4Weights{static_cast<const BlockMXFP4*>(w)}, static_cast<const uint8_t*>(act), act_stride,
+                          n_act, n / 32, out);
 }
 
 void dot_q8_0_multi_avx2(const void* w, const void* act, size_t act_stride, int n_act, int64_t n, float* out) {
