@@ -18,11 +18,12 @@ constexpr int kWarpsPerBlock = 4;
 constexpr unsigned kFull = 0xffffffffu;
 
 // Q8_0 weight rows are 34-byte blocks {f16 d; i8 q[32]}; activation rows are 36-byte blocks
-// {f32 d; i8 q[32]}. Lanes 4s..4s+3 own slice s: at step i they take block slice_begin(s) + i,
-// each lane an 8-byte quarter of it (two __dp4a), and combine the quarters with integer
-// shuffles, which are exact; then every lane of the slice applies the block update (the same
-// value in all four). The slices meet in the tree by three __shfl_xor_sync levels (xor 4, 8, 16
-// pair slice s with s^1, s^2, s^4; addition is commutative, so both partners hold the same bits).
+// {f32 d; i8 q[32]}. Lanes 4s..4s+3 own slice s: at step i the warp reads the eight adjacent
+// blocks 8i..8i+7 (272 contiguous bytes), lanes 4s..4s+3 block 8i+s, each lane an 8-byte quarter
+// of it (two __dp4a); integer shuffles, which are exact, give the block's sum, then every lane of
+// the slice applies the block update (the same value in all four). The slices meet in the tree
+// by three __shfl_xor_sync levels (xor 4, 8, 16 pair slice s with s^1, s^2, s^4; addition is
+// commutative, so both partners hold the same bits).
 template <int N>
 __device__ void matvec_q8_0(const uint8_t* __restrict__ w, int64_t rows, int64_t cols, const uint8_t* __restrict__ act,
                             int64_t act_row_bytes, float* __restrict__ out) {
@@ -31,15 +32,13 @@ __device__ void matvec_q8_0(const uint8_t* __restrict__ w, int64_t rows, int64_t
   if (row >= rows) return;
   const int64_t nb = cols / 32;
   const int s = lane / 4, quarter = lane % 4;
-  const int64_t b0 = fast::slice_begin(nb, s), b1 = fast::slice_begin(nb, s + 1);
-  const int64_t steps = fast::slice_begin(nb, fast::kSlices) - fast::slice_begin(nb, fast::kSlices - 1);
   const uint8_t* wrow = w + row * nb * 34;
   float acc[N];
 #pragma unroll
   for (int t = 0; t < N; t++) acc[t] = 0.0f;
-  for (int64_t i = 0; i < steps; i++) {
-    const int64_t b = b0 + i;
-    const bool live = b < b1;
+  for (int64_t b0 = 0; b0 < nb; b0 += fast::kSlices) {
+    const int64_t b = b0 + s;
+    const bool live = b < nb;
     int32_t isum[N];
     uint16_t wd = 0;
     if (live) {
@@ -83,10 +82,10 @@ __device__ void matvec_q8_0(const uint8_t* __restrict__ w, int64_t rows, int64_t
 }
 
 // F16 weight rows are `cols` halves; activation rows are `cols` floats, act_row_floats apart.
-// The warp walks the slices in turn and each slice's 32-element blocks in order: lane l forms
-// product l of the block, the halving tree is five __shfl_down_sync levels (lane i adds lane
-// i+h: the contract's p[i] + p[i+h]), and lane 0's value enters the slice sum, which every lane
-// keeps (broadcast) so that the final tree needs no further shuffles.
+// The warp walks the 32-element blocks in order, eight at a time (one per slice, so the slice of
+// each is fixed by the unrolled position): lane l forms product l of the block, the halving tree
+// is five __shfl_down_sync levels (lane i adds lane i+h: the contract's p[i] + p[i+h]), and lane
+// 0's value, broadcast, enters the slice sum that every lane keeps.
 template <int N>
 __device__ void matvec_f16(const uint16_t* __restrict__ w, int64_t rows, int64_t cols, const float* __restrict__ act,
                            int64_t act_row_floats, float* __restrict__ out) {
@@ -97,11 +96,14 @@ __device__ void matvec_f16(const uint16_t* __restrict__ w, int64_t rows, int64_t
   const int64_t nb = (cols + 31) / 32;
   float part[N][fast::kSlices];
 #pragma unroll
-  for (int s = 0; s < fast::kSlices; s++) {
-    float a[N];
+  for (int t = 0; t < N; t++)
 #pragma unroll
-    for (int t = 0; t < N; t++) a[t] = 0.0f;
-    for (int64_t b = fast::slice_begin(nb, s); b < fast::slice_begin(nb, s + 1); b++) {
+    for (int s = 0; s < fast::kSlices; s++) part[t][s] = 0.0f;
+  for (int64_t b0 = 0; b0 < nb; b0 += fast::kSlices) {
+#pragma unroll
+    for (int s = 0; s < fast::kSlices; s++) {
+      const int64_t b = b0 + s;
+      if (b >= nb) break;  // uniform across the warp
       const int64_t i = b * 32 + lane;
       const uint16_t h = i < cols ? wrow[i] : 0;
 #pragma unroll
@@ -109,11 +111,9 @@ __device__ void matvec_f16(const uint16_t* __restrict__ w, int64_t rows, int64_t
         float p = i < cols ? arith::f16_term(h, act[t * act_row_floats + i]) : 0.0f;
 #pragma unroll
         for (int d = 16; d >= 1; d /= 2) p = arith::add(p, __shfl_down_sync(kFull, p, d));
-        a[t] = arith::add(a[t], __shfl_sync(kFull, p, 0));
+        part[t][s] = arith::add(part[t][s], __shfl_sync(kFull, p, 0));
       }
     }
-#pragma unroll
-    for (int t = 0; t < N; t++) part[t][s] = a[t];
   }
   if (lane == 0) {
 #pragma unroll

@@ -106,7 +106,7 @@ TEST_P(SimdIdentityTest, IntegerDotsAreBitIdentical) {
         << "no " << arch_name(arch_under_test()) << " " << order_name(o) << " kernel for this format";
     std::mt19937 rng(1234 + static_cast<int>(type));
     // Block counts 1..19 cover the 8-block SIMD batches and every tail length; the larger ones
-    // give every Fast slice several blocks, in equal and unequal lengths.
+    // give every Fast slice several blocks, in equal and unequal counts.
     std::vector<int> counts;
     for (int b = 1; b <= 19; b++) counts.push_back(b);
     counts.insert(counts.end(), {32, 64, 131});

@@ -10,14 +10,14 @@
 namespace ds4::quant::detail {
 namespace {
 
-// Runs update(acc, b) for every block b of every slice, in the contract's order, and returns the
-// tree of the slice partials.
+// Runs update(acc, b) for every block b of every slice (slice s: blocks s, s + 8, ...), in the
+// contract's order, and returns the tree of the slice partials.
 template <class Update>
 float sliced(int64_t nb, Update update) {
   float acc[fast::kSlices];
   for (int s = 0; s < fast::kSlices; s++) {
     acc[s] = 0.0f;
-    for (int64_t b = fast::slice_begin(nb, s); b < fast::slice_begin(nb, s + 1); b++) acc[s] = update(acc[s], b);
+    for (int64_t b = s; b < nb; b += fast::kSlices) acc[s] = update(acc[s], b);
   }
   return fast::tree(acc);
 }
