@@ -1,17 +1,11 @@
 #pragma once
-// Internal: the float steps of the Fast order (docs/arithmetic.md §slices, §quantized-dot,
-// §float-dot), written once as `__host__ __device__` functions. The generic Fast kernels
-// (arch/generic/dots_fast_generic.cpp) are built from them; the AVX2, NEON and CUDA kernels call
-// them for every float operation they do not vectorise, and where they vectorise (the slices as
-// SIMD lanes) they take the same operations lane by lane. So a test of the generic kernels also
-// tests the GPU's per-element arithmetic, and every implementation returns the same bits.
-//
-// The shape: block b of a row belongs to slice b mod kSlices (slice_of); each slice has one
-// binary32 accumulator starting at +0.0 that takes its blocks in ascending order through the
-// format's block update (one FMA, written explicitly); the slices meet in the fixed pairwise
-// tree(). So eight consecutive blocks are one block of every slice: a CPU reads the row in one
-// sequential stream with the slices as SIMD lanes, a warp reads eight adjacent blocks per step.
-// Integer block sums are exact in any order, so only these steps are shared.
+// Internal: the float steps of the Fast order (docs/arithmetic.md §slices), written once as
+// `__host__ __device__` functions: the generic Fast kernels are built from them, the AVX2, NEON
+// and CUDA kernels call them or take the same operations lane by lane, so a test of the generic
+// kernels also tests the GPU's per-element arithmetic. Block b of a row belongs to slice b mod 8;
+// each slice has one binary32 accumulator starting at +0.0 that takes its blocks in ascending
+// order through the format's block update (one explicit FMA); the slices meet in the fixed
+// pairwise tree(). Integer block sums are exact in any order, so only these steps are shared.
 #include <cmath>
 #include <cstdint>
 

@@ -1,5 +1,5 @@
 // The generic Fast-order dot kernels: the reference of docs/arithmetic.md §quantized-dot and
-// §float-dot that every architecture's Fast kernels (and the CUDA backend) must match bit for
+// docs/arithmetic.md §float-dot that every architecture's Fast kernels (and the CUDA backend) must match bit for
 // bit. Each is the format's exact integer block sums (block_sums.hpp) entered into eight slice
 // accumulators by the block updates of fast_order.hpp, then the pairwise tree. Written for
 // clarity, not speed: slice by slice, block by block. Compiled without any ISA flag.
