@@ -3,14 +3,17 @@
 // NEON int8 dot (dots_neon.cpp) and with SDOT (dots_dotprod.cpp, compiled with +dotprod). The
 // policy D supplies `int32x4_t dot16(int32x4_t acc, int8x16_t a, int8x16_t b)`: acc plus the 16
 // products a[i]*b[i], spread over the four lanes in any way (only their total is used).
-// Every integer sum is exact (int32), so the order in which lanes add up does not matter; each
-// block's float step is the generic kernel's (arch/generic/dots_generic.cpp), operation for
-// operation, so the results are bit-identical to it. Everything here has internal linkage: the
-// two including files are compiled with different ISA flags.
+// Every integer sum is exact (int32), so the order in which lanes add up does not matter. Each
+// kernel body is also templated on the float order (block_orders.hpp: SerialSum = Order::Exact,
+// SlicedSum = Order::Fast), to which it hands every block's exact integer sums in ascending block
+// order, so one body gives both orders, each bit-identical to the generic kernel of that order
+// (dots_generic.cpp, dots_fast_generic.cpp). Everything here has internal linkage: the two
+// including files are compiled with different ISA flags.
 #include <arm_neon.h>
 
 #include <cstring>
 
+#include "engine/quant/arch/block_orders.hpp"
 #include "engine/quant/blocks.hpp"
 #include "engine/quant/formats.hpp"
 #include "engine/quant/iq2_tables.hpp"
@@ -23,30 +26,30 @@ inline int32x4_t sums4(int32x4_t a, int32x4_t b, int32x4_t c, int32x4_t d) {
   return vpaddq_s32(vpaddq_s32(a, b), vpaddq_s32(c, d));
 }
 
-template <class D>
+template <class D, class Sum>
 float dot_q8_0(const BlockQ8_0* w, const BlockQ8_0Act* x, int64_t nb) {
-  float acc = 0.0f;
+  Sum sum(nb);
   for (int64_t b = 0; b < nb; b++) {
     int32x4_t s = D::dot16(vdupq_n_s32(0), vld1q_s8(w[b].qs), vld1q_s8(x[b].qs));
     s = D::dot16(s, vld1q_s8(w[b].qs + 16), vld1q_s8(x[b].qs + 16));
-    acc += f16_to_f32(w[b].d) * x[b].d * static_cast<float>(vaddvq_s32(s));
+    sum.blocks32(b, f16_to_f32(w[b].d), x[b].d, vaddvq_s32(s));
   }
-  return acc;
+  return sum.result();
 }
 
-template <class D>
+template <class D, class Sum>
 float dot_mxfp4(const BlockMXFP4* w, const BlockQ8_0Act* x, int64_t nb) {
   const int8x16_t table = vld1q_s8(kMxfp4Values);
   const uint8x16_t m4 = vdupq_n_u8(0x0f);
-  float acc = 0.0f;
+  Sum sum(nb);
   for (int64_t b = 0; b < nb; b++) {
     const uint8x16_t q = vld1q_u8(w[b].qs);
     const int8x16_t lo = vqtbl1q_s8(table, vandq_u8(q, m4)), hi = vqtbl1q_s8(table, vshrq_n_u8(q, 4));
     int32x4_t s = D::dot16(vdupq_n_s32(0), lo, vld1q_s8(x[b].qs));
     s = D::dot16(s, hi, vld1q_s8(x[b].qs + 16));
-    acc += e8m0_to_f32_half(w[b].e) * x[b].d * static_cast<float>(vaddvq_s32(s));
+    sum.blocks32(b, e8m0_to_f32_half(w[b].e), x[b].d, vaddvq_s32(s));
   }
-  return acc;
+  return sum.result();
 }
 
 // Q2_K levels of one 16-byte group at bit offset `shift` (0, 2, 4, 6) as int8.
@@ -54,9 +57,9 @@ inline int8x16_t q2_levels(uint8x16_t bits, int shift) {
   return vreinterpretq_s8_u8(vandq_u8(vshlq_u8(bits, vdupq_n_s8(static_cast<int8_t>(-shift))), vdupq_n_u8(3)));
 }
 
-template <class D>
+template <class D, class Sum>
 float dot_q2_k(const BlockQ2_K* x, const BlockQ8_K* y, int64_t nb) {
-  float sumf = 0.0f;
+  Sum sum(nb);
   for (int64_t i = 0; i < nb; i++) {
     const uint8x16_t sc = vld1q_u8(x[i].scales);
     // summs = Σ bsums[j] * (scales[j] >> 4)
@@ -69,8 +72,6 @@ float dot_q2_k(const BlockQ2_K* x, const BlockQ8_K* y, int64_t nb) {
     sm = vmlal_s16(sm, vget_low_s16(b_hi), vget_low_s16(m_hi));
     sm = vmlal_s16(sm, vget_high_s16(b_hi), vget_high_s16(m_hi));
     const int summs = vaddvq_s32(sm);
-    const float dall = y[i].d * f16_to_f32(x[i].d);
-    const float dmin = y[i].d * f16_to_f32(x[i].dmin);
     // isum = Σ over the 16 sub-blocks (scales[s] & 15) * <q2, q8>_16, four sub-blocks at a time
     // (one shift: parts 0 and 1 of both halves' ... in storage order s = 8*half + 2*k + part).
     const uint8x16_t scl = vandq_u8(sc, vdupq_n_u8(15));
@@ -92,16 +93,15 @@ float dot_q2_k(const BlockQ2_K* x, const BlockQ8_K* y, int64_t nb) {
         q8 += 64;
       }
     }
-    const int isum = vaddvq_s32(isum_v);
-    sumf += dall * static_cast<float>(isum) - dmin * static_cast<float>(summs);
+    sum.kquant(i, y[i].d, f16_to_f32(x[i].d), f16_to_f32(x[i].dmin), vaddvq_s32(isum_v), summs);
   }
-  return sumf;
+  return sum.result();
 }
 
-template <class D>
+template <class D, class Sum>
 float dot_q4_k(const BlockQ4_K* x, const BlockQ8_K* y, int64_t nb) {
   const uint8x16_t m4 = vdupq_n_u8(0x0f);
-  float sumf = 0.0f;
+  Sum sum(nb);
   for (int64_t i = 0; i < nb; i++) {
     uint8_t sc8[8], m8[8];
     unpack_q4_k_scales(x[i].scales, sc8, m8);
@@ -127,12 +127,9 @@ float dot_q4_k(const BlockQ4_K* x, const BlockQ8_K* y, int64_t nb) {
     const int32x4_t sc_hi = vreinterpretq_s32_u32(vmovl_u16(vget_high_u16(vmovl_u8(vld1_u8(sc8)))));
     const int32x4_t iv =
         vmlaq_s32(vmulq_s32(sums4(p[0], p[1], p[2], p[3]), sc_lo), sums4(p[4], p[5], p[6], p[7]), sc_hi);
-    const int isum = vaddvq_s32(iv);
-    const float dall = y[i].d * f16_to_f32(x[i].d);
-    const float dmin = y[i].d * f16_to_f32(x[i].dmin);
-    sumf += dall * static_cast<float>(isum) - dmin * static_cast<float>(summs);
+    sum.kquant(i, y[i].d, f16_to_f32(x[i].d), f16_to_f32(x[i].dmin), vaddvq_s32(iv), summs);
   }
-  return sumf;
+  return sum.result();
 }
 
 // Eight signed IQ2_XXS grid values for grid point g and sign index s, twice (two points).
@@ -143,11 +140,10 @@ inline int8x16_t iq2_pair(uint32_t g0, uint32_t s0, uint32_t g1, uint32_t s1) {
   return vmulq_s8(vreinterpretq_s8_u8(grid), sign);  // |grid| <= 43: exact in int8
 }
 
-template <class D>
+template <class D, class Sum>
 float dot_iq2_xxs(const BlockIQ2_XXS* x, const BlockQ8_K* y, int64_t nb) {
-  float sumf = 0.0f;
+  Sum sum(nb);
   for (int64_t i = 0; i < nb; i++) {
-    const float d = f16_to_f32(x[i].d) * y[i].d;
     const int8_t* q8 = y[i].qs;
     int32_t bsum = 0;
     for (int ib = 0; ib < 8; ib++) {
@@ -160,30 +156,28 @@ float dot_iq2_xxs(const BlockIQ2_XXS* x, const BlockQ8_K* y, int64_t nb) {
       q8 += 32;
       bsum += vaddvq_s32(s) * static_cast<int32_t>(2 * (aux[1] >> 28) + 1);
     }
-    sumf += d * static_cast<float>(bsum);
+    sum.iq2_xxs(i, f16_to_f32(x[i].d), y[i].d, bsum);
   }
-  return 0.125f * sumf;
+  return 0.125f * sum.result();
 }
 
 }  // namespace
 }  // namespace ds4::quant::detail::arm
 
-// Defines dot_<format>_<suffix> for the five integer formats with policy D.
+// Defines dot_<format>_<suffix> (Order::Exact) and dot_<format>_fast_<suffix> (Order::Fast) for
+// the five integer formats with int8 dot policy D.
+#define DS4_ARM_DEFINE_INT_DOT(format, Block, Act, per_block, suffix, D) \
+  float dot_##format##_##suffix(const void* w, const void* act, int64_t n) { \
+    return arm::dot_##format<D, SerialSum>(static_cast<const Block*>(w), static_cast<const Act*>(act), n / per_block); \
+  } \
+  float dot_##format##_fast_##suffix(const void* w, const void* act, int64_t n) { \
+    return arm::dot_##format<D, SlicedSum>(static_cast<const Block*>(w), static_cast<const Act*>(act), n / per_block); \
+  }
 #define DS4_ARM_DEFINE_INT_DOTS(suffix, D) \
   namespace ds4::quant::detail { \
-  float dot_q8_0_##suffix(const void* w, const void* act, int64_t n) { \
-    return arm::dot_q8_0<D>(static_cast<const BlockQ8_0*>(w), static_cast<const BlockQ8_0Act*>(act), n / 32); \
-  } \
-  float dot_mxfp4_##suffix(const void* w, const void* act, int64_t n) { \
-    return arm::dot_mxfp4<D>(static_cast<const BlockMXFP4*>(w), static_cast<const BlockQ8_0Act*>(act), n / 32); \
-  } \
-  float dot_q2_k_##suffix(const void* w, const void* act, int64_t n) { \
-    return arm::dot_q2_k<D>(static_cast<const BlockQ2_K*>(w), static_cast<const BlockQ8_K*>(act), n / QK_K); \
-  } \
-  float dot_q4_k_##suffix(const void* w, const void* act, int64_t n) { \
-    return arm::dot_q4_k<D>(static_cast<const BlockQ4_K*>(w), static_cast<const BlockQ8_K*>(act), n / QK_K); \
-  } \
-  float dot_iq2_xxs_##suffix(const void* w, const void* act, int64_t n) { \
-    return arm::dot_iq2_xxs<D>(static_cast<const BlockIQ2_XXS*>(w), static_cast<const BlockQ8_K*>(act), n / QK_K); \
-  } \
+  DS4_ARM_DEFINE_INT_DOT(q8_0, BlockQ8_0, BlockQ8_0Act, 32, suffix, D) \
+  DS4_ARM_DEFINE_INT_DOT(mxfp4, BlockMXFP4, BlockQ8_0Act, 32, suffix, D) \
+  DS4_ARM_DEFINE_INT_DOT(q2_k, BlockQ2_K, BlockQ8_K, QK_K, suffix, D) \
+  DS4_ARM_DEFINE_INT_DOT(q4_k, BlockQ4_K, BlockQ8_K, QK_K, suffix, D) \
+  DS4_ARM_DEFINE_INT_DOT(iq2_xxs, BlockIQ2_XXS, BlockQ8_K, QK_K, suffix, D) \
   }

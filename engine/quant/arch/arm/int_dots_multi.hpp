@@ -2,10 +2,11 @@
 // Internal: the AArch64 multi-activation integer dots (quant.hpp DotMultiFn): one weight row
 // against up to eight activation rows at a time, the weight block decoded once (levels, grid
 // points, signs, scales into registers) and then applied to every row. For each row the integer
-// sums and the float steps are the single-row kernel's (int_dots.hpp), operation for operation
-// and block by block, so out[t] is bit-identical to the single-row dot and to the generic one.
-// Like int_dots.hpp it is instantiated with the plain NEON policy (dots_neon.cpp) and the SDOT
-// policy (dots_dotprod.cpp); everything here has internal linkage.
+// sums are the single-row kernel's (int_dots.hpp) and go, block by block in ascending order, to
+// that row's float-order policy (block_orders.hpp: SerialSum for Order::Exact, SlicedSum for
+// Order::Fast), so out[t] is bit-identical to the single-row dot of the same order and to the
+// generic one. Like int_dots.hpp it is instantiated with the plain NEON policy (dots_neon.cpp)
+// and the SDOT policy (dots_dotprod.cpp); everything here has internal linkage.
 #include <arm_neon.h>
 
 #include <cstddef>
@@ -24,22 +25,23 @@ const B& act_block(const uint8_t* act0, size_t stride, int t, int64_t b) {
   return reinterpret_cast<const B*>(act0 + static_cast<size_t>(t) * stride)[b];
 }
 
-// Runs `pass(act0, nt, sums)` over the activation rows in passes of up to kMultiRows and stores
-// each pass's sums into out.
-template <class Pass>
-void for_row_passes(const void* act, size_t stride, int n_act, float* out, Pass&& pass) {
+// Runs `pass(act0, nt, sums)` over the activation rows in passes of up to kMultiRows, one order
+// policy Sum per row (a row of nb blocks), and stores each row's result() into out.
+template <class Sum, class Pass>
+void for_row_passes(const void* act, size_t stride, int n_act, int64_t nb, float* out, Pass&& pass) {
   for (int t0 = 0; t0 < n_act; t0 += kMultiRows) {
     const int nt = n_act - t0 < kMultiRows ? n_act - t0 : kMultiRows;
-    float sums[kMultiRows] = {};
+    Sum sums[kMultiRows];
+    for (Sum& sum : sums) sum = Sum(nb);
     pass(static_cast<const uint8_t*>(act) + static_cast<size_t>(t0) * stride, nt, sums);
-    for (int t = 0; t < nt; t++) out[t0 + t] = sums[t];
+    for (int t = 0; t < nt; t++) out[t0 + t] = sums[t].result();
   }
 }
 
 // Q8_0 and MXFP4: 32 int8 weight values per block (`values` decodes them) and one scale.
-template <class D, class Values>
+template <class D, class Sum, class Values>
 void dot_blocks32_multi(const void* act, size_t stride, int n_act, int64_t nb, float* out, Values&& values) {
-  for_row_passes(act, stride, n_act, out, [&](const uint8_t* act0, int nt, float* acc) {
+  for_row_passes<Sum>(act, stride, n_act, nb, out, [&](const uint8_t* act0, int nt, Sum* acc) {
     for (int64_t b = 0; b < nb; b++) {
       int8x16_t lo, hi;
       const float wd = values(b, lo, hi);
@@ -47,26 +49,26 @@ void dot_blocks32_multi(const void* act, size_t stride, int n_act, int64_t nb, f
         const BlockQ8_0Act& x = act_block<BlockQ8_0Act>(act0, stride, t, b);
         int32x4_t s = D::dot16(vdupq_n_s32(0), lo, vld1q_s8(x.qs));
         s = D::dot16(s, hi, vld1q_s8(x.qs + 16));
-        acc[t] += wd * x.d * static_cast<float>(vaddvq_s32(s));
+        acc[t].blocks32(b, wd, x.d, vaddvq_s32(s));
       }
     }
   });
 }
 
-template <class D>
+template <class D, class Sum>
 void dot_q8_0_multi(const BlockQ8_0* w, const void* act, size_t stride, int n_act, int64_t nb, float* out) {
-  dot_blocks32_multi<D>(act, stride, n_act, nb, out, [w](int64_t b, int8x16_t& lo, int8x16_t& hi) {
+  dot_blocks32_multi<D, Sum>(act, stride, n_act, nb, out, [w](int64_t b, int8x16_t& lo, int8x16_t& hi) {
     lo = vld1q_s8(w[b].qs);
     hi = vld1q_s8(w[b].qs + 16);
     return f16_to_f32(w[b].d);
   });
 }
 
-template <class D>
+template <class D, class Sum>
 void dot_mxfp4_multi(const BlockMXFP4* w, const void* act, size_t stride, int n_act, int64_t nb, float* out) {
   const int8x16_t table = vld1q_s8(kMxfp4Values);
   const uint8x16_t m4 = vdupq_n_u8(0x0f);
-  dot_blocks32_multi<D>(act, stride, n_act, nb, out, [&](int64_t b, int8x16_t& lo, int8x16_t& hi) {
+  dot_blocks32_multi<D, Sum>(act, stride, n_act, nb, out, [&](int64_t b, int8x16_t& lo, int8x16_t& hi) {
     const uint8x16_t q = vld1q_u8(w[b].qs);
     lo = vqtbl1q_s8(table, vandq_u8(q, m4));
     hi = vqtbl1q_s8(table, vshrq_n_u8(q, 4));
@@ -74,9 +76,9 @@ void dot_mxfp4_multi(const BlockMXFP4* w, const void* act, size_t stride, int n_
   });
 }
 
-template <class D>
+template <class D, class Sum>
 void dot_q2_k_multi(const BlockQ2_K* x, const void* act, size_t stride, int n_act, int64_t nb, float* out) {
-  for_row_passes(act, stride, n_act, out, [&](const uint8_t* act0, int nt, float* sumf) {
+  for_row_passes<Sum>(act, stride, n_act, nb, out, [&](const uint8_t* act0, int nt, Sum* sumf) {
     for (int64_t i = 0; i < nb; i++) {
       // Decode once: the sub-block mins and scales, and the 16 groups of 16 levels in the order
       // the single-row kernel takes them (half, k step of 2, then its four sub-blocks).
@@ -110,8 +112,6 @@ void dot_q2_k_multi(const BlockQ2_K* x, const void* act, size_t stride, int n_ac
         sm = vmlal_s16(sm, vget_low_s16(b_hi), vget_low_s16(m_hi));
         sm = vmlal_s16(sm, vget_high_s16(b_hi), vget_high_s16(m_hi));
         const int summs = vaddvq_s32(sm);
-        const float dall = y.d * xd;
-        const float dmin = y.d * xdmin;
         int32x4_t isum_v = vdupq_n_s32(0);
         const int8_t* q8 = y.qs;
         for (int q = 0; q < 4; q++) {
@@ -123,17 +123,16 @@ void dot_q2_k_multi(const BlockQ2_K* x, const void* act, size_t stride, int n_ac
           isum_v = vmlaq_s32(isum_v, sums4(p0, p1, p2, p3), scv[q]);
           q8 += 64;
         }
-        const int isum = vaddvq_s32(isum_v);
-        sumf[t] += dall * static_cast<float>(isum) - dmin * static_cast<float>(summs);
+        sumf[t].kquant(i, y.d, xd, xdmin, vaddvq_s32(isum_v), summs);
       }
     }
   });
 }
 
-template <class D>
+template <class D, class Sum>
 void dot_q4_k_multi(const BlockQ4_K* x, const void* act, size_t stride, int n_act, int64_t nb, float* out) {
   const uint8x16_t m4 = vdupq_n_u8(0x0f);
-  for_row_passes(act, stride, n_act, out, [&](const uint8_t* act0, int nt, float* sumf) {
+  for_row_passes<Sum>(act, stride, n_act, nb, out, [&](const uint8_t* act0, int nt, Sum* sumf) {
     for (int64_t i = 0; i < nb; i++) {
       // Decode once: scales and mins, and the 16 groups of 16 nibbles (chunk c: low nibbles of
       // both halves, then high nibbles).
@@ -167,18 +166,15 @@ void dot_q4_k_multi(const BlockQ4_K* x, const void* act, size_t stride, int n_ac
         }
         const int32x4_t iv =
             vmlaq_s32(vmulq_s32(sums4(p[0], p[1], p[2], p[3]), sc_lo), sums4(p[4], p[5], p[6], p[7]), sc_hi);
-        const int isum = vaddvq_s32(iv);
-        const float dall = y.d * xd;
-        const float dmin = y.d * xdmin;
-        sumf[t] += dall * static_cast<float>(isum) - dmin * static_cast<float>(summs);
+        sumf[t].kquant(i, y.d, xd, xdmin, vaddvq_s32(iv), summs);
       }
     }
   });
 }
 
-template <class D>
+template <class D, class Sum>
 void dot_iq2_xxs_multi(const BlockIQ2_XXS* x, const void* act, size_t stride, int n_act, int64_t nb, float* out) {
-  for_row_passes(act, stride, n_act, out, [&](const uint8_t* act0, int nt, float* sumf) {
+  for_row_passes<Sum>(act, stride, n_act, nb, out, [&](const uint8_t* act0, int nt, Sum* sumf) {
     for (int64_t i = 0; i < nb; i++) {
       // Decode once: the signed grid values of the 8 groups of 32 and their odd scales.
       int8x16_t gv[16];
@@ -193,7 +189,6 @@ void dot_iq2_xxs_multi(const BlockIQ2_XXS* x, const void* act, size_t stride, in
       const float xd = f16_to_f32(x[i].d);
       for (int t = 0; t < nt; t++) {
         const BlockQ8_K& y = act_block<BlockQ8_K>(act0, stride, t, i);
-        const float d = xd * y.d;
         const int8_t* q8 = y.qs;
         int32_t bsum = 0;
         for (int ib = 0; ib < 8; ib++) {
@@ -202,7 +197,7 @@ void dot_iq2_xxs_multi(const BlockIQ2_XXS* x, const void* act, size_t stride, in
           q8 += 32;
           bsum += vaddvq_s32(s) * scale[ib];
         }
-        sumf[t] += d * static_cast<float>(bsum);
+        sumf[t].iq2_xxs(i, xd, y.d, bsum);
       }
     }
   });
@@ -212,22 +207,22 @@ void dot_iq2_xxs_multi(const BlockIQ2_XXS* x, const void* act, size_t stride, in
 }  // namespace
 }  // namespace ds4::quant::detail::arm
 
-// Defines dot_<format>_multi_<suffix> for the five integer formats with policy D.
+// Defines dot_<format>_multi_<suffix> (Order::Exact) and dot_<format>_multi_fast_<suffix>
+// (Order::Fast) for the five integer formats with int8 dot policy D.
+#define DS4_ARM_DEFINE_INT_DOT_MULTI(format, Block, per_block, suffix, D) \
+  void dot_##format##_multi_##suffix(const void* w, const void* act, size_t stride, int n_act, int64_t n, \
+                                     float* out) { \
+    arm::dot_##format##_multi<D, SerialSum>(static_cast<const Block*>(w), act, stride, n_act, n / per_block, out); \
+  } \
+  void dot_##format##_multi_fast_##suffix(const void* w, const void* act, size_t stride, int n_act, int64_t n, \
+                                          float* out) { \
+    arm::dot_##format##_multi<D, SlicedSum>(static_cast<const Block*>(w), act, stride, n_act, n / per_block, out); \
+  }
 #define DS4_ARM_DEFINE_INT_DOTS_MULTI(suffix, D) \
   namespace ds4::quant::detail { \
-  void dot_q8_0_multi_##suffix(const void* w, const void* act, size_t stride, int n_act, int64_t n, float* out) { \
-    arm::dot_q8_0_multi<D>(static_cast<const BlockQ8_0*>(w), act, stride, n_act, n / 32, out); \
-  } \
-  void dot_mxfp4_multi_##suffix(const void* w, const void* act, size_t stride, int n_act, int64_t n, float* out) { \
-    arm::dot_mxfp4_multi<D>(static_cast<const BlockMXFP4*>(w), act, stride, n_act, n / 32, out); \
-  } \
-  void dot_q2_k_multi_##suffix(const void* w, const void* act, size_t stride, int n_act, int64_t n, float* out) { \
-    arm::dot_q2_k_multi<D>(static_cast<const BlockQ2_K*>(w), act, stride, n_act, n / QK_K, out); \
-  } \
-  void dot_q4_k_multi_##suffix(const void* w, const void* act, size_t stride, int n_act, int64_t n, float* out) { \
-    arm::dot_q4_k_multi<D>(static_cast<const BlockQ4_K*>(w), act, stride, n_act, n / QK_K, out); \
-  } \
-  void dot_iq2_xxs_multi_##suffix(const void* w, const void* act, size_t stride, int n_act, int64_t n, float* out) { \
-    arm::dot_iq2_xxs_multi<D>(static_cast<const BlockIQ2_XXS*>(w), act, stride, n_act, n / QK_K, out); \
-  } \
+  DS4_ARM_DEFINE_INT_DOT_MULTI(q8_0, BlockQ8_0, 32, suffix, D) \
+  DS4_ARM_DEFINE_INT_DOT_MULTI(mxfp4, BlockMXFP4, 32, suffix, D) \
+  DS4_ARM_DEFINE_INT_DOT_MULTI(q2_k, BlockQ2_K, QK_K, suffix, D) \
+  DS4_ARM_DEFINE_INT_DOT_MULTI(q4_k, BlockQ4_K, QK_K, suffix, D) \
+  DS4_ARM_DEFINE_INT_DOT_MULTI(iq2_xxs, BlockIQ2_XXS, QK_K, suffix, D) \
   }
