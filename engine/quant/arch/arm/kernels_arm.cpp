@@ -1,8 +1,7 @@
 // The AArch64 kernel sets and their run-time CPU check (getauxval(AT_HWCAP)). Neon: every
-// format, on plain Advanced SIMD (part of the AArch64 base ISA); the integer formats in both
-// orders (Fast and Exact, single-row and multi-activation), the float formats in Exact only for
-// now (their Fast order falls back to the generic kernels). NeonDotprod: the integer dots of
-// both orders through SDOT; everything else falls back to Neon. This file has no ISA flags.
+// format in both orders (Fast and Exact, single-row and multi-activation), on plain Advanced SIMD
+// (part of the AArch64 base ISA). NeonDotprod: the integer dots of both orders through SDOT;
+// everything else falls back to Neon. This file has no ISA flags.
 #include "engine/quant/arch/arm/kernels_arm.hpp"
 
 #include <sys/auxv.h>
@@ -25,9 +24,9 @@ constexpr CpuKernels orders(DotFn fast, DotFn exact, DotMultiFn multi_fast, DotM
 }
 
 constexpr KernelRow kNeonRows[] = {
-    {Type::F32, {.dot_exact = dot_f32_neon_exact}},
-    {Type::F16, {.dot_exact = dot_f16_neon_exact, .dot_multi = dot_f16_multi_neon_exact}},
-    {Type::BF16, {.dot_exact = dot_bf16_neon_exact, .dot_multi = dot_bf16_multi_neon_exact}},
+    {Type::F32, {.dot = dot_f32_neon, .dot_exact = dot_f32_neon_exact, .dot_multi_fast = dot_f32_multi_neon}},
+    {Type::F16, orders(dot_f16_neon, dot_f16_neon_exact, dot_f16_multi_neon, dot_f16_multi_neon_exact)},
+    {Type::BF16, orders(dot_bf16_neon, dot_bf16_neon_exact, dot_bf16_multi_neon, dot_bf16_multi_neon_exact)},
     {Type::Q8_0,
      {.dot = dot_q8_0_fast_neon,
       .dot_exact = dot_q8_0_neon,
