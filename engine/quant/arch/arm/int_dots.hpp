@@ -7,14 +7,18 @@
 // kernel body is also templated on the float order (block_orders.hpp: SerialSum = Order::Exact,
 // SlicedSum = Order::Fast), to which it hands every block's exact integer sums in ascending block
 // order, so one body gives both orders, each bit-identical to the generic kernel of that order
-// (dots_generic.cpp, dots_fast_generic.cpp). Everything here has internal linkage: the two
-// including files are compiled with different ISA flags.
+// (dots_generic.cpp, dots_fast_generic.cpp). Q8_0 and MXFP4 in the Fast order run their eight
+// slices as the lanes of two float32x4_t instead (dot_blocks32_fast: the same operations, one
+// vector FMA per four blocks). Everything here has internal linkage: the two including files are
+// compiled with different ISA flags.
 #include <arm_neon.h>
 
 #include <cstring>
+#include <type_traits>
 
 #include "engine/quant/arch/block_orders.hpp"
 #include "engine/quant/blocks.hpp"
+#include "engine/quant/fast_order.hpp"
 #include "engine/quant/formats.hpp"
 #include "engine/quant/iq2_tables.hpp"
 
@@ -26,30 +30,94 @@ inline int32x4_t sums4(int32x4_t a, int32x4_t b, int32x4_t c, int32x4_t d) {
   return vpaddq_s32(vpaddq_s32(a, b), vpaddq_s32(c, d));
 }
 
+// Q8_0 and MXFP4 weights: the 32 int8 values of block b (lo: elements 0..15, hi: 16..31) and
+// the block's scale as f32 (f16 d, or E8M0 / 2: both exact).
+struct Q8_0Values {
+  const BlockQ8_0* w;
+  float operator()(int64_t b, int8x16_t& lo, int8x16_t& hi) const {
+    lo = vld1q_s8(w[b].qs);
+    hi = vld1q_s8(w[b].qs + 16);
+    return f16_to_f32(w[b].d);
+  }
+};
+struct Mxfp4Values {
+  const BlockMXFP4* w;
+  int8x16_t table = vld1q_s8(kMxfp4Values);
+  float operator()(int64_t b, int8x16_t& lo, int8x16_t& hi) const {
+    const uint8x16_t q = vld1q_u8(w[b].qs);
+    lo = vqtbl1q_s8(table, vandq_u8(q, vdupq_n_u8(0x0f)));
+    hi = vqtbl1q_s8(table, vshrq_n_u8(q, 4));
+    return e8m0_to_f32_half(w[b].e);
+  }
+};
+
+// <weight block, activation block> of a 32-element format, exact, spread over four lanes.
+template <class D>
+int32x4_t block32_dot(int8x16_t lo, int8x16_t hi, const BlockQ8_0Act& x) {
+  return D::dot16(D::dot16(vdupq_n_s32(0), lo, vld1q_s8(x.qs)), hi, vld1q_s8(x.qs + 16));
+}
+
+// Fast order, vectorised (docs/arithmetic.md §slices): slices 0..3 are the lanes of acc[0],
+// 4..7 those of acc[1]. Step i takes block slice_begin(s) + i of every slice s, and one
+// vfmaq_f32 per vector does fast::blocks32_update in every lane: fma(fl(scale*dx), float(isum),
+// acc) (SCVTF rounds to nearest even like i2f). A slice already exhausted (the last step when 8
+// does not divide nb) gets scale and dx 0 on a stand-in block, and fma(+0, isum, acc) leaves its
+// accumulator unchanged (isum is finite; acc is never -0: it starts at +0 and x + -x rounds to
+// +0). The lanes then meet in fast::tree.
+template <class D, class W>
+float dot_blocks32_fast(const W& values, const BlockQ8_0Act* x, int64_t nb) {
+  int64_t begin[fast::kSlices + 1];
+  for (int s = 0; s <= fast::kSlices; s++) begin[s] = fast::slice_begin(nb, s);
+  float32x4_t acc[2] = {vdupq_n_f32(0.0f), vdupq_n_f32(0.0f)};
+  for (int64_t i = 0; i < begin[8] - begin[7]; i++) {  // the last slice is a longest one
+    for (int h = 0; h < 2; h++) {
+      int32x4_t p[4];
+      float scale[4], dx[4];
+      for (int k = 0; k < 4; k++) {
+        const int s = 4 * h + k;
+        const bool live = begin[s] + i < begin[s + 1];
+        const int64_t b = live ? begin[s] + i : begin[7];  // any real block stands in
+        int8x16_t lo, hi;
+        const float sc = values(b, lo, hi);
+        p[k] = block32_dot<D>(lo, hi, x[b]);
+        scale[k] = live ? sc : 0.0f;
+        dx[k] = live ? x[b].d : 0.0f;
+      }
+      const float32x4_t isum = vcvtq_f32_s32(sums4(p[0], p[1], p[2], p[3]));
+      acc[h] = vfmaq_f32(acc[h], vmulq_f32(vld1q_f32(scale), vld1q_f32(dx)), isum);
+    }
+  }
+  float lanes[fast::kSlices];
+  vst1q_f32(lanes, acc[0]);
+  vst1q_f32(lanes + 4, acc[1]);
+  return fast::tree(lanes);
+}
+
+// Either order for a 32-element format: Exact hands each block to SerialSum; Fast runs the
+// vectorised slices above, which compute what SlicedSum would.
+template <class D, class Sum, class W>
+float dot_blocks32(const W& values, const BlockQ8_0Act* x, int64_t nb) {
+  if constexpr (std::is_same_v<Sum, SlicedSum>) {
+    return dot_blocks32_fast<D>(values, x, nb);
+  } else {
+    Sum sum(nb);
+    for (int64_t b = 0; b < nb; b++) {
+      int8x16_t lo, hi;
+      const float sc = values(b, lo, hi);
+      sum.blocks32(b, sc, x[b].d, vaddvq_s32(block32_dot<D>(lo, hi, x[b])));
+    }
+    return sum.result();
+  }
+}
+
 template <class D, class Sum>
 float dot_q8_0(const BlockQ8_0* w, const BlockQ8_0Act* x, int64_t nb) {
-  Sum sum(nb);
-  for (int64_t b = 0; b < nb; b++) {
-    int32x4_t s = D::dot16(vdupq_n_s32(0), vld1q_s8(w[b].qs), vld1q_s8(x[b].qs));
-    s = D::dot16(s, vld1q_s8(w[b].qs + 16), vld1q_s8(x[b].qs + 16));
-    sum.blocks32(b, f16_to_f32(w[b].d), x[b].d, vaddvq_s32(s));
-  }
-  return sum.result();
+  return dot_blocks32<D, Sum>(Q8_0Values{w}, x, nb);
 }
 
 template <class D, class Sum>
 float dot_mxfp4(const BlockMXFP4* w, const BlockQ8_0Act* x, int64_t nb) {
-  const int8x16_t table = vld1q_s8(kMxfp4Values);
-  const uint8x16_t m4 = vdupq_n_u8(0x0f);
-  Sum sum(nb);
-  for (int64_t b = 0; b < nb; b++) {
-    const uint8x16_t q = vld1q_u8(w[b].qs);
-    const int8x16_t lo = vqtbl1q_s8(table, vandq_u8(q, m4)), hi = vqtbl1q_s8(table, vshrq_n_u8(q, 4));
-    int32x4_t s = D::dot16(vdupq_n_s32(0), lo, vld1q_s8(x[b].qs));
-    s = D::dot16(s, hi, vld1q_s8(x[b].qs + 16));
-    sum.blocks32(b, e8m0_to_f32_half(w[b].e), x[b].d, vaddvq_s32(s));
-  }
-  return sum.result();
+  return dot_blocks32<D, Sum>(Mxfp4Values{w}, x, nb);
 }
 
 // Q2_K levels of one 16-byte group at bit offset `shift` (0, 2, 4, 6) as int8.

@@ -5,12 +5,15 @@
 // sums are the single-row kernel's (int_dots.hpp) and go, block by block in ascending order, to
 // that row's float-order policy (block_orders.hpp: SerialSum for Order::Exact, SlicedSum for
 // Order::Fast), so out[t] is bit-identical to the single-row dot of the same order and to the
-// generic one. Like int_dots.hpp it is instantiated with the plain NEON policy (dots_neon.cpp)
-// and the SDOT policy (dots_dotprod.cpp); everything here has internal linkage.
+// generic one (Q8_0 and MXFP4 in the Fast order run the rows as vector lanes instead:
+// dot_blocks32_multi_fast, the same operations). Like int_dots.hpp it is instantiated with the
+// plain NEON policy (dots_neon.cpp) and the SDOT policy (dots_dotprod.cpp); everything here has
+// internal linkage.
 #include <arm_neon.h>
 
 #include <cstddef>
 #include <cstring>
+#include <type_traits>
 
 #include "engine/quant/arch/arm/int_dots.hpp"
 
@@ -38,42 +41,80 @@ void for_row_passes(const void* act, size_t stride, int n_act, int64_t nb, float
   }
 }
 
-// Q8_0 and MXFP4: 32 int8 weight values per block (`values` decodes them) and one scale.
-template <class D, class Sum, class Values>
-void dot_blocks32_multi(const void* act, size_t stride, int n_act, int64_t nb, float* out, Values&& values) {
-  for_row_passes<Sum>(act, stride, n_act, nb, out, [&](const uint8_t* act0, int nt, Sum* acc) {
-    for (int64_t b = 0; b < nb; b++) {
-      int8x16_t lo, hi;
-      const float wd = values(b, lo, hi);
-      for (int t = 0; t < nt; t++) {
-        const BlockQ8_0Act& x = act_block<BlockQ8_0Act>(act0, stride, t, b);
-        int32x4_t s = D::dot16(vdupq_n_s32(0), lo, vld1q_s8(x.qs));
-        s = D::dot16(s, hi, vld1q_s8(x.qs + 16));
-        acc[t].blocks32(b, wd, x.d, vaddvq_s32(s));
+// The Fast order of Q8_0 and MXFP4 for up to eight activation rows, vectorised across the rows:
+// lane k of vector v belongs to row 4v + k, each slice has its own vectors, blocks go in
+// ascending order to their slice's vectors with one vfmaq_f32 (fast::blocks32_update per
+// lane), and the slice tree runs lane-wise -- per row, the steps of SlicedSum. Lanes past the
+// last row repeat it and are dropped; a pass of one row runs the single-row kernel.
+template <class D, class W>
+void dot_blocks32_multi_fast(const W& values, const void* act, size_t stride, int n_act, int64_t nb, float* out) {
+  for (int t0 = 0; t0 < n_act; t0 += kMultiRows) {
+    const int nt = n_act - t0 < kMultiRows ? n_act - t0 : kMultiRows;
+    const uint8_t* act0 = static_cast<const uint8_t*>(act) + static_cast<size_t>(t0) * stride;
+    if (nt == 1) {
+      out[t0] = dot_blocks32_fast<D>(values, &act_block<BlockQ8_0Act>(act0, stride, 0, 0), nb);
+      continue;
+    }
+    const int nv = nt > 4 ? 2 : 1;  // vectors of four rows
+    const BlockQ8_0Act* x[kMultiRows];
+    for (int t = 0; t < kMultiRows; t++) x[t] = &act_block<BlockQ8_0Act>(act0, stride, t < nt ? t : nt - 1, 0);
+    float32x4_t acc[2][fast::kSlices];
+    for (auto& row : acc)
+      for (float32x4_t& a : row) a = vdupq_n_f32(0.0f);
+    for (int s = 0; s < fast::kSlices; s++) {
+      for (int64_t b = fast::slice_begin(nb, s); b < fast::slice_begin(nb, s + 1); b++) {
+        int8x16_t lo, hi;
+        const float32x4_t scale = vdupq_n_f32(values(b, lo, hi));
+        for (int v = 0; v < nv; v++) {
+          int32x4_t p[4];
+          float dx[4];
+          for (int k = 0; k < 4; k++) {
+            p[k] = block32_dot<D>(lo, hi, x[4 * v + k][b]);
+            dx[k] = x[4 * v + k][b].d;
+          }
+          const float32x4_t isum = vcvtq_f32_s32(sums4(p[0], p[1], p[2], p[3]));
+          acc[v][s] = vfmaq_f32(acc[v][s], vmulq_f32(scale, vld1q_f32(dx)), isum);
+        }
       }
     }
-  });
+    float lanes[kMultiRows];
+    for (int v = 0; v < nv; v++) {
+      const float32x4_t* q = acc[v];
+      vst1q_f32(lanes + 4 * v, vaddq_f32(vaddq_f32(vaddq_f32(q[0], q[1]), vaddq_f32(q[2], q[3])),
+                                         vaddq_f32(vaddq_f32(q[4], q[5]), vaddq_f32(q[6], q[7]))));
+    }
+    for (int t = 0; t < nt; t++) out[t0 + t] = lanes[t];
+  }
+}
+
+// Q8_0 and MXFP4: 32 int8 weight values per block (`values` decodes them, Q8_0Values /
+// Mxfp4Values of int_dots.hpp) and one scale. Fast runs the row-vectorised slices above.
+template <class D, class Sum, class W>
+void dot_blocks32_multi(const W& values, const void* act, size_t stride, int n_act, int64_t nb, float* out) {
+  if constexpr (std::is_same_v<Sum, SlicedSum>) {
+    dot_blocks32_multi_fast<D>(values, act, stride, n_act, nb, out);
+  } else {
+    for_row_passes<Sum>(act, stride, n_act, nb, out, [&](const uint8_t* act0, int nt, Sum* acc) {
+      for (int64_t b = 0; b < nb; b++) {
+        int8x16_t lo, hi;
+        const float wd = values(b, lo, hi);
+        for (int t = 0; t < nt; t++) {
+          const BlockQ8_0Act& x = act_block<BlockQ8_0Act>(act0, stride, t, b);
+          acc[t].blocks32(b, wd, x.d, vaddvq_s32(block32_dot<D>(lo, hi, x)));
+        }
+      }
+    });
+  }
 }
 
 template <class D, class Sum>
 void dot_q8_0_multi(const BlockQ8_0* w, const void* act, size_t stride, int n_act, int64_t nb, float* out) {
-  dot_blocks32_multi<D, Sum>(act, stride, n_act, nb, out, [w](int64_t b, int8x16_t& lo, int8x16_t& hi) {
-    lo = vld1q_s8(w[b].qs);
-    hi = vld1q_s8(w[b].qs + 16);
-    return f16_to_f32(w[b].d);
-  });
+  dot_blocks32_multi<D, Sum>(Q8_0Values{w}, act, stride, n_act, nb, out);
 }
 
 template <class D, class Sum>
 void dot_mxfp4_multi(const BlockMXFP4* w, const void* act, size_t stride, int n_act, int64_t nb, float* out) {
-  const int8x16_t table = vld1q_s8(kMxfp4Values);
-  const uint8x16_t m4 = vdupq_n_u8(0x0f);
-  dot_blocks32_multi<D, Sum>(act, stride, n_act, nb, out, [&](int64_t b, int8x16_t& lo, int8x16_t& hi) {
-    const uint8x16_t q = vld1q_u8(w[b].qs);
-    lo = vqtbl1q_s8(table, vandq_u8(q, m4));
-    hi = vqtbl1q_s8(table, vshrq_n_u8(q, 4));
-    return e8m0_to_f32_half(w[b].e);
-  });
+  dot_blocks32_multi<D, Sum>(Mxfp4Values{w}, act, stride, n_act, nb, out);
 }
 
 template <class D, class Sum>
