@@ -1,7 +1,8 @@
 #pragma once
 // Matrix-vector products on the GPU for Q8_0 and F16 weights and 1..8 activation rows, each
-// output bit-identical to the generic CPU dot of the same weight row and activation row
-// (quant::dot with Isa::Scalar). The first device kernels of the CUDA backend (docs/cuda.md).
+// output bit-identical to the CPU's Fast-order dot of the same weight row and activation row
+// (quant::dot in Order::Fast, any ISA; docs/arithmetic.md). The first device kernels of the CUDA backend
+// (docs/cuda.md).
 #include <cstddef>
 #include <cstdint>
 

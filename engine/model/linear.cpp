@@ -52,7 +52,7 @@ void matmul_raw(const Exec& ex, const kernels::WeightView& w, const void* act, s
                 float* out) {
   if (ex.exact && w.type == quant::Type::F16 && kernels::ordered::available())
     return matmul_f16_ordered(ex, w, static_cast<const uint8_t*>(act), act_row_bytes, n, out);
-  kernels::matmul(*ex.pool, w, act, act_row_bytes, n, out, ex.isa_for(w.type));
+  kernels::matmul(*ex.pool, w, act, act_row_bytes, n, out, ex.isa);
 }
 
 void matmul(const Exec& ex, const kernels::WeightView& w, const QuantAct& act, float* out) {

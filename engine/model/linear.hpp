@@ -25,14 +25,8 @@ namespace ds4::model {
 struct Exec {
   kernels::ThreadPool* pool = nullptr;
   bool exact = false;
-  quant::Isa isa = quant::Isa::Scalar;     // best ISA available
+  quant::Isa isa = quant::Isa::Scalar;     // the kernels: an architecture and the mode's order
   ActivationObserver* observer = nullptr;  // LoadOptions::activation_observer (null: off)
-
-  // Float formats only in their exact-order variant; the integer kernels are exact as they are.
-  quant::Isa isa_for(quant::Type w) const {
-    const bool float_weights = w == quant::Type::F16 || w == quant::Type::F32 || w == quant::Type::BF16;
-    return float_weights ? quant::Isa{isa.arch, quant::Order::Exact} : isa;
-  }
 };
 
 // A batch of activation rows quantized to one vec_dot_type.

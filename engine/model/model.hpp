@@ -5,9 +5,10 @@
 // table and one thread pool. It is shared (std::shared_ptr) by any number of Contexts. A Context
 // is one token sequence: its KV state, compressor states, the token list and the last logits.
 // Contexts are not thread-safe; use one thread per Context (the Model's pool is shared and
-// serialises parallel regions). Arithmetic::Exact and Arithmetic::Fast give the same bits, and
-// prefill(), decode() and verify() give bit-identical logits for the same token at the same
-// position, whatever the thread count: docs/engine.md §engine, docs/arithmetic.md §threads.
+// serialises parallel regions). Arithmetic::Exact is the reference engine's operation order;
+// Arithmetic::Fast is the documented order of docs/arithmetic.md, the same bits on every ISA.
+// In either, prefill(), decode() and verify() give bit-identical logits for the same token at
+// the same position, whatever the thread count: docs/engine.md §engine, docs/arithmetic.md §threads.
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -31,6 +32,9 @@ struct LoadOptions {
   unsigned threads = 0;  // 0: std::thread::hardware_concurrency()
   Arithmetic arithmetic = Arithmetic::Fast;
   bool populate = false;  // prefault the whole mapping at load (MAP_POPULATE)
+  // Run the generic (portable scalar) kernels instead of the CPU's SIMD set: the same bits in
+  // either arithmetic, slower. Tests use it to hold the SIMD kernels to the reference.
+  bool generic_kernels = false;
   // Sees every projection input (activation_observer.hpp); not owned, must outlive the model.
   ActivationObserver* activation_observer = nullptr;
 };

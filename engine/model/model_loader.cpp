@@ -277,7 +277,10 @@ std::shared_ptr<Model> Model::load(const std::filesystem::path& path, const Load
   impl->pool = std::make_unique<kernels::ThreadPool>(threads);
   impl->ex.pool = impl->pool.get();
   impl->ex.exact = options.arithmetic == Arithmetic::Exact;
-  impl->ex.isa = quant::best_isa();
+  // Every weight product runs in the mode's order (docs/arithmetic.md): Exact is ds4's, Fast the
+  // documented sliced order; the architecture only changes the speed.
+  impl->ex.isa = quant::Isa{options.generic_kernels ? quant::Arch::Generic : quant::best_isa().arch,
+                            impl->ex.exact ? quant::Order::Exact : quant::Order::Fast};
   impl->ex.observer = options.activation_observer;
   for (uint32_t il = 0; il < c.n_layer; il++) impl->rope.push_back(model::rope_params_for_layer(c, il));
 

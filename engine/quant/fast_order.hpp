@@ -6,25 +6,23 @@
 // SIMD lanes) they take the same operations lane by lane. So a test of the generic kernels also
 // tests the GPU's per-element arithmetic, and every implementation returns the same bits.
 //
-// The shape: a row of nb blocks is cut into kSlices contiguous slices (slice_begin); each slice
-// has one binary32 accumulator starting at +0.0 that takes its blocks in ascending order
-// through the format's block update (one FMA, written explicitly); the slices meet in the fixed
-// pairwise tree(). Integer block sums are exact in any order, so only these steps are shared.
+// The shape: block b of a row belongs to slice b mod kSlices (slice_of); each slice has one
+// binary32 accumulator starting at +0.0 that takes its blocks in ascending order through the
+// format's block update (one FMA, written explicitly); the slices meet in the fixed pairwise
+// tree(). So eight consecutive blocks are one block of every slice: a CPU reads the row in one
+// sequential stream with the slices as SIMD lanes, a warp reads eight adjacent blocks per step.
+// Integer block sums are exact in any order, so only these steps are shared.
+#include <cmath>
 #include <cstdint>
 
 #include "engine/quant/block_arith.hpp"
-
-#if !defined(__CUDACC__)
-#include <cmath>
-#endif
 
 namespace ds4::quant::fast {
 
 inline constexpr int kSlices = 8;
 
-// First block of slice s (0..kSlices) of a row of nb blocks: floor(s * nb / 8). Slice s holds
-// [slice_begin(nb, s), slice_begin(nb, s + 1)); a slice is empty when nb < 8.
-DS4_HD int64_t slice_begin(int64_t nb, int s) { return static_cast<int64_t>(s) * nb / kSlices; }
+// The slice of block b: slice s holds blocks s, s + 8, s + 16, ... (empty when s >= nb).
+DS4_HD int slice_of(int64_t b) { return static_cast<int>(b % kSlices); }
 
 // One rounding of a*b+c (never left to compiler contraction: -ffp-contract=off, --fmad=false).
 DS4_HD float fma(float a, float b, float c) {
@@ -63,7 +61,9 @@ DS4_HD float kquant_update(float acc, float dx, float d, float dmin, int32_t isu
   return fma(dall, i2f(isum), fma(-dm, i2f(summs), acc));
 }
 // IQ2_XXS: d the weight block's f16 scale as f32; bsum the block's scaled integer sum.
-DS4_HD float iq2_xxs_update(float acc, float d, float dx, int32_t bsum) { return fma(arith::mul(d, dx), i2f(bsum), acc); }
+DS4_HD float iq2_xxs_update(float acc, float d, float dx, int32_t bsum) {
+  return fma(arith::mul(d, dx), i2f(bsum), acc);
+}
 // IQ2_XXS's grid holds 8x the values: one exact-power scaling after the tree.
 DS4_HD float iq2_xxs_finish(float r) { return arith::mul(0.125f, r); }
 

@@ -10,6 +10,10 @@
 #include "engine/cuda/matvec.hpp"
 
 namespace ds4::cuda_check {
+namespace {
+// The device kernels follow the Fast order; its generic CPU kernel is the reference.
+constexpr quant::Isa kFastReference{quant::Arch::Generic, quant::Order::Fast};
+}  // namespace
 
 CompareResult compare_matvec(quant::Type type, int64_t rows, int64_t cols, bool special, uint32_t seed) {
   std::mt19937 rng(seed);
@@ -46,7 +50,7 @@ CompareResult compare_matvec(quant::Type type, int64_t rows, int64_t cols, bool 
     dout.download(got.data(), sizeof(float) * width * rows);
     for (int t = 0; t < width; t++)
       for (int64_t r = 0; r < rows; r++) {
-        const float want = quant::dot(type, w.data() + r * rb, act.data() + t * arb, cols, quant::Isa::Scalar);
+        const float want = quant::dot(type, w.data() + r * rb, act.data() + t * arb, cols, kFastReference);
         const float g = got[static_cast<size_t>(t) * rows + r];
         res.compared++;
         if (std::bit_cast<uint32_t>(g) == std::bit_cast<uint32_t>(want)) continue;

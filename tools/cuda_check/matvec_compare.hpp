@@ -16,7 +16,7 @@ struct CompareResult {
 
 // Random weights (every 7th row scaled by 1e-6; with `special`, F16 subnormals, signed zeros and
 // the largest half), 8 random activation rows, then every width 1..8 on the device against
-// quant::dot(Isa::Scalar), bit for bit. Needs a usable device.
+// the generic CPU Fast dot (quant::dot with Isa{Generic, Fast}), bit for bit. Needs a usable device.
 CompareResult compare_matvec(quant::Type type, int64_t rows, int64_t cols, bool special, uint32_t seed);
 
 // The shapes both runners use: one row, partial thread blocks, partial 32-term chunks, model rows.

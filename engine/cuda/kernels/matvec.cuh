@@ -1,76 +1,91 @@
 #pragma once
-// Q8_0 and F16 matrix-vector products for 1..8 activation rows, bit-identical to the generic CPU
-// dots (engine/quant/arch/generic/dots_generic.cpp). One warp per weight row. The lanes compute
-// 32 consecutive terms in parallel (a Q8_0 block's term, or an F16 element's), then every lane
-// adds them to its running sums in index order, taking each term from its lane with a shuffle:
-// exactly the serial order of the CPU, with the per-term arithmetic from block_arith.hpp. The
-// integer block dot uses __dp4a, which is exact, so it equals arith::q8_0_block_isum. The serial
-// float chain makes F16 compute-bound; docs/cuda.md §order says why and what replaces it.
+// Q8_0 and F16 matrix-vector products for 1..8 activation rows in the Fast order
+// (docs/arithmetic.md §slices, §quantized-dot, §float-dot), bit-identical to the generic CPU Fast
+// dots (engine/quant/arch/generic/dots_fast_generic.cpp): the float steps are the same
+// `__host__ __device__` functions (fast_order.hpp, block_arith.hpp) and the integer block dot is
+// __dp4a, which is exact. One warp per weight row; how its lanes map onto the contract's slices
+// is said above each kernel (docs/cuda.md §order).
 #include <cstdint>
 
 #include "engine/quant/block_arith.hpp"
+#include "engine/quant/fast_order.hpp"
 
 namespace ds4::cuda::kernels {
 namespace arith = ds4::quant::arith;
+namespace fast = ds4::quant::fast;
 
 constexpr int kWarpsPerBlock = 4;
 constexpr unsigned kFull = 0xffffffffu;
 
 // Q8_0 weight rows are 34-byte blocks {f16 d; i8 q[32]}; activation rows are 36-byte blocks
-// {f32 d; i8 q[32]}. A warp stages 32 weight blocks (1088 bytes, 2-byte aligned) in shared
-// memory with coalesced 16-bit loads, then lane l takes block l.
+// {f32 d; i8 q[32]}. Lanes 4s..4s+3 own slice s: at step i the warp reads the eight adjacent
+// blocks 8i..8i+7 (272 contiguous bytes), lanes 4s..4s+3 block 8i+s, each lane an 8-byte quarter
+// of it (two __dp4a); integer shuffles, which are exact, give the block's sum, then every lane of
+// the slice applies the block update (the same value in all four). The slices meet in the tree
+// by three __shfl_xor_sync levels (xor 4, 8, 16 pair slice s with s^1, s^2, s^4; addition is
+// commutative, so both partners hold the same bits).
 template <int N>
 __device__ void matvec_q8_0(const uint8_t* __restrict__ w, int64_t rows, int64_t cols, const uint8_t* __restrict__ act,
                             int64_t act_row_bytes, float* __restrict__ out) {
-  __shared__ uint16_t stage[kWarpsPerBlock][32 * 17];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int64_t row = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + warp;
   if (row >= rows) return;
   const int64_t nb = cols / 32;
-  const uint16_t* wrow = reinterpret_cast<const uint16_t*>(w + row * nb * 34);
-  uint16_t* s = stage[warp];
+  const int s = lane / 4, quarter = lane % 4;
+  const uint8_t* wrow = w + row * nb * 34;
   float acc[N];
 #pragma unroll
   for (int t = 0; t < N; t++) acc[t] = 0.0f;
-  for (int64_t b0 = 0; b0 < nb; b0 += 32) {
-    const int nblk = nb - b0 < 32 ? static_cast<int>(nb - b0) : 32;
-    for (int i = lane; i < nblk * 17; i += 32) s[i] = wrow[b0 * 17 + i];
-    __syncwarp();
-    float term[N];
-    if (lane < nblk) {
-      const uint16_t* blk = s + lane * 17;
-      int32_t wq[8];
-#pragma unroll
-      for (int k = 0; k < 8; k++)
-        wq[k] =
-            static_cast<int32_t>(static_cast<uint32_t>(blk[1 + 2 * k]) | static_cast<uint32_t>(blk[2 + 2 * k]) << 16);
+  for (int64_t b0 = 0; b0 < nb; b0 += fast::kSlices) {
+    const int64_t b = b0 + s;
+    const bool live = b < nb;
+    int32_t isum[N];
+    uint16_t wd = 0;
+    if (live) {
+      const uint16_t* blk = reinterpret_cast<const uint16_t*>(wrow + b * 34);  // 2-byte aligned
+      wd = blk[0];
+      const int32_t wq0 = static_cast<int32_t>(static_cast<uint32_t>(blk[1 + 4 * quarter]) |
+                                               static_cast<uint32_t>(blk[2 + 4 * quarter]) << 16);
+      const int32_t wq1 = static_cast<int32_t>(static_cast<uint32_t>(blk[3 + 4 * quarter]) |
+                                               static_cast<uint32_t>(blk[4 + 4 * quarter]) << 16);
 #pragma unroll
       for (int t = 0; t < N; t++) {
-        const uint8_t* xb = act + t * act_row_bytes + (b0 + lane) * 36;
-        const float xd = *reinterpret_cast<const float*>(xb);
-        const int32_t* xq = reinterpret_cast<const int32_t*>(xb + 4);
-        int32_t isum = 0;
-#pragma unroll
-        for (int k = 0; k < 8; k++) isum = __dp4a(wq[k], xq[k], isum);
-        term[t] = arith::q8_0_block_term(blk[0], xd, isum);
+        const int32_t* xq = reinterpret_cast<const int32_t*>(act + t * act_row_bytes + b * 36 + 4 + 8 * quarter);
+        isum[t] = __dp4a(wq1, xq[1], __dp4a(wq0, xq[0], 0));
       }
     } else {
 #pragma unroll
-      for (int t = 0; t < N; t++) term[t] = 0.0f;
+      for (int t = 0; t < N; t++) isum[t] = 0;
     }
-    __syncwarp();
-    for (int j = 0; j < nblk; j++) {
 #pragma unroll
-      for (int t = 0; t < N; t++) acc[t] = arith::accumulate(acc[t], __shfl_sync(kFull, term[t], j));
+    for (int t = 0; t < N; t++) {
+      isum[t] += __shfl_xor_sync(kFull, isum[t], 1);
+      isum[t] += __shfl_xor_sync(kFull, isum[t], 2);
+    }
+    if (live) {
+      const float scale = arith::f16_to_f32(wd);
+#pragma unroll
+      for (int t = 0; t < N; t++) {
+        const float xd = *reinterpret_cast<const float*>(act + t * act_row_bytes + b * 36);
+        acc[t] = fast::blocks32_update(acc[t], scale, xd, isum[t]);
+      }
     }
   }
-  if (lane == 0) {
 #pragma unroll
-    for (int t = 0; t < N; t++) out[t * rows + row] = acc[t];
+  for (int t = 0; t < N; t++) {
+    float v = acc[t];
+    v = arith::add(v, __shfl_xor_sync(kFull, v, 4));
+    v = arith::add(v, __shfl_xor_sync(kFull, v, 8));
+    v = arith::add(v, __shfl_xor_sync(kFull, v, 16));
+    if (lane == 0) out[t * rows + row] = v;
   }
 }
 
-// F16 weight rows are `cols` halves; activation rows are `cols` floats, act_row_bytes apart.
+// F16 weight rows are `cols` halves; activation rows are `cols` floats, act_row_floats apart.
+// The warp walks the 32-element blocks in order, eight at a time (one per slice, so the slice of
+// each is fixed by the unrolled position): lane l forms product l of the block, the halving tree
+// is five __shfl_down_sync levels (lane i adds lane i+h: the contract's p[i] + p[i+h]), and lane
+// 0's value, broadcast, enters the slice sum that every lane keeps.
 template <int N>
 __device__ void matvec_f16(const uint16_t* __restrict__ w, int64_t rows, int64_t cols, const float* __restrict__ act,
                            int64_t act_row_floats, float* __restrict__ out) {
@@ -78,23 +93,31 @@ __device__ void matvec_f16(const uint16_t* __restrict__ w, int64_t rows, int64_t
   const int64_t row = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + warp;
   if (row >= rows) return;
   const uint16_t* wrow = w + row * cols;
-  float acc[N];
+  const int64_t nb = (cols + 31) / 32;
+  float part[N][fast::kSlices];
 #pragma unroll
-  for (int t = 0; t < N; t++) acc[t] = 0.0f;
-  for (int64_t i0 = 0; i0 < cols; i0 += 32) {
-    const int n = cols - i0 < 32 ? static_cast<int>(cols - i0) : 32;
-    float term[N];
-    const uint16_t h = lane < n ? wrow[i0 + lane] : 0;
+  for (int t = 0; t < N; t++)
 #pragma unroll
-    for (int t = 0; t < N; t++) term[t] = lane < n ? arith::f16_term(h, act[t * act_row_floats + i0 + lane]) : 0.0f;
-    for (int j = 0; j < n; j++) {
+    for (int s = 0; s < fast::kSlices; s++) part[t][s] = 0.0f;
+  for (int64_t b0 = 0; b0 < nb; b0 += fast::kSlices) {
 #pragma unroll
-      for (int t = 0; t < N; t++) acc[t] = arith::accumulate(acc[t], __shfl_sync(kFull, term[t], j));
+    for (int s = 0; s < fast::kSlices; s++) {
+      const int64_t b = b0 + s;
+      if (b >= nb) break;  // uniform across the warp
+      const int64_t i = b * 32 + lane;
+      const uint16_t h = i < cols ? wrow[i] : 0;
+#pragma unroll
+      for (int t = 0; t < N; t++) {
+        float p = i < cols ? arith::f16_term(h, act[t * act_row_floats + i]) : 0.0f;
+#pragma unroll
+        for (int d = 16; d >= 1; d /= 2) p = arith::add(p, __shfl_down_sync(kFull, p, d));
+        part[t][s] = arith::add(part[t][s], __shfl_sync(kFull, p, 0));
+      }
     }
   }
   if (lane == 0) {
 #pragma unroll
-    for (int t = 0; t < N; t++) out[t * rows + row] = acc[t];
+    for (int t = 0; t < N; t++) out[t * rows + row] = fast::tree(part[t]);
   }
 }
 

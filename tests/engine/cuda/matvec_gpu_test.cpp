@@ -1,4 +1,4 @@
-// The device matvec kernels against the generic CPU dot (quant::dot with Isa::Scalar), bit for
+// The device matvec kernels against the generic CPU Fast dot (docs/arithmetic.md), bit for
 // bit, widths 1..8 (tools/cuda_check/matvec_compare.cpp does the comparing). Skips with the
 // reason where no GPU is usable.
 #include <gtest/gtest.h>
@@ -20,7 +20,7 @@ using ds4::quant::Type;
 
 class MatvecGpu : public ::testing::TestWithParam<Type> {};
 
-TEST_P(MatvecGpu, BitIdenticalToGenericCpuDot) {
+TEST_P(MatvecGpu, BitIdenticalToGenericCpuFastDot) {
   SKIP_WITHOUT_GPU();
   uint32_t seed = 1;
   for (const auto& s : ds4::cuda_check::kShapes) {

@@ -43,7 +43,7 @@ TEST(OrderedSimd, F16MatvecRowsMatchesTheScalarF16Dot) {
       ordered::f16_matvec_rows(W.data(), cols, r0, rows, x.data(), out.data());
       for (int64_t r = r0; r < rows; r++) {
         const float ref =
-            quant::cpu_kernels(quant::Type::F16, quant::Arch::Generic).dot(W.data() + r * cols, x.data(), cols);
+            quant::cpu_kernels(quant::Type::F16, quant::Arch::Generic).dot_exact(W.data() + r * cols, x.data(), cols);
         ASSERT_TRUE(same_bits(out[size_t(r - r0)], ref))
             << "cols " << cols << " row " << r << ": " << out[size_t(r - r0)] << " vs " << ref;
       }

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <memory>
 #include <random>
@@ -100,13 +101,44 @@ TEST_P(Invariants, ThreadCountDoesNotChangeLogits) {
   EXPECT_TRUE(same_bits(a.decode(9), b.decode(9)));
 }
 
-TEST(ArithmeticModes, FastEqualsExactBitwise) {
-  // Fast mode only changes which independent sums share a SIMD register or a thread.
+// Fast is its own operation order (docs/arithmetic.md), not Exact's: its logits differ in the
+// last bits, yet correlate with Exact's far beyond the statistical thresholds of the ds4-tiny
+// README (which DsTiny/Conformance.FastStatistical applies against the reference itself).
+TEST(ArithmeticModes, FastIsADifferentOrderCloseToExact) {
   auto fast = load(Arithmetic::Fast, 2);
   const auto toks = random_tokens(150, 13, int32_t(fast->info().n_vocab));
   Context a(exact2()), b(fast);
-  EXPECT_TRUE(same_bits(a.prefill(toks), b.prefill(toks)));
-  for (int32_t t : {1, 2, 3}) EXPECT_TRUE(same_bits(a.decode(t), b.decode(t)));
+  const std::vector<float> e = copy(a.prefill(toks)), f = copy(b.prefill(toks));
+  EXPECT_FALSE(same_bits(e, f)) << "Fast gave Exact's bits: the Fast kernels are not in use";
+  double sx = 0, sy = 0, sxx = 0, syy = 0, sxy = 0;
+  for (size_t i = 0; i < e.size(); i++) {
+    sx += e[i], sy += f[i], sxx += double(e[i]) * e[i], syy += double(f[i]) * f[i], sxy += double(e[i]) * f[i];
+  }
+  const double n = double(e.size());
+  const double corr = (sxy - sx * sy / n) / std::sqrt((sxx - sx * sx / n) * (syy - sy * sy / n));
+  EXPECT_GE(corr, 0.98);
+}
+
+// The Fast order gives the same bits on every ISA: the SIMD kernel set this CPU runs (AVX2 here,
+// NEON / NEON+dotprod in the arm64 suites) against the generic kernels, for prefill, decode and
+// verify, with 1 and 2 threads.
+TEST(ArithmeticModes, FastLogitsAreTheSameOnEveryIsaAndThreadCount) {
+  LoadOptions g;
+  g.arithmetic = Arithmetic::Fast;
+  g.threads = 1;
+  g.generic_kernels = true;
+  auto generic = Model::load(test::tiny_vectors_dir() / "model.gguf", g);
+  for (unsigned threads : {1u, 2u}) {
+    auto simd = load(Arithmetic::Fast, threads);
+    const auto toks = random_tokens(150, 17, int32_t(simd->info().n_vocab));
+    Context a(generic), b(simd);
+    EXPECT_TRUE(same_bits(a.prefill(toks), b.prefill(toks))) << "prefill, " << threads << " threads";
+    for (int32_t t : {3, 1000, 7}) EXPECT_TRUE(same_bits(a.decode(t), b.decode(t))) << "decode, " << threads;
+    const std::vector<int32_t> draft = {5, 6, 700, 8};
+    const auto ra = a.verify(draft), rb = b.verify(draft);
+    ASSERT_EQ(ra.size(), rb.size());
+    for (size_t i = 0; i < ra.size(); i++) EXPECT_TRUE(same_bits(ra[i], rb[i])) << "verify row " << i;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, Invariants, ::testing::Values(Arithmetic::Exact, Arithmetic::Fast),

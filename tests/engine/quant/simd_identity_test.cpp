@@ -106,7 +106,7 @@ TEST_P(SimdIdentityTest, IntegerDotsAreBitIdentical) {
         << "no " << arch_name(arch_under_test()) << " " << order_name(o) << " kernel for this format";
     std::mt19937 rng(1234 + static_cast<int>(type));
     // Block counts 1..19 cover the 8-block SIMD batches and every tail length; the larger ones
-    // give every Fast slice several blocks, in equal and unequal lengths.
+    // give every Fast slice several blocks, in equal and unequal counts.
     std::vector<int> counts;
     for (int b = 1; b <= 19; b++) counts.push_back(b);
     counts.insert(counts.end(), {32, 64, 131});
@@ -211,8 +211,8 @@ TEST_P(FloatSimdTest, MultiRowKernelMatchesSingleRow) {
         for (int r = 0; r < n_act; r++) {
           const float s = order_dot(generic(type), o)(w.data(), acts.data() + r * stride, n);
           ASSERT_EQ(std::memcmp(&s, &out[static_cast<size_t>(r)], 4), 0)
-              << order_name(o) << ", n " << n << " n_act " << n_act << " row " << r << ": " << out[size_t(r)]
-              << " vs " << s;
+              << order_name(o) << ", n " << n << " n_act " << n_act << " row " << r << ": " << out[size_t(r)] << " vs "
+              << s;
         }
       }
     }

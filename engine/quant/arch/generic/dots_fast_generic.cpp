@@ -3,22 +3,21 @@
 // bit. Each is the format's exact integer block sums (block_sums.hpp) entered into eight slice
 // accumulators by the block updates of fast_order.hpp, then the pairwise tree. Written for
 // clarity, not speed: slice by slice, block by block. Compiled without any ISA flag.
-#include "engine/quant/arch/generic/dots_generic.hpp"
-
 #include "engine/quant/arch/generic/block_sums.hpp"
+#include "engine/quant/arch/generic/dots_generic.hpp"
 #include "engine/quant/fast_order.hpp"
 
 namespace ds4::quant::detail {
 namespace {
 
-// Runs update(acc, b) for every block b of every slice, in the contract's order, and returns the
-// tree of the slice partials.
+// Runs update(acc, b) for every block b of every slice (slice s: blocks s, s + 8, ...), in the
+// contract's order, and returns the tree of the slice partials.
 template <class Update>
 float sliced(int64_t nb, Update update) {
   float acc[fast::kSlices];
   for (int s = 0; s < fast::kSlices; s++) {
     acc[s] = 0.0f;
-    for (int64_t b = fast::slice_begin(nb, s); b < fast::slice_begin(nb, s + 1); b++) acc[s] = update(acc[s], b);
+    for (int64_t b = s; b < nb; b += fast::kSlices) acc[s] = update(acc[s], b);
   }
   return fast::tree(acc);
 }

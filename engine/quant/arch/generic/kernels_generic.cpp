@@ -10,8 +10,7 @@ namespace {
 constexpr CpuKernels orders(DotFn fast, DotFn exact) { return {.dot = fast, .dot_exact = exact}; }
 
 constexpr KernelRow kRows[] = {
-    {Type::F32,
-     {.dot = dot_f32_fast_generic, .dot_exact = dot_f32_generic, .quantize_activation = quantize_act_f32}},
+    {Type::F32, {.dot = dot_f32_fast_generic, .dot_exact = dot_f32_generic, .quantize_activation = quantize_act_f32}},
     {Type::F16, orders(dot_f16_fast_generic, dot_f16_generic)},
     {Type::BF16, orders(dot_bf16_fast_generic, dot_bf16_generic)},
     {Type::Q8_0,

@@ -1,7 +1,7 @@
 // AVX2 dots for the plain float weights, in two orders:
 //  * Fast (dot_*_avx2, dot_*_multi_avx2): docs/arithmetic.md §float-dot, bit-identical to the
-//    generic Fast kernels (dots_fast_generic.cpp): eight blocks of 32, one per slice, reduced
-//    together so that lane s ends with slice s's block value;
+//    generic Fast kernels (dots_fast_generic.cpp): eight consecutive blocks of 32, one per slice,
+//    reduced together so that lane s ends with slice s's block value;
 //  * exact order (dot_*_avx2_exact): the same f32 (F16/BF16) or f64 (F32) products as the scalar
 //    kernels -- a product of two floats is rounded the same way in a SIMD lane -- added one by one
 //    in index order, so the result is bit-identical to dot_*_scalar while the conversions and
@@ -60,9 +60,7 @@ void block_products(Weights w, const float* x, int64_t n, int64_t b, __m256 v[4]
 }
 
 // The first two halvings of a block (i with i+16, then i+8): eight values left.
-inline __m256 halve32(const __m256 v[4]) {
-  return _mm256_add_ps(_mm256_add_ps(v[0], v[2]), _mm256_add_ps(v[1], v[3]));
-}
+inline __m256 halve32(const __m256 v[4]) { return _mm256_add_ps(_mm256_add_ps(v[0], v[2]), _mm256_add_ps(v[1], v[3])); }
 
 // The last three halvings (i with i+4, i+2, i+1) of eight blocks at once: u[s] holds block s's
 // eight values; lane s of the result is block s's value. Each add pairs the same two values the
@@ -81,25 +79,25 @@ inline __m256 finish8(const __m256 u[8]) {
                        _mm256_shuffle_ps(b01, b23, _MM_SHUFFLE(3, 1, 3, 1)));
 }
 
-// One row: step i takes block slice_begin(s) + i of every slice s (lane s). A slice already
-// exhausted adds +0.0, which leaves its accumulator unchanged (it is never -0).
+// One row: eight consecutive blocks are one block of every slice, so each step reads the next 256
+// elements in order and lane s of finish8 is slice s's block value. Blocks past the end add +0.0,
+// which leaves an accumulator unchanged (it is never -0).
 template <class Weights>
 float dot_fast(Weights w, const float* x, int64_t n) {
   const int64_t nb = (n + 31) / 32;
-  int64_t begin[9];
-  for (int s = 0; s <= 8; s++) begin[s] = fast::slice_begin(nb, s);
   __m256 acc = _mm256_setzero_ps();
-  for (int64_t i = 0; i < begin[8] - begin[7]; i++) {
+  for (int64_t b = 0; b < nb; b += 8) {
     __m256 u[8];
-    alignas(32) int32_t live[8];
-    for (int s = 0; s < 8; s++) {
-      live[s] = begin[s] + i < begin[s + 1] ? -1 : 0;
-      __m256 v[4];
-      block_products(w, x, n, live[s] ? begin[s] + i : begin[7], v);
-      u[s] = halve32(v);
+    for (int k = 0; k < 8; k++) {
+      if (b + k < nb) {
+        __m256 v[4];
+        block_products(w, x, n, b + k, v);
+        u[k] = halve32(v);
+      } else {
+        u[k] = _mm256_setzero_ps();
+      }
     }
-    const __m256 val = _mm256_and_ps(finish8(u), _mm256_castsi256_ps(_mm256_load_si256(reinterpret_cast<__m256i*>(live))));
-    acc = _mm256_add_ps(acc, val);
+    acc = _mm256_add_ps(acc, finish8(u));
   }
   alignas(32) float lanes[8];
   _mm256_store_ps(lanes, acc);
@@ -107,7 +105,8 @@ float dot_fast(Weights w, const float* x, int64_t n) {
 }
 
 // Up to 8 activation rows: lane t of the block values belongs to row t (the 8 rows' values of
-// one block come out of finish8 together), each slice its own vector, then the tree lane-wise.
+// one block come out of finish8 together), block b goes to slice b mod 8's vector in ascending
+// order, then the tree lane-wise.
 template <class Weights>
 void dot_fast_multi(Weights w, const uint8_t* act, size_t stride, int n_act, int64_t n, float* out) {
   const int64_t nb = (n + 31) / 32;
@@ -119,20 +118,25 @@ void dot_fast_multi(Weights w, const uint8_t* act, size_t stride, int n_act, int
       continue;
     }
     const float* x[8];
-    for (int t = 0; t < 8; t++) x[t] = reinterpret_cast<const float*>(act + size_t(t0 + (t < nt ? t : nt - 1)) * stride);
+    for (int t = 0; t < 8; t++)
+      x[t] = reinterpret_cast<const float*>(act + size_t(t0 + (t < nt ? t : nt - 1)) * stride);
     __m256 acc[8];
     for (__m256& a : acc) a = _mm256_setzero_ps();
-    for (int s = 0; s < 8; s++) {
-      for (int64_t b = fast::slice_begin(nb, s); b < fast::slice_begin(nb, s + 1); b++) {
-        __m256 u[8];
-        for (int t = 0; t < 8; t++) {
-          __m256 v[4];
-          block_products(w, x[t], n, b, v);
-          u[t] = halve32(v);
-        }
-        acc[s] = _mm256_add_ps(acc[s], finish8(u));
+    const auto values = [&](int64_t b) {
+      __m256 u[8];
+      for (int t = 0; t < 8; t++) {
+        __m256 v[4];
+        block_products(w, x[t], n, b, v);
+        u[t] = halve32(v);
       }
+      return finish8(u);
+    };
+    int64_t b = 0;
+    for (; b + 8 <= nb; b += 8) {
+#pragma GCC unroll 8
+      for (int k = 0; k < 8; k++) acc[k] = _mm256_add_ps(acc[k], values(b + k));
     }
+    for (int k = 0; b + k < nb; k++) acc[k] = _mm256_add_ps(acc[k], values(b + k));
     const __m256 r = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])),
                                    _mm256_add_ps(_mm256_add_ps(acc[4], acc[5]), _mm256_add_ps(acc[6], acc[7])));
     alignas(32) float lanes[8];
@@ -189,8 +193,12 @@ const uint16_t* halves(const void* p) { return static_cast<const uint16_t*>(p); 
 
 }  // namespace
 
-float dot_f32_avx2(const void* w, const void* act, int64_t n) { return dot_fast(F32Weights{floats(w)}, floats(act), n); }
-float dot_f16_avx2(const void* w, const void* act, int64_t n) { return dot_fast(F16Weights{halves(w)}, floats(act), n); }
+float dot_f32_avx2(const void* w, const void* act, int64_t n) {
+  return dot_fast(F32Weights{floats(w)}, floats(act), n);
+}
+float dot_f16_avx2(const void* w, const void* act, int64_t n) {
+  return dot_fast(F16Weights{halves(w)}, floats(act), n);
+}
 float dot_bf16_avx2(const void* w, const void* act, int64_t n) {
   return dot_fast(BF16Weights{halves(w)}, floats(act), n);
 }

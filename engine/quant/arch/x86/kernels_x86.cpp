@@ -20,7 +20,8 @@ constexpr KernelRow kAvx2Rows[] = {
     {Type::Q8_0, orders(dot_q8_0_fast_avx2, dot_q8_0_avx2, dot_q8_0_multi_fast_avx2, dot_q8_0_multi_avx2)},
     {Type::Q2_K, orders(dot_q2_k_fast_avx2, dot_q2_k_avx2, dot_q2_k_multi_fast_avx2, dot_q2_k_multi_avx2)},
     {Type::Q4_K, orders(dot_q4_k_fast_avx2, dot_q4_k_avx2, dot_q4_k_multi_fast_avx2, dot_q4_k_multi_avx2)},
-    {Type::IQ2_XXS, orders(dot_iq2_xxs_fast_avx2, dot_iq2_xxs_avx2, dot_iq2_xxs_multi_fast_avx2, dot_iq2_xxs_multi_avx2)},
+    {Type::IQ2_XXS,
+     orders(dot_iq2_xxs_fast_avx2, dot_iq2_xxs_avx2, dot_iq2_xxs_multi_fast_avx2, dot_iq2_xxs_multi_avx2)},
     {Type::MXFP4, orders(dot_mxfp4_fast_avx2, dot_mxfp4_avx2, dot_mxfp4_multi_fast_avx2, dot_mxfp4_multi_avx2)},
 };
 

@@ -5,6 +5,9 @@
 // order's eight slices (docs/arithmetic.md §slices), one slice per lane.
 #include <immintrin.h>
 
+#include <utility>
+
+#include "engine/quant/arch/block_orders.hpp"
 #include "engine/quant/arch/x86/avx2_util.hpp"
 #include "engine/quant/arch/x86/kernels_avx2.hpp"
 #include "engine/quant/blocks.hpp"
@@ -21,12 +24,14 @@ struct Q8_0Weights {
   const BlockQ8_0* w;
   float scale(int64_t b) const { return avx2::h2f(w[b].d); }
   __m256i values(int64_t b) const { return load32(w[b].qs); }
+  const void* block(int64_t b) const { return w + b; }
 };
 
 struct Mxfp4Weights {
   const BlockMXFP4* w;
   __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kMxfp4Values)));
   float scale(int64_t b) const { return e8m0_to_f32_half(w[b].e); }
+  const void* block(int64_t b) const { return w + b; }
   __m256i values(int64_t b) const {
     const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w[b].qs));
     const __m128i m = _mm_set1_epi8(0x0f);
@@ -35,22 +40,20 @@ struct Mxfp4Weights {
   }
 };
 
-template <class W>
+template <class Sum, class W>
 float dot_blocks32(const W& w, const BlockQ8_0Act* x, int64_t nb) {
-  float acc = 0.0f;
+  Sum sum(nb);
   int64_t b = 0;
   alignas(32) int32_t isum[8];
   for (; b + 8 <= nb; b += 8) {
     __m256i v[8];
     for (int k = 0; k < 8; k++) v[k] = avx2::dot_i8_32(w.values(b + k), load32(x[b + k].qs));
     _mm256_store_si256(reinterpret_cast<__m256i*>(isum), avx2::hsum8_i32(v));
-    for (int k = 0; k < 8; k++) acc += w.scale(b + k) * x[b + k].d * static_cast<float>(isum[k]);
+    for (int k = 0; k < 8; k++) sum.blocks32(b + k, w.scale(b + k), x[b + k].d, isum[k]);
   }
-  for (; b < nb; b++) {
-    const int32_t s = avx2::hsum_i32(avx2::dot_i8_32(w.values(b), load32(x[b].qs)));
-    acc += w.scale(b) * x[b].d * static_cast<float>(s);
-  }
-  return acc;
+  for (; b < nb; b++)
+    sum.blocks32(b, w.scale(b), x[b].d, avx2::hsum_i32(avx2::dot_i8_32(w.values(b), load32(x[b].qs))));
+  return sum.result();
 }
 
 // Up to eight activation rows against one weight row, vectorised across the rows: lane t of
@@ -63,8 +66,8 @@ void dot_blocks32_multi(const W& w, const uint8_t* act, size_t stride, int n_act
     const int nt = n_act - t0 < 8 ? n_act - t0 : 8;
     if (nt < 5) {  // eight lanes cost about as much as four single rows: run short tails singly
       for (int t = 0; t < nt; t++)
-        out[t0 + t] =
-            dot_blocks32(w, reinterpret_cast<const BlockQ8_0Act*>(act + static_cast<size_t>(t0 + t) * stride), nb);
+        out[t0 + t] = dot_blocks32<SerialSum>(
+            w, reinterpret_cast<const BlockQ8_0Act*>(act + static_cast<size_t>(t0 + t) * stride), nb);
       continue;
     }
     const BlockQ8_0Act* x[8];
@@ -90,31 +93,30 @@ void dot_blocks32_multi(const W& w, const uint8_t* act, size_t stride, int n_act
   }
 }
 
-// Fast order (docs/arithmetic.md §slices): the eight slice accumulators are the eight lanes of
-// one vector. Step i takes block slice_begin(s) + i of every slice s; a slice already exhausted
-// (the last step when 8 does not divide nb) gets scale 0 on a stand-in block, and
-// fma(0, isum, acc) leaves its accumulator unchanged (acc is never -0: it starts at +0 and an
-// exact-zero sum rounds to +0). Lane s therefore computes fast::blocks32_update on its slice's
-// blocks in order, and the tree runs on the stored lanes.
+// Fast order (docs/arithmetic.md §slices), one row: eight consecutive blocks are one block of every
+// slice, so the row is read in one sequential stream and the slices are the eight lanes of one
+// accumulator: per step one hsum8 of the integer sums and one vector FMA. In a last, partial
+// step the missing blocks get scale 0 and fma(0, 0, acc) leaves their lanes unchanged (acc is
+// never -0: it starts at +0 and an exact-zero sum rounds to +0).
 template <class W>
 float dot_blocks32_fast(const W& w, const BlockQ8_0Act* x, int64_t nb) {
-  int64_t begin[9];
-  for (int s = 0; s <= 8; s++) begin[s] = fast::slice_begin(nb, s);
-  const int64_t steps = begin[8] - begin[7];  // the last slice is a longest one
   __m256 acc = _mm256_setzero_ps();
-  for (int64_t i = 0; i < steps; i++) {
+  for (int64_t b = 0; b < nb; b += 8) {
+    const int live = nb - b < 8 ? static_cast<int>(nb - b) : 8;
     __m256i v[8];
     alignas(32) float scale[8], dx[8];
-    for (int s = 0; s < 8; s++) {
-      const bool live = begin[s] + i < begin[s + 1];
-      const int64_t b = live ? begin[s] + i : begin[7];  // any real block stands in
-      v[s] = avx2::dot_i8_32(w.values(b), load32(x[b].qs));
-      scale[s] = live ? w.scale(b) : 0.0f;
-      dx[s] = x[b].d;
+    for (int k = 0; k < 8; k++) {
+      if (k < live) {
+        v[k] = avx2::dot_i8_32(w.values(b + k), load32(x[b + k].qs));
+        scale[k] = w.scale(b + k);
+        dx[k] = x[b + k].d;
+      } else {
+        v[k] = _mm256_setzero_si256();
+        scale[k] = dx[k] = 0.0f;
+      }
     }
     const __m256 isum = _mm256_cvtepi32_ps(avx2::hsum8_i32(v));
-    const __m256 sdx = _mm256_mul_ps(_mm256_load_ps(scale), _mm256_load_ps(dx));
-    acc = _mm256_fmadd_ps(sdx, isum, acc);
+    acc = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_load_ps(scale), _mm256_load_ps(dx)), isum, acc);
   }
   alignas(32) float lanes[8];
   _mm256_store_ps(lanes, acc);
@@ -122,8 +124,8 @@ float dot_blocks32_fast(const W& w, const BlockQ8_0Act* x, int64_t nb) {
 }
 
 // Fast order for up to eight activation rows: lane t belongs to activation row t, and each
-// slice has its own vector of accumulators; blocks go in ascending order to their slice's
-// vector, and the tree combines the eight vectors lane by lane -- per row, the steps of
+// slice has its own vector of accumulators; block b goes to slice b mod 8's vector in ascending
+// order, and the tree combines the eight vectors lane by lane -- per row, the steps of
 // dot_blocks32_fast.
 template <class W>
 void dot_blocks32_multi_fast(const W& w, const uint8_t* act, size_t stride, int n_act, int64_t nb, float* out) {
@@ -140,19 +142,29 @@ void dot_blocks32_multi_fast(const W& w, const uint8_t* act, size_t stride, int 
       x[t] = reinterpret_cast<const BlockQ8_0Act*>(act + static_cast<size_t>(t0 + (t < nt ? t : nt - 1)) * stride);
     __m256 acc[8];
     for (__m256& a : acc) a = _mm256_setzero_ps();
-    for (int s = 0; s < 8; s++) {
-      for (int64_t b = fast::slice_begin(nb, s); b < fast::slice_begin(nb, s + 1); b++) {
-        const __m256i wv = w.values(b);
-        const __m256i aw = _mm256_sign_epi8(wv, wv);
-        __m256i v[8];
-        for (int t = 0; t < 8; t++)
-          v[t] = _mm256_madd_epi16(_mm256_maddubs_epi16(aw, _mm256_sign_epi8(load32(x[t][b].qs), wv)),
-                                   _mm256_set1_epi16(1));
-        const __m256 isum = _mm256_cvtepi32_ps(avx2::hsum8_i32(v));
-        const __m256 dx =
-            _mm256_set_ps(x[7][b].d, x[6][b].d, x[5][b].d, x[4][b].d, x[3][b].d, x[2][b].d, x[1][b].d, x[0][b].d);
-        acc[s] = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_set1_ps(w.scale(b)), dx), isum, acc[s]);
+    const auto block = [&](int64_t b) {
+      const __m256i wv = w.values(b);
+      const __m256i aw = _mm256_sign_epi8(wv, wv);
+      __m256i v[8];
+      for (int t = 0; t < 8; t++)
+        v[t] =
+            _mm256_madd_epi16(_mm256_maddubs_epi16(aw, _mm256_sign_epi8(load32(x[t][b].qs), wv)), _mm256_set1_epi16(1));
+      const __m256 isum = _mm256_cvtepi32_ps(avx2::hsum8_i32(v));
+      const __m256 dx =
+          _mm256_set_ps(x[7][b].d, x[6][b].d, x[5][b].d, x[4][b].d, x[3][b].d, x[2][b].d, x[1][b].d, x[0][b].d);
+      return std::pair{_mm256_mul_ps(_mm256_set1_ps(w.scale(b)), dx), isum};
+    };
+    int64_t b = 0;
+    for (; b + 8 <= nb; b += 8) {
+#pragma GCC unroll 8
+      for (int k = 0; k < 8; k++) {  // a fixed slice per k: the accumulators stay in registers
+        const auto [sdx, isum] = block(b + k);
+        acc[k] = _mm256_fmadd_ps(sdx, isum, acc[k]);
       }
+    }
+    for (int k = 0; b + k < nb; k++) {
+      const auto [sdx, isum] = block(b + k);
+      acc[k] = _mm256_fmadd_ps(sdx, isum, acc[k]);
     }
     const __m256 r = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])),
                                    _mm256_add_ps(_mm256_add_ps(acc[4], acc[5]), _mm256_add_ps(acc[6], acc[7])));
@@ -175,13 +187,13 @@ float dot_mxfp4_fast_avx2(const void* w, const void* act, int64_t n) {
 }
 
 void dot_q8_0_multi_fast_avx2(const void* w, const void* act, size_t act_stride, int n_act, int64_t n, float* out) {
-  dot_blocks32_multi_fast(Q8_0Weights{static_cast<const BlockQ8_0*>(w)}, static_cast<const uint8_t*>(act),
-                          act_stride, n_act, n / 32, out);
+  dot_blocks32_multi_fast(Q8_0Weights{static_cast<const BlockQ8_0*>(w)}, static_cast<const uint8_t*>(act), act_stride,
+                          n_act, n / 32, out);
 }
 
 void dot_mxfp4_multi_fast_avx2(const void* w, const void* act, size_t act_stride, int n_act, int64_t n, float* out) {
-  dot_blocks32_multi_fast(Mxfp4Weights{static_cast<const BlockMXFP4*>(w)}, static_cast<const uint8_t*>(act),
-                          act_stride, n_act, n / 32, out);
+  dot_blocks32_multi_fast(Mxfp4Weights{static_cast<const BlockMXFP4*>(w)}, static_cast<const uint8_t*>(act), act_stride,
+                          n_act, n / 32, out);
 }
 
 void dot_q8_0_multi_avx2(const void* w, const void* act, size_t act_stride, int n_act, int64_t n, float* out) {
@@ -195,11 +207,13 @@ void dot_mxfp4_multi_avx2(const void* w, const void* act, size_t act_stride, int
 }
 
 float dot_q8_0_avx2(const void* w, const void* act, int64_t n) {
-  return dot_blocks32(Q8_0Weights{static_cast<const BlockQ8_0*>(w)}, static_cast<const BlockQ8_0Act*>(act), n / 32);
+  return dot_blocks32<SerialSum>(Q8_0Weights{static_cast<const BlockQ8_0*>(w)}, static_cast<const BlockQ8_0Act*>(act),
+                                 n / 32);
 }
 
 float dot_mxfp4_avx2(const void* w, const void* act, int64_t n) {
-  return dot_blocks32(Mxfp4Weights{static_cast<const BlockMXFP4*>(w)}, static_cast<const BlockQ8_0Act*>(act), n / 32);
+  return dot_blocks32<SerialSum>(Mxfp4Weights{static_cast<const BlockMXFP4*>(w)}, static_cast<const BlockQ8_0Act*>(act),
+                                 n / 32);
 }
 
 }  // namespace ds4::quant::detail
