@@ -75,22 +75,20 @@ inline float32x4_t tree_lanes(const float32x4_t p[fast::kSlices]) {
                    vaddq_f32(vaddq_f32(p[4], p[5]), vaddq_f32(p[6], p[7])));
 }
 
-// One row: slices 0..3 are the lanes of acc[0], 4..7 those of acc[1]. Step i takes block
-// slice_begin(s) + i of every slice s; a slice already exhausted (the last step when 8 does not
-// divide the block count) gets the block value +0.0, which leaves its accumulator unchanged (it
-// is never -0: it starts at +0 and x + -x rounds to +0).
+// One row: block b belongs to slice b mod 8; slices 0..3 are the lanes of acc[0], 4..7 those of
+// acc[1], so step i takes blocks 8i..8i+7 in row order. Past the row's end (the last step when 8
+// does not divide the block count) a lane gets the block value +0.0, which leaves its
+// accumulator unchanged (it is never -0: it starts at +0 and x + -x rounds to +0).
 template <class Weights>
 float dot_fast(Weights w, const float* x, int64_t n) {
   const int64_t nb = (n + fast::kFloatBlock - 1) / fast::kFloatBlock;
-  int64_t begin[fast::kSlices + 1];
-  for (int s = 0; s <= fast::kSlices; s++) begin[s] = fast::slice_begin(nb, s);
   float32x4_t acc[2] = {vdupq_n_f32(0.0f), vdupq_n_f32(0.0f)};
-  for (int64_t i = 0; i < begin[8] - begin[7]; i++) {  // the last slice is a longest one
+  for (int64_t b0 = 0; b0 < nb; b0 += fast::kSlices) {
     for (int h = 0; h < 2; h++) {
       float32x4_t u[4];
       for (int k = 0; k < 4; k++) {
-        const int s = 4 * h + k;
-        u[k] = begin[s] + i < begin[s + 1] ? block_quarter(w, x, n, begin[s] + i) : vdupq_n_f32(0.0f);
+        const int64_t b = b0 + 4 * h + k;
+        u[k] = b < nb ? block_quarter(w, x, n, b) : vdupq_n_f32(0.0f);
       }
       acc[h] = vaddq_f32(acc[h], finish4(u));
     }
@@ -119,12 +117,10 @@ void dot_fast_multi(Weights w, const uint8_t* act, size_t stride, int n_act, int
       x[t] = reinterpret_cast<const float*>(act + size_t(t0 + (t < nt ? t : nt - 1)) * stride);
     float32x4_t acc[fast::kSlices];
     for (float32x4_t& a : acc) a = vdupq_n_f32(0.0f);
-    for (int s = 0; s < fast::kSlices; s++) {
-      for (int64_t b = fast::slice_begin(nb, s); b < fast::slice_begin(nb, s + 1); b++) {
-        float32x4_t u[4];
-        for (int t = 0; t < 4; t++) u[t] = block_quarter(w, x[t], n, b);
-        acc[s] = vaddq_f32(acc[s], finish4(u));
-      }
+    for (int64_t b = 0; b < nb; b++) {  // in row order; block b goes to slice b mod 8
+      float32x4_t u[4];
+      for (int t = 0; t < 4; t++) u[t] = block_quarter(w, x[t], n, b);
+      acc[fast::slice_of(b)] = vaddq_f32(acc[fast::slice_of(b)], finish4(u));
     }
     float lanes[4];
     vst1q_f32(lanes, tree_lanes(acc));

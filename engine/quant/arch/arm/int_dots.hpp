@@ -57,26 +57,24 @@ int32x4_t block32_dot(int8x16_t lo, int8x16_t hi, const BlockQ8_0Act& x) {
   return D::dot16(D::dot16(vdupq_n_s32(0), lo, vld1q_s8(x.qs)), hi, vld1q_s8(x.qs + 16));
 }
 
-// Fast order, vectorised (docs/arithmetic.md §slices): slices 0..3 are the lanes of acc[0],
-// 4..7 those of acc[1]. Step i takes block slice_begin(s) + i of every slice s, and one
-// vfmaq_f32 per vector does fast::blocks32_update in every lane: fma(fl(scale*dx), float(isum),
-// acc) (SCVTF rounds to nearest even like i2f). A slice already exhausted (the last step when 8
-// does not divide nb) gets scale and dx 0 on a stand-in block, and fma(+0, isum, acc) leaves its
-// accumulator unchanged (isum is finite; acc is never -0: it starts at +0 and x + -x rounds to
-// +0). The lanes then meet in fast::tree.
+// Fast order, vectorised (docs/arithmetic.md §slices): block b belongs to slice b mod 8, and
+// slices 0..3 are the lanes of acc[0], 4..7 those of acc[1], so step i takes blocks 8i..8i+7 in
+// row order and one vfmaq_f32 per vector does fast::blocks32_update in every lane:
+// fma(fl(scale*dx), float(isum), acc) (SCVTF rounds to nearest even like i2f). Past the row's
+// end (the last step when 8 does not divide nb) a lane gets scale and dx 0 on a stand-in block,
+// and fma(+0, isum, acc) leaves its accumulator unchanged (isum is finite; acc is never -0: it
+// starts at +0 and x + -x rounds to +0). The lanes then meet in fast::tree.
 template <class D, class W>
 float dot_blocks32_fast(const W& values, const BlockQ8_0Act* x, int64_t nb) {
-  int64_t begin[fast::kSlices + 1];
-  for (int s = 0; s <= fast::kSlices; s++) begin[s] = fast::slice_begin(nb, s);
   float32x4_t acc[2] = {vdupq_n_f32(0.0f), vdupq_n_f32(0.0f)};
-  for (int64_t i = 0; i < begin[8] - begin[7]; i++) {  // the last slice is a longest one
+  for (int64_t b0 = 0; b0 < nb; b0 += fast::kSlices) {
     for (int h = 0; h < 2; h++) {
       int32x4_t p[4];
       float scale[4], dx[4];
       for (int k = 0; k < 4; k++) {
-        const int s = 4 * h + k;
-        const bool live = begin[s] + i < begin[s + 1];
-        const int64_t b = live ? begin[s] + i : begin[7];  // any real block stands in
+        const int64_t want = b0 + 4 * h + k;
+        const bool live = want < nb;
+        const int64_t b = live ? want : b0;  // any real block stands in
         int8x16_t lo, hi;
         const float sc = values(b, lo, hi);
         p[k] = block32_dot<D>(lo, hi, x[b]);

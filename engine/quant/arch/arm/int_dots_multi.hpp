@@ -43,7 +43,7 @@ void for_row_passes(const void* act, size_t stride, int n_act, int64_t nb, float
 
 // The Fast order of Q8_0 and MXFP4 for up to eight activation rows, vectorised across the rows:
 // lane k of vector v belongs to row 4v + k, each slice has its own vectors, blocks go in
-// ascending order to their slice's vectors with one vfmaq_f32 (fast::blocks32_update per
+// ascending order to their slice's vectors (slice b mod 8) with one vfmaq_f32 (fast::blocks32_update per
 // lane), and the slice tree runs lane-wise -- per row, the steps of SlicedSum. Lanes past the
 // last row repeat it and are dropped; a pass of one row runs the single-row kernel.
 template <class D, class W>
@@ -61,8 +61,9 @@ void dot_blocks32_multi_fast(const W& values, const void* act, size_t stride, in
     float32x4_t acc[2][fast::kSlices];
     for (auto& row : acc)
       for (float32x4_t& a : row) a = vdupq_n_f32(0.0f);
-    for (int s = 0; s < fast::kSlices; s++) {
-      for (int64_t b = fast::slice_begin(nb, s); b < fast::slice_begin(nb, s + 1); b++) {
+    for (int64_t b = 0; b < nb; b++) {  // in row order; block b goes to slice b mod 8
+      const int s = fast::slice_of(b);
+      {
         int8x16_t lo, hi;
         const float32x4_t scale = vdupq_n_f32(values(b, lo, hi));
         for (int v = 0; v < nv; v++) {
