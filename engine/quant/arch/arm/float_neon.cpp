@@ -1,6 +1,10 @@
-// AArch64 dots for the plain float weights, in two flavours (like arch/x86/float_avx2.cpp):
-//  * fast (dot_*_neon): four 4-wide FMA accumulators, so the sum is reordered relative to the
-//    generic kernels;
+// AArch64 dots for the plain float weights, in two orders (like arch/x86/float_avx2.cpp):
+//  * Fast (dot_*_neon, dot_*_multi_neon): docs/arithmetic.md §float-dot, bit-identical to the
+//    generic Fast kernels (dots_fast_generic.cpp): each block of 32 products in eight float32x4
+//    vectors, reduced by the halving tree (four blocks finished together, one per lane), the
+//    blocks into their slice's accumulator with a plain add, then the slice tree. No FMA: the
+//    contract forms every product and sum with one rounding each. (This replaces an earlier
+//    "fast" kernel with four FMA accumulators, whose bits matched no other implementation.)
 //  * exact order (dot_*_neon_exact): the generic kernels' f32 (F16/BF16) or f64 (F32) products --
 //    a product of two floats rounds the same in a SIMD lane -- added one by one in index order,
 //    bit-identical to the generic kernels while conversions and multiplies run 4 wide.
@@ -11,6 +15,7 @@
 
 #include "engine/quant/arch/arm/kernels_arm.hpp"
 #include "engine/quant/blocks.hpp"
+#include "engine/quant/fast_order.hpp"
 
 namespace ds4::quant::detail {
 namespace {
@@ -33,20 +38,94 @@ struct BF16Weights {
   float at(int64_t i) const { return bf16_to_f32(h[i]); }
 };
 
+// ---- Fast order (docs/arithmetic.md §float-dot).
+
+// The halvings of block b down to four values (i with i+16, i+8, i+4): the 32 products sit in
+// v[k] = elements 4k..4k+3; a short last block is padded with +0.0 products, as the contract says.
 template <class Weights>
-float dot_fma(Weights w, const float* x, int64_t n) {
-  float32x4_t acc0 = vdupq_n_f32(0.0f), acc1 = acc0, acc2 = acc0, acc3 = acc0;
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    acc0 = vfmaq_f32(acc0, w.load4(i), vld1q_f32(x + i));
-    acc1 = vfmaq_f32(acc1, w.load4(i + 4), vld1q_f32(x + i + 4));
-    acc2 = vfmaq_f32(acc2, w.load4(i + 8), vld1q_f32(x + i + 8));
-    acc3 = vfmaq_f32(acc3, w.load4(i + 12), vld1q_f32(x + i + 12));
+float32x4_t block_quarter(Weights w, const float* x, int64_t n, int64_t b) {
+  const int64_t i0 = b * fast::kFloatBlock;
+  float32x4_t v[8];
+  if (i0 + fast::kFloatBlock <= n) {
+    for (int k = 0; k < 8; k++) v[k] = vmulq_f32(w.load4(i0 + 4 * k), vld1q_f32(x + i0 + 4 * k));
+  } else {
+    float p[fast::kFloatBlock];
+    for (int i = 0; i < fast::kFloatBlock; i++) p[i] = i0 + i < n ? w.at(i0 + i) * x[i0 + i] : 0.0f;
+    for (int k = 0; k < 8; k++) v[k] = vld1q_f32(p + 4 * k);
   }
-  for (; i + 4 <= n; i += 4) acc0 = vfmaq_f32(acc0, w.load4(i), vld1q_f32(x + i));
-  float sum = vaddvq_f32(vaddq_f32(vaddq_f32(acc0, acc1), vaddq_f32(acc2, acc3)));
-  for (; i < n; i++) sum += w.at(i) * x[i];
-  return sum;
+  for (int k = 0; k < 4; k++) v[k] = vaddq_f32(v[k], v[k + 4]);  // i + 16
+  for (int k = 0; k < 2; k++) v[k] = vaddq_f32(v[k], v[k + 2]);  // i + 8
+  return vaddq_f32(v[0], v[1]);                                  // i + 4
+}
+
+// The last two halvings (i with i+2, then i+1) of four blocks at once: u[k] holds block k's four
+// values; lane k of the result is block k's value. Each add pairs the values the scalar tree
+// pairs (an add is commutative); only the lanes they sit in differ.
+inline float32x4_t finish4(const float32x4_t u[4]) {
+  const auto lo = [](float32x4_t a, float32x4_t b) { return vcombine_f32(vget_low_f32(a), vget_low_f32(b)); };
+  const auto hi = [](float32x4_t a, float32x4_t b) { return vcombine_f32(vget_high_f32(a), vget_high_f32(b)); };
+  const float32x4_t h01 = vaddq_f32(lo(u[0], u[1]), hi(u[0], u[1]));  // [0: v0+v2, v1+v3 | 1: ...]
+  const float32x4_t h23 = vaddq_f32(lo(u[2], u[3]), hi(u[2], u[3]));
+  return vpaddq_f32(h01, h23);  // adjacent pairs: (v0+v2) + (v1+v3) of blocks 0, 1, 2, 3
+}
+
+// The slice tree, lane by lane, over eight vectors of slice partials.
+inline float32x4_t tree_lanes(const float32x4_t p[fast::kSlices]) {
+  return vaddq_f32(vaddq_f32(vaddq_f32(p[0], p[1]), vaddq_f32(p[2], p[3])),
+                   vaddq_f32(vaddq_f32(p[4], p[5]), vaddq_f32(p[6], p[7])));
+}
+
+// One row: block b belongs to slice b mod 8; slices 0..3 are the lanes of acc[0], 4..7 those of
+// acc[1], so step i takes blocks 8i..8i+7 in row order. Past the row's end (the last step when 8
+// does not divide the block count) a lane gets the block value +0.0, which leaves its
+// accumulator unchanged (it is never -0: it starts at +0 and x + -x rounds to +0).
+template <class Weights>
+float dot_fast(Weights w, const float* x, int64_t n) {
+  const int64_t nb = (n + fast::kFloatBlock - 1) / fast::kFloatBlock;
+  float32x4_t acc[2] = {vdupq_n_f32(0.0f), vdupq_n_f32(0.0f)};
+  for (int64_t b0 = 0; b0 < nb; b0 += fast::kSlices) {
+    for (int h = 0; h < 2; h++) {
+      float32x4_t u[4];
+      for (int k = 0; k < 4; k++) {
+        const int64_t b = b0 + 4 * h + k;
+        u[k] = b < nb ? block_quarter(w, x, n, b) : vdupq_n_f32(0.0f);
+      }
+      acc[h] = vaddq_f32(acc[h], finish4(u));
+    }
+  }
+  float lanes[fast::kSlices];
+  vst1q_f32(lanes, acc[0]);
+  vst1q_f32(lanes + 4, acc[1]);
+  return fast::tree(lanes);
+}
+
+// Up to four activation rows at once: lane t of every vector belongs to row t (the four rows'
+// values of one block come out of finish4 together), each slice has its own vector, and the tree
+// runs lane-wise -- per row, the steps of dot_fast. Lanes past the last row repeat it and are
+// dropped; a pass of one row runs dot_fast itself.
+template <class Weights>
+void dot_fast_multi(Weights w, const uint8_t* act, size_t stride, int n_act, int64_t n, float* out) {
+  const int64_t nb = (n + fast::kFloatBlock - 1) / fast::kFloatBlock;
+  for (int t0 = 0; t0 < n_act; t0 += 4) {
+    const int nt = n_act - t0 < 4 ? n_act - t0 : 4;
+    if (nt == 1) {
+      out[t0] = dot_fast(w, reinterpret_cast<const float*>(act + size_t(t0) * stride), n);
+      continue;
+    }
+    const float* x[4];
+    for (int t = 0; t < 4; t++)
+      x[t] = reinterpret_cast<const float*>(act + size_t(t0 + (t < nt ? t : nt - 1)) * stride);
+    float32x4_t acc[fast::kSlices];
+    for (float32x4_t& a : acc) a = vdupq_n_f32(0.0f);
+    for (int64_t b = 0; b < nb; b++) {  // in row order; block b goes to slice b mod 8
+      float32x4_t u[4];
+      for (int t = 0; t < 4; t++) u[t] = block_quarter(w, x[t], n, b);
+      acc[fast::slice_of(b)] = vaddq_f32(acc[fast::slice_of(b)], finish4(u));
+    }
+    float lanes[4];
+    vst1q_f32(lanes, tree_lanes(acc));
+    for (int t = 0; t < nt; t++) out[t0 + t] = lanes[t];
+  }
 }
 
 // f32 products, f32 sum in index order (F16/BF16: ds4's dot_f16_row order).
@@ -101,10 +180,23 @@ const uint16_t* halves(const void* p) { return static_cast<const uint16_t*>(p); 
 
 }  // namespace
 
-float dot_f32_neon(const void* w, const void* act, int64_t n) { return dot_fma(F32Weights{floats(w)}, floats(act), n); }
-float dot_f16_neon(const void* w, const void* act, int64_t n) { return dot_fma(F16Weights{halves(w)}, floats(act), n); }
+float dot_f32_neon(const void* w, const void* act, int64_t n) {
+  return dot_fast(F32Weights{floats(w)}, floats(act), n);
+}
+float dot_f16_neon(const void* w, const void* act, int64_t n) {
+  return dot_fast(F16Weights{halves(w)}, floats(act), n);
+}
 float dot_bf16_neon(const void* w, const void* act, int64_t n) {
-  return dot_fma(BF16Weights{halves(w)}, floats(act), n);
+  return dot_fast(BF16Weights{halves(w)}, floats(act), n);
+}
+void dot_f32_multi_neon(const void* w, const void* act, size_t act_stride, int n_act, int64_t n, float* out) {
+  dot_fast_multi(F32Weights{floats(w)}, static_cast<const uint8_t*>(act), act_stride, n_act, n, out);
+}
+void dot_f16_multi_neon(const void* w, const void* act, size_t act_stride, int n_act, int64_t n, float* out) {
+  dot_fast_multi(F16Weights{halves(w)}, static_cast<const uint8_t*>(act), act_stride, n_act, n, out);
+}
+void dot_bf16_multi_neon(const void* w, const void* act, size_t act_stride, int n_act, int64_t n, float* out) {
+  dot_fast_multi(BF16Weights{halves(w)}, static_cast<const uint8_t*>(act), act_stride, n_act, n, out);
 }
 
 float dot_f16_neon_exact(const void* w, const void* act, int64_t n) {

@@ -2,14 +2,18 @@
 // Internal: the AArch64 multi-activation integer dots (quant.hpp DotMultiFn): one weight row
 // against up to eight activation rows at a time, the weight block decoded once (levels, grid
 // points, signs, scales into registers) and then applied to every row. For each row the integer
-// sums and the float steps are the single-row kernel's (int_dots.hpp), operation for operation
-// and block by block, so out[t] is bit-identical to the single-row dot and to the generic one.
-// Like int_dots.hpp it is instantiated with the plain NEON policy (dots_neon.cpp) and the SDOT
-// policy (dots_dotprod.cpp); everything here has internal linkage.
+// sums are the single-row kernel's (int_dots.hpp) and go, block by block in ascending order, to
+// that row's float-order policy (block_orders.hpp: SerialSum for Order::Exact, SlicedSum for
+// Order::Fast), so out[t] is bit-identical to the single-row dot of the same order and to the
+// generic one (Q8_0 and MXFP4 in the Fast order run the rows as vector lanes instead:
+// dot_blocks32_multi_fast, the same operations). Like int_dots.hpp it is instantiated with the
+// plain NEON policy (dots_neon.cpp) and the SDOT policy (dots_dotprod.cpp); everything here has
+// internal linkage.
 #include <arm_neon.h>
 
 #include <cstddef>
 #include <cstring>
+#include <type_traits>
 
 #include "engine/quant/arch/arm/int_dots.hpp"
 
@@ -24,59 +28,99 @@ const B& act_block(const uint8_t* act0, size_t stride, int t, int64_t b) {
   return reinterpret_cast<const B*>(act0 + static_cast<size_t>(t) * stride)[b];
 }
 
-// Runs `pass(act0, nt, sums)` over the activation rows in passes of up to kMultiRows and stores
-// each pass's sums into out.
-template <class Pass>
-void for_row_passes(const void* act, size_t stride, int n_act, float* out, Pass&& pass) {
+// Runs `pass(act0, nt, sums)` over the activation rows in passes of up to kMultiRows, one order
+// policy Sum per row (a row of nb blocks), and stores each row's result() into out.
+template <class Sum, class Pass>
+void for_row_passes(const void* act, size_t stride, int n_act, int64_t nb, float* out, Pass&& pass) {
   for (int t0 = 0; t0 < n_act; t0 += kMultiRows) {
     const int nt = n_act - t0 < kMultiRows ? n_act - t0 : kMultiRows;
-    float sums[kMultiRows] = {};
+    Sum sums[kMultiRows];
+    for (Sum& sum : sums) sum = Sum(nb);
     pass(static_cast<const uint8_t*>(act) + static_cast<size_t>(t0) * stride, nt, sums);
-    for (int t = 0; t < nt; t++) out[t0 + t] = sums[t];
+    for (int t = 0; t < nt; t++) out[t0 + t] = sums[t].result();
   }
 }
 
-// Q8_0 and MXFP4: 32 int8 weight values per block (`values` decodes them) and one scale.
-template <class D, class Values>
-void dot_blocks32_multi(const void* act, size_t stride, int n_act, int64_t nb, float* out, Values&& values) {
-  for_row_passes(act, stride, n_act, out, [&](const uint8_t* act0, int nt, float* acc) {
-    for (int64_t b = 0; b < nb; b++) {
-      int8x16_t lo, hi;
-      const float wd = values(b, lo, hi);
-      for (int t = 0; t < nt; t++) {
-        const BlockQ8_0Act& x = act_block<BlockQ8_0Act>(act0, stride, t, b);
-        int32x4_t s = D::dot16(vdupq_n_s32(0), lo, vld1q_s8(x.qs));
-        s = D::dot16(s, hi, vld1q_s8(x.qs + 16));
-        acc[t] += wd * x.d * static_cast<float>(vaddvq_s32(s));
+// The Fast order of Q8_0 and MXFP4 for up to eight activation rows, vectorised across the rows:
+// lane k of vector v belongs to row 4v + k, each slice has its own vectors, blocks go in
+// ascending order to their slice's vectors (slice b mod 8) with one vfmaq_f32 (fast::blocks32_update per
+// lane), and the slice tree runs lane-wise -- per row, the steps of SlicedSum. Lanes past the
+// last row repeat it and are dropped; a pass of one row runs the single-row kernel.
+template <class D, class W>
+void dot_blocks32_multi_fast(const W& values, const void* act, size_t stride, int n_act, int64_t nb, float* out) {
+  for (int t0 = 0; t0 < n_act; t0 += kMultiRows) {
+    const int nt = n_act - t0 < kMultiRows ? n_act - t0 : kMultiRows;
+    const uint8_t* act0 = static_cast<const uint8_t*>(act) + static_cast<size_t>(t0) * stride;
+    if (nt == 1) {
+      out[t0] = dot_blocks32_fast<D>(values, &act_block<BlockQ8_0Act>(act0, stride, 0, 0), nb);
+      continue;
+    }
+    const int nv = nt > 4 ? 2 : 1;  // vectors of four rows
+    const BlockQ8_0Act* x[kMultiRows];
+    for (int t = 0; t < kMultiRows; t++) x[t] = &act_block<BlockQ8_0Act>(act0, stride, t < nt ? t : nt - 1, 0);
+    float32x4_t acc[2][fast::kSlices];
+    for (auto& row : acc)
+      for (float32x4_t& a : row) a = vdupq_n_f32(0.0f);
+    for (int64_t b = 0; b < nb; b++) {  // in row order; block b goes to slice b mod 8
+      const int s = fast::slice_of(b);
+      {
+        int8x16_t lo, hi;
+        const float32x4_t scale = vdupq_n_f32(values(b, lo, hi));
+        for (int v = 0; v < nv; v++) {
+          int32x4_t p[4];
+          float dx[4];
+          for (int k = 0; k < 4; k++) {
+            p[k] = block32_dot<D>(lo, hi, x[4 * v + k][b]);
+            dx[k] = x[4 * v + k][b].d;
+          }
+          const float32x4_t isum = vcvtq_f32_s32(sums4(p[0], p[1], p[2], p[3]));
+          acc[v][s] = vfmaq_f32(acc[v][s], vmulq_f32(scale, vld1q_f32(dx)), isum);
+        }
       }
     }
-  });
+    float lanes[kMultiRows];
+    for (int v = 0; v < nv; v++) {
+      const float32x4_t* q = acc[v];
+      vst1q_f32(lanes + 4 * v, vaddq_f32(vaddq_f32(vaddq_f32(q[0], q[1]), vaddq_f32(q[2], q[3])),
+                                         vaddq_f32(vaddq_f32(q[4], q[5]), vaddq_f32(q[6], q[7]))));
+    }
+    for (int t = 0; t < nt; t++) out[t0 + t] = lanes[t];
+  }
 }
 
-template <class D>
+// Q8_0 and MXFP4: 32 int8 weight values per block (`values` decodes them, Q8_0Values /
+// Mxfp4Values of int_dots.hpp) and one scale. Fast runs the row-vectorised slices above.
+template <class D, class Sum, class W>
+void dot_blocks32_multi(const W& values, const void* act, size_t stride, int n_act, int64_t nb, float* out) {
+  if constexpr (std::is_same_v<Sum, SlicedSum>) {
+    dot_blocks32_multi_fast<D>(values, act, stride, n_act, nb, out);
+  } else {
+    for_row_passes<Sum>(act, stride, n_act, nb, out, [&](const uint8_t* act0, int nt, Sum* acc) {
+      for (int64_t b = 0; b < nb; b++) {
+        int8x16_t lo, hi;
+        const float wd = values(b, lo, hi);
+        for (int t = 0; t < nt; t++) {
+          const BlockQ8_0Act& x = act_block<BlockQ8_0Act>(act0, stride, t, b);
+          acc[t].blocks32(b, wd, x.d, vaddvq_s32(block32_dot<D>(lo, hi, x)));
+        }
+      }
+    });
+  }
+}
+
+template <class D, class Sum>
 void dot_q8_0_multi(const BlockQ8_0* w, const void* act, size_t stride, int n_act, int64_t nb, float* out) {
-  dot_blocks32_multi<D>(act, stride, n_act, nb, out, [w](int64_t b, int8x16_t& lo, int8x16_t& hi) {
-    lo = vld1q_s8(w[b].qs);
-    hi = vld1q_s8(w[b].qs + 16);
-    return f16_to_f32(w[b].d);
-  });
+  dot_blocks32_multi<D, Sum>(Q8_0Values{w}, act, stride, n_act, nb, out);
 }
 
-template <class D>
+template <class D, class Sum>
 void dot_mxfp4_multi(const BlockMXFP4* w, const void* act, size_t stride, int n_act, int64_t nb, float* out) {
-  const int8x16_t table = vld1q_s8(kMxfp4Values);
-  const uint8x16_t m4 = vdupq_n_u8(0x0f);
-  dot_blocks32_multi<D>(act, stride, n_act, nb, out, [&](int64_t b, int8x16_t& lo, int8x16_t& hi) {
-    const uint8x16_t q = vld1q_u8(w[b].qs);
-    lo = vqtbl1q_s8(table, vandq_u8(q, m4));
-    hi = vqtbl1q_s8(table, vshrq_n_u8(q, 4));
-    return e8m0_to_f32_half(w[b].e);
-  });
+  dot_blocks32_multi<D, Sum>(Mxfp4Values{w}, act, stride, n_act, nb, out);
 }
 
-template <class D>
+template <class D, class Sum>
 void dot_q2_k_multi(const BlockQ2_K* x, const void* act, size_t stride, int n_act, int64_t nb, float* out) {
-  for_row_passes(act, stride, n_act, out, [&](const uint8_t* act0, int nt, float* sumf) {
+  for_row_passes<Sum>(act, stride, n_act, nb, out, [&](const uint8_t* act0, int nt, Sum* sumf) {
     for (int64_t i = 0; i < nb; i++) {
       // Decode once: the sub-block mins and scales, and the 16 groups of 16 levels in the order
       // the single-row kernel takes them (half, k step of 2, then its four sub-blocks).
@@ -110,8 +154,6 @@ void dot_q2_k_multi(const BlockQ2_K* x, const void* act, size_t stride, int n_ac
         sm = vmlal_s16(sm, vget_low_s16(b_hi), vget_low_s16(m_hi));
         sm = vmlal_s16(sm, vget_high_s16(b_hi), vget_high_s16(m_hi));
         const int summs = vaddvq_s32(sm);
-        const float dall = y.d * xd;
-        const float dmin = y.d * xdmin;
         int32x4_t isum_v = vdupq_n_s32(0);
         const int8_t* q8 = y.qs;
         for (int q = 0; q < 4; q++) {
@@ -123,17 +165,16 @@ void dot_q2_k_multi(const BlockQ2_K* x, const void* act, size_t stride, int n_ac
           isum_v = vmlaq_s32(isum_v, sums4(p0, p1, p2, p3), scv[q]);
           q8 += 64;
         }
-        const int isum = vaddvq_s32(isum_v);
-        sumf[t] += dall * static_cast<float>(isum) - dmin * static_cast<float>(summs);
+        sumf[t].kquant(i, y.d, xd, xdmin, vaddvq_s32(isum_v), summs);
       }
     }
   });
 }
 
-template <class D>
+template <class D, class Sum>
 void dot_q4_k_multi(const BlockQ4_K* x, const void* act, size_t stride, int n_act, int64_t nb, float* out) {
   const uint8x16_t m4 = vdupq_n_u8(0x0f);
-  for_row_passes(act, stride, n_act, out, [&](const uint8_t* act0, int nt, float* sumf) {
+  for_row_passes<Sum>(act, stride, n_act, nb, out, [&](const uint8_t* act0, int nt, Sum* sumf) {
     for (int64_t i = 0; i < nb; i++) {
       // Decode once: scales and mins, and the 16 groups of 16 nibbles (chunk c: low nibbles of
       // both halves, then high nibbles).
@@ -167,18 +208,15 @@ void dot_q4_k_multi(const BlockQ4_K* x, const void* act, size_t stride, int n_ac
         }
         const int32x4_t iv =
             vmlaq_s32(vmulq_s32(sums4(p[0], p[1], p[2], p[3]), sc_lo), sums4(p[4], p[5], p[6], p[7]), sc_hi);
-        const int isum = vaddvq_s32(iv);
-        const float dall = y.d * xd;
-        const float dmin = y.d * xdmin;
-        sumf[t] += dall * static_cast<float>(isum) - dmin * static_cast<float>(summs);
+        sumf[t].kquant(i, y.d, xd, xdmin, vaddvq_s32(iv), summs);
       }
     }
   });
 }
 
-template <class D>
+template <class D, class Sum>
 void dot_iq2_xxs_multi(const BlockIQ2_XXS* x, const void* act, size_t stride, int n_act, int64_t nb, float* out) {
-  for_row_passes(act, stride, n_act, out, [&](const uint8_t* act0, int nt, float* sumf) {
+  for_row_passes<Sum>(act, stride, n_act, nb, out, [&](const uint8_t* act0, int nt, Sum* sumf) {
     for (int64_t i = 0; i < nb; i++) {
       // Decode once: the signed grid values of the 8 groups of 32 and their odd scales.
       int8x16_t gv[16];
@@ -193,7 +231,6 @@ void dot_iq2_xxs_multi(const BlockIQ2_XXS* x, const void* act, size_t stride, in
       const float xd = f16_to_f32(x[i].d);
       for (int t = 0; t < nt; t++) {
         const BlockQ8_K& y = act_block<BlockQ8_K>(act0, stride, t, i);
-        const float d = xd * y.d;
         const int8_t* q8 = y.qs;
         int32_t bsum = 0;
         for (int ib = 0; ib < 8; ib++) {
@@ -202,7 +239,7 @@ void dot_iq2_xxs_multi(const BlockIQ2_XXS* x, const void* act, size_t stride, in
           q8 += 32;
           bsum += vaddvq_s32(s) * scale[ib];
         }
-        sumf[t] += d * static_cast<float>(bsum);
+        sumf[t].iq2_xxs(i, xd, y.d, bsum);
       }
     }
   });
@@ -212,22 +249,22 @@ void dot_iq2_xxs_multi(const BlockIQ2_XXS* x, const void* act, size_t stride, in
 }  // namespace
 }  // namespace ds4::quant::detail::arm
 
-// Defines dot_<format>_multi_<suffix> for the five integer formats with policy D.
+// Defines dot_<format>_multi_<suffix> (Order::Exact) and dot_<format>_multi_fast_<suffix>
+// (Order::Fast) for the five integer formats with int8 dot policy D.
+#define DS4_ARM_DEFINE_INT_DOT_MULTI(format, Block, per_block, suffix, D) \
+  void dot_##format##_multi_##suffix(const void* w, const void* act, size_t stride, int n_act, int64_t n, \
+                                     float* out) { \
+    arm::dot_##format##_multi<D, SerialSum>(static_cast<const Block*>(w), act, stride, n_act, n / per_block, out); \
+  } \
+  void dot_##format##_multi_fast_##suffix(const void* w, const void* act, size_t stride, int n_act, int64_t n, \
+                                          float* out) { \
+    arm::dot_##format##_multi<D, SlicedSum>(static_cast<const Block*>(w), act, stride, n_act, n / per_block, out); \
+  }
 #define DS4_ARM_DEFINE_INT_DOTS_MULTI(suffix, D) \
   namespace ds4::quant::detail { \
-  void dot_q8_0_multi_##suffix(const void* w, const void* act, size_t stride, int n_act, int64_t n, float* out) { \
-    arm::dot_q8_0_multi<D>(static_cast<const BlockQ8_0*>(w), act, stride, n_act, n / 32, out); \
-  } \
-  void dot_mxfp4_multi_##suffix(const void* w, const void* act, size_t stride, int n_act, int64_t n, float* out) { \
-    arm::dot_mxfp4_multi<D>(static_cast<const BlockMXFP4*>(w), act, stride, n_act, n / 32, out); \
-  } \
-  void dot_q2_k_multi_##suffix(const void* w, const void* act, size_t stride, int n_act, int64_t n, float* out) { \
-    arm::dot_q2_k_multi<D>(static_cast<const BlockQ2_K*>(w), act, stride, n_act, n / QK_K, out); \
-  } \
-  void dot_q4_k_multi_##suffix(const void* w, const void* act, size_t stride, int n_act, int64_t n, float* out) { \
-    arm::dot_q4_k_multi<D>(static_cast<const BlockQ4_K*>(w), act, stride, n_act, n / QK_K, out); \
-  } \
-  void dot_iq2_xxs_multi_##suffix(const void* w, const void* act, size_t stride, int n_act, int64_t n, float* out) { \
-    arm::dot_iq2_xxs_multi<D>(static_cast<const BlockIQ2_XXS*>(w), act, stride, n_act, n / QK_K, out); \
-  } \
+  DS4_ARM_DEFINE_INT_DOT_MULTI(q8_0, BlockQ8_0, 32, suffix, D) \
+  DS4_ARM_DEFINE_INT_DOT_MULTI(mxfp4, BlockMXFP4, 32, suffix, D) \
+  DS4_ARM_DEFINE_INT_DOT_MULTI(q2_k, BlockQ2_K, QK_K, suffix, D) \
+  DS4_ARM_DEFINE_INT_DOT_MULTI(q4_k, BlockQ4_K, QK_K, suffix, D) \
+  DS4_ARM_DEFINE_INT_DOT_MULTI(iq2_xxs, BlockIQ2_XXS, QK_K, suffix, D) \
   }
