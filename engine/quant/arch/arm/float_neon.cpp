@@ -3,8 +3,7 @@
 //    generic Fast kernels (dots_fast_generic.cpp): each block of 32 products in eight float32x4
 //    vectors, reduced by the halving tree (four blocks finished together, one per lane), the
 //    blocks into their slice's accumulator with a plain add, then the slice tree. No FMA: the
-//    contract forms every product and sum with one rounding each. (This replaces an earlier
-//    "fast" kernel with four FMA accumulators, whose bits matched no other implementation.)
+//    contract forms every product and sum with one rounding each.
 //  * exact order (dot_*_neon_exact): the generic kernels' f32 (F16/BF16) or f64 (F32) products --
 //    a product of two floats rounds the same in a SIMD lane -- added one by one in index order,
 //    bit-identical to the generic kernels while conversions and multiplies run 4 wide.
