@@ -56,6 +56,22 @@ float dot_blocks32(const W& w, const BlockQ8_0Act* x, int64_t nb) {
   return sum.result();
 }
 
+// Block b of one weight row against eight activation rows (lane t = row t): the scale products
+// fl(scale_w * d_x_t) and the exact integer block sums as floats. Both orders' multi-row kernels
+// start from these; they differ only in how the products enter the sums.
+template <class W>
+std::pair<__m256, __m256> block_rows8(const W& w, const BlockQ8_0Act* const x[8], int64_t b) {
+  const __m256i wv = w.values(b);
+  const __m256i aw = _mm256_sign_epi8(wv, wv);
+  __m256i v[8];
+  for (int t = 0; t < 8; t++)
+    v[t] = _mm256_madd_epi16(_mm256_maddubs_epi16(aw, _mm256_sign_epi8(load32(x[t][b].qs), wv)), _mm256_set1_epi16(1));
+  const __m256 isum = _mm256_cvtepi32_ps(avx2::hsum8_i32(v));
+  const __m256 dx =
+      _mm256_set_ps(x[7][b].d, x[6][b].d, x[5][b].d, x[4][b].d, x[3][b].d, x[2][b].d, x[1][b].d, x[0][b].d);
+  return {_mm256_mul_ps(_mm256_set1_ps(w.scale(b)), dx), isum};
+}
+
 // Up to eight activation rows against one weight row, vectorised across the rows: lane t of
 // every vector belongs to activation row t, and computes exactly the single-row steps
 // acc_t += (scale_w * d_x_t) * (float)isum_t -- the same f32 operations in the same order, only
@@ -75,16 +91,7 @@ void dot_blocks32_multi(const W& w, const uint8_t* act, size_t stride, int n_act
       x[t] = reinterpret_cast<const BlockQ8_0Act*>(act + static_cast<size_t>(t0 + (t < nt ? t : nt - 1)) * stride);
     __m256 acc = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
-      const __m256i wv = w.values(b);
-      const __m256i aw = _mm256_sign_epi8(wv, wv);
-      __m256i v[8];
-      for (int t = 0; t < 8; t++)
-        v[t] =
-            _mm256_madd_epi16(_mm256_maddubs_epi16(aw, _mm256_sign_epi8(load32(x[t][b].qs), wv)), _mm256_set1_epi16(1));
-      const __m256 isum = _mm256_cvtepi32_ps(avx2::hsum8_i32(v));
-      const __m256 dx =
-          _mm256_set_ps(x[7][b].d, x[6][b].d, x[5][b].d, x[4][b].d, x[3][b].d, x[2][b].d, x[1][b].d, x[0][b].d);
-      const __m256 dwx = _mm256_mul_ps(_mm256_set1_ps(w.scale(b)), dx);
+      const auto [dwx, isum] = block_rows8(w, x, b);
       acc = _mm256_add_ps(acc, _mm256_mul_ps(dwx, isum));
     }
     alignas(32) float lanes[8];
@@ -142,18 +149,7 @@ void dot_blocks32_multi_fast(const W& w, const uint8_t* act, size_t stride, int 
       x[t] = reinterpret_cast<const BlockQ8_0Act*>(act + static_cast<size_t>(t0 + (t < nt ? t : nt - 1)) * stride);
     __m256 acc[8];
     for (__m256& a : acc) a = _mm256_setzero_ps();
-    const auto block = [&](int64_t b) {
-      const __m256i wv = w.values(b);
-      const __m256i aw = _mm256_sign_epi8(wv, wv);
-      __m256i v[8];
-      for (int t = 0; t < 8; t++)
-        v[t] =
-            _mm256_madd_epi16(_mm256_maddubs_epi16(aw, _mm256_sign_epi8(load32(x[t][b].qs), wv)), _mm256_set1_epi16(1));
-      const __m256 isum = _mm256_cvtepi32_ps(avx2::hsum8_i32(v));
-      const __m256 dx =
-          _mm256_set_ps(x[7][b].d, x[6][b].d, x[5][b].d, x[4][b].d, x[3][b].d, x[2][b].d, x[1][b].d, x[0][b].d);
-      return std::pair{_mm256_mul_ps(_mm256_set1_ps(w.scale(b)), dx), isum};
-    };
+    const auto block = [&](int64_t b) { return block_rows8(w, x, b); };
     int64_t b = 0;
     for (; b + 8 <= nb; b += 8) {
 #pragma GCC unroll 8
