@@ -2,9 +2,8 @@
 // of a full weight row with a full activation row; the pool partitions weight rows only. That is
 // what makes results batch- and thread-count-invariant: the value computed for (activation row
 // t, weight row r) does not depend on which other rows share the call. The multi-activation
-// kernels decode a weight row once for all activation
-// rows; they are bit-identical per output to the single-row kernels of their order, so the
-// invariant holds in both orders.
+// kernels decode a weight row once for all activation rows; they are bit-identical per output to
+// the single-row kernels of their order, so the invariant holds in both orders.
 #include "engine/kernels/matmul.hpp"
 
 #include <algorithm>

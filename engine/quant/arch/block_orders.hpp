@@ -2,7 +2,8 @@
 // Internal: the two float orders in which a dot kernel's exact integer block sums become its
 // result, as interchangeable policies. A SIMD kernel of any architecture computes the integer
 // sums its own way, hands each block to the policy in ascending block order, and returns
-// result(); so one kernel body serves both orders and the float steps are written once.
+// result(); so one kernel body serves both orders and the float steps are written once. A
+// default-constructed policy is an empty sum.
 //   SerialSum  -- Order::Exact: ds4's single running sum (the format files' documented order).
 //   SlicedSum  -- Order::Fast: eight slice accumulators and the tree (docs/arithmetic.md §slices),
 //                 with the block updates of fast_order.hpp.
@@ -15,7 +16,6 @@ namespace ds4::quant::detail {
 
 struct SerialSum {
   float sum = 0.0f;
-  explicit SerialSum(int64_t /*nb*/ = 0) {}
   void blocks32(int64_t /*b*/, float scale, float dx, int32_t isum) { sum += scale * dx * static_cast<float>(isum); }
   void kquant(int64_t /*b*/, float dx, float d, float dmin, int32_t isum, int32_t summs) {
     const float dall = dx * d, dm = dx * dmin;
@@ -30,7 +30,6 @@ struct SerialSum {
 // accumulator; the 32-element ones vectorise the slices instead (x86/q8_0_avx2.cpp).
 struct SlicedSum {
   float acc[fast::kSlices] = {};
-  explicit SlicedSum(int64_t /*nb*/ = 0) {}
   void blocks32(int64_t b, float scale, float dx, int32_t isum) {
     float& a = acc[fast::slice_of(b)];
     a = fast::blocks32_update(a, scale, dx, isum);

@@ -98,7 +98,7 @@ float dot_blocks32(const W& values, const BlockQ8_0Act* x, int64_t nb) {
   if constexpr (std::is_same_v<Sum, SlicedSum>) {
     return dot_blocks32_fast<D>(values, x, nb);
   } else {
-    Sum sum(nb);
+    Sum sum;
     for (int64_t b = 0; b < nb; b++) {
       int8x16_t lo, hi;
       const float sc = values(b, lo, hi);
@@ -125,7 +125,7 @@ inline int8x16_t q2_levels(uint8x16_t bits, int shift) {
 
 template <class D, class Sum>
 float dot_q2_k(const BlockQ2_K* x, const BlockQ8_K* y, int64_t nb) {
-  Sum sum(nb);
+  Sum sum;
   for (int64_t i = 0; i < nb; i++) {
     const uint8x16_t sc = vld1q_u8(x[i].scales);
     // summs = Σ bsums[j] * (scales[j] >> 4)
@@ -167,7 +167,7 @@ float dot_q2_k(const BlockQ2_K* x, const BlockQ8_K* y, int64_t nb) {
 template <class D, class Sum>
 float dot_q4_k(const BlockQ4_K* x, const BlockQ8_K* y, int64_t nb) {
   const uint8x16_t m4 = vdupq_n_u8(0x0f);
-  Sum sum(nb);
+  Sum sum;
   for (int64_t i = 0; i < nb; i++) {
     uint8_t sc8[8], m8[8];
     unpack_q4_k_scales(x[i].scales, sc8, m8);
@@ -208,7 +208,7 @@ inline int8x16_t iq2_pair(uint32_t g0, uint32_t s0, uint32_t g1, uint32_t s1) {
 
 template <class D, class Sum>
 float dot_iq2_xxs(const BlockIQ2_XXS* x, const BlockQ8_K* y, int64_t nb) {
-  Sum sum(nb);
+  Sum sum;
   for (int64_t i = 0; i < nb; i++) {
     const int8_t* q8 = y[i].qs;
     int32_t bsum = 0;

@@ -35,7 +35,6 @@ void for_row_passes(const void* act, size_t stride, int n_act, int64_t nb, float
   for (int t0 = 0; t0 < n_act; t0 += kMultiRows) {
     const int nt = n_act - t0 < kMultiRows ? n_act - t0 : kMultiRows;
     Sum sums[kMultiRows];
-    for (Sum& sum : sums) sum = Sum(nb);
     pass(static_cast<const uint8_t*>(act) + static_cast<size_t>(t0) * stride, nt, sums);
     for (int t = 0; t < nt; t++) out[t0 + t] = sums[t].result();
   }

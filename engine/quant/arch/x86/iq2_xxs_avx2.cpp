@@ -42,7 +42,7 @@ template <class Sum>
 float dot_iq2_xxs(const void* w, const void* act, int64_t n) {
   const BlockIQ2_XXS* x = static_cast<const BlockIQ2_XXS*>(w);
   const BlockQ8_K* y = static_cast<const BlockQ8_K*>(act);
-  Sum sum(n / QK_K);
+  Sum sum;
   for (int64_t i = 0; i < n / QK_K; i++) {
     const uint8_t* q = reinterpret_cast<const uint8_t*>(x[i].qs);
     __m256i acc1 = _mm256_setzero_si256(), acc2 = _mm256_setzero_si256();
@@ -64,7 +64,6 @@ void dot_iq2_xxs_multi(const void* w, const void* act, size_t act_stride, int n_
     const int nt = n_act - t0 < kMax ? n_act - t0 : kMax;
     const uint8_t* act0 = static_cast<const uint8_t*>(act) + static_cast<size_t>(t0) * act_stride;
     Sum sums[kMax];
-    for (Sum& sum : sums) sum = Sum(n / QK_K);
     for (int64_t i = 0; i < n / QK_K; i++) {
       // Decode the block's grid points, signs and scales once...
       __m256i grid[8], sign[8], scale[8];

@@ -38,7 +38,7 @@ float dot_q2_k(const void* w, const void* act, int64_t n) {
   const __m256i m3 = _mm256_set1_epi8(3);
   const __m128i m4 = _mm_set1_epi8(0x0f);
   static const PairShuffles shuffles;
-  Sum sum(n / QK_K);
+  Sum sum;
   for (int64_t i = 0; i < n / QK_K; i++) {
     const __m128i scb = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x[i].scales));
     const __m256i mins = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(scb, 4), m4));
@@ -77,7 +77,6 @@ void dot_q2_k_multi(const void* w, const void* act, size_t act_stride, int n_act
     const int nt = n_act - t0 < kMax ? n_act - t0 : kMax;
     const uint8_t* act0 = static_cast<const uint8_t*>(act) + static_cast<size_t>(t0) * act_stride;
     Sum sums[kMax];
-    for (Sum& sum : sums) sum = Sum(n / QK_K);
     for (int64_t i = 0; i < n / QK_K; i++) {
       // Decode levels and scales once...
       const __m128i scb = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x[i].scales));
@@ -116,7 +115,7 @@ float dot_q4_k(const void* w, const void* act, int64_t n) {
   const BlockQ4_K* x = static_cast<const BlockQ4_K*>(w);
   const BlockQ8_K* y = static_cast<const BlockQ8_K*>(act);
   const __m256i m4 = _mm256_set1_epi8(0x0f);
-  Sum sum(n / QK_K);
+  Sum sum;
   for (int64_t i = 0; i < n / QK_K; i++) {
     uint8_t sc[8], m[8];
     unpack_q4_k_scales(x[i].scales, sc, m);
@@ -146,7 +145,6 @@ void dot_q4_k_multi(const void* w, const void* act, size_t act_stride, int n_act
     const int nt = n_act - t0 < kMax ? n_act - t0 : kMax;
     const uint8_t* act0 = static_cast<const uint8_t*>(act) + static_cast<size_t>(t0) * act_stride;
     Sum sums[kMax];
-    for (Sum& sum : sums) sum = Sum(n / QK_K);
     for (int64_t i = 0; i < n / QK_K; i++) {
       uint8_t sc[8], m[8];
       unpack_q4_k_scales(x[i].scales, sc, m);

@@ -42,7 +42,7 @@ struct Mxfp4Weights {
 
 template <class Sum, class W>
 float dot_blocks32(const W& w, const BlockQ8_0Act* x, int64_t nb) {
-  Sum sum(nb);
+  Sum sum;
   int64_t b = 0;
   alignas(32) int32_t isum[8];
   for (; b + 8 <= nb; b += 8) {
@@ -149,17 +149,16 @@ void dot_blocks32_multi_fast(const W& w, const uint8_t* act, size_t stride, int 
       x[t] = reinterpret_cast<const BlockQ8_0Act*>(act + static_cast<size_t>(t0 + (t < nt ? t : nt - 1)) * stride);
     __m256 acc[8];
     for (__m256& a : acc) a = _mm256_setzero_ps();
-    const auto block = [&](int64_t b) { return block_rows8(w, x, b); };
     int64_t b = 0;
     for (; b + 8 <= nb; b += 8) {
 #pragma GCC unroll 8
       for (int k = 0; k < 8; k++) {  // a fixed slice per k: the accumulators stay in registers
-        const auto [sdx, isum] = block(b + k);
+        const auto [sdx, isum] = block_rows8(w, x, b + k);
         acc[k] = _mm256_fmadd_ps(sdx, isum, acc[k]);
       }
     }
     for (int k = 0; b + k < nb; k++) {
-      const auto [sdx, isum] = block(b + k);
+      const auto [sdx, isum] = block_rows8(w, x, b + k);
       acc[k] = _mm256_fmadd_ps(sdx, isum, acc[k]);
     }
     const __m256 r = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])),
