@@ -1,8 +1,9 @@
-// Sink attention; see attention.hpp. Per head the operation order is ds4's
-// layer_attention_mixed_one: scores in row order with the running max seeded by the sink,
-// then the denominator seeded with e^{sink - m} and the weighted sum accumulated row by row,
-// finally a multiply by 1/denominator. Both implementations below keep that order exactly;
-// the fast one only changes which independent sums share a SIMD register or a thread.
+// Sink attention in the Exact order; see attention.hpp (the Fast order: attention_fast.cpp). Per
+// head the operation order is ds4's layer_attention_mixed_one: scores in row order with the
+// running max seeded by the sink, then the denominator seeded with e^{sink - m} and the weighted
+// sum accumulated row by row, finally a multiply by 1/denominator. Both implementations below
+// keep that order exactly; the ordered one only changes which independent sums share a SIMD
+// register or a thread.
 #include "engine/model/attention.hpp"
 
 #include <algorithm>
@@ -66,7 +67,7 @@ void attend_reference(const LayerState& st, const float* q, uint32_t n_head, con
   });
 }
 
-// Fast mode: the same arithmetic with heads as SIMD lanes for the scores (rows in parallel)
+// The same arithmetic with heads as SIMD lanes for the scores (rows in parallel)
 // and vectorised accumulation (heads in parallel); bit-identical to attend_reference.
 void attend_ordered(const LayerState& st, const float* q, uint32_t n_head, const float* sinks, const uint8_t* allowed,
                     kernels::ThreadPool& pool, float* out_heads) {
@@ -118,8 +119,9 @@ void attend_ordered(const LayerState& st, const float* q, uint32_t n_head, const
 }  // namespace
 
 void attend(const LayerState& st, const float* q, uint32_t n_head, const float* sinks, const uint8_t* allowed,
-            bool exact, kernels::ThreadPool& pool, float* out_heads) {
-  if (exact || !kernels::ordered::available()) attend_reference(st, q, n_head, sinks, allowed, pool, out_heads);
+            bool exact, quant::Isa isa, kernels::ThreadPool& pool, float* out_heads) {
+  if (!exact) attend_fast(st, q, n_head, sinks, allowed, isa, pool, out_heads);
+  else if (!kernels::ordered::available()) attend_reference(st, q, n_head, sinks, allowed, pool, out_heads);
   else attend_ordered(st, q, n_head, sinks, allowed, pool, out_heads);
 }
 

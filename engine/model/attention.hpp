@@ -14,9 +14,15 @@
 
 namespace ds4::model {
 
-// allowed: nullptr (all compressed rows visible) or one byte per compressed row.
+// allowed: nullptr (all compressed rows visible) or one byte per compressed row. exact: ds4's
+// order (attention.cpp); otherwise attend_fast with isa's Fast float dots.
 void attend(const LayerState& st, const float* q, uint32_t n_head, const float* sinks, const uint8_t* allowed,
-            bool exact, kernels::ThreadPool& pool, float* out_heads);
+            bool exact, quant::Isa isa, kernels::ThreadPool& pool, float* out_heads);
+
+// The Fast order of docs/arithmetic.md §attention (attention_fast.cpp): the same bits for every
+// thread count and every isa of Order::Fast.
+void attend_fast(const LayerState& st, const float* q, uint32_t n_head, const float* sinks, const uint8_t* allowed,
+                 quant::Isa isa, kernels::ThreadPool& pool, float* out_heads);
 
 // Grouped output LoRA-A: the heads are split into n_out_group groups of consecutive heads and
 // group g is multiplied by rows [g*rank, (g+1)*rank) of output_a, giving low[t][g*rank + i].

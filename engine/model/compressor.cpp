@@ -9,6 +9,7 @@
 
 #include "engine/model/kv_format.hpp"
 #include "engine/model/numerics.hpp"
+#include "engine/model/rms_norm.hpp"
 
 namespace ds4::model {
 
@@ -23,7 +24,10 @@ bool compressor_store(CompressorState& st, const float* kv, const float* score, 
   return (pos + 1) % st.ratio == 0;
 }
 
-void compressor_pool(CompressorState& st, float* out) {
+namespace {
+
+template <class Math>
+void pool_as(CompressorState& st, float* out) {
   const uint32_t ratio = st.ratio, hd = st.head_dim, width = st.width;
   const float* S = st.score.data();
   const float* K = st.kv.data();
@@ -52,8 +56,8 @@ void compressor_pool(CompressorState& st, float* out) {
       for (uint32_t r = 0; r < ratio; r++) {
         const uint64_t ip = uint64_t(r) * width + j;
         const uint64_t ic = uint64_t(ratio + r) * width + hd + j;
-        const float wp = std::exp(S[ip] - mx);
-        const float wc = std::exp(S[ic] - mx);
+        const float wp = Math::exp(S[ip] - mx);
+        const float wc = Math::exp(S[ic] - mx);
         denom += wp + wc;
         sum += wp * K[ip];
         sum += wc * K[ic];
@@ -61,13 +65,20 @@ void compressor_pool(CompressorState& st, float* out) {
     } else {
       for (uint32_t r = 0; r < ratio; r++) {
         const uint64_t i = uint64_t(r) * width + j;
-        const float w = std::exp(S[i] - mx);
+        const float w = Math::exp(S[i] - mx);
         denom += w;
         sum += w * K[i];
       }
     }
     out[j] = denom > 0.0f ? sum / denom : 0.0f;
   }
+}
+
+}  // namespace
+
+void compressor_pool(CompressorState& st, bool exact, float* out) {
+  if (exact) pool_as<ExactMath>(st, out);
+  else pool_as<FastMath>(st, out);
   compressor_roll(st);
 }
 
@@ -111,11 +122,10 @@ void compressor_rebuild(CompressorState& st, const CompressorHistory& hist, cons
     if (compressor_store(st, hist.kv_at(p), hist.score_at(p), ape, uint32_t(p))) compressor_roll(st);
 }
 
-void compressed_row_finish(float* row, uint32_t head_dim, const float* norm_w, float eps, const RopeParams& rope,
-                           uint32_t comp_pos, CompressedRowKind kind) {
-  const float s = rms_scale(row, head_dim, eps);
-  for (uint32_t i = 0; i < head_dim; i++) row[i] = row[i] * s * norm_w[i];
-  rope_tail(row, 1, head_dim, rope, comp_pos, false);
+void compressed_row_finish(const Exec& ex, float* row, uint32_t head_dim, const float* norm_w, float eps,
+                           const RopeParams& rope, uint32_t comp_pos, CompressedRowKind kind) {
+  rms_norm(ex, row, row, norm_w, head_dim, eps);
+  rope_tail(row, 1, head_dim, rope, comp_pos, false, ex.exact);
   if (kind == CompressedRowKind::Attention) fp8_kv_row_inplace(row, head_dim, rope.n_rot);
   else indexer_qat_row_inplace(row, head_dim);
   for (uint32_t i = 0; i < head_dim; i++) row[i] = round_f16(row[i]);

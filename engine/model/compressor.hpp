@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "engine/model/kv_state.hpp"
+#include "engine/model/linear.hpp"
 #include "engine/model/rope.hpp"
 
 namespace ds4::model {
@@ -22,8 +23,9 @@ enum class CompressedRowKind { Attention, Indexer };
 bool compressor_store(CompressorState& st, const float* kv, const float* score, const uint16_t* ape, uint32_t pos);
 
 // Pools the completed window into `pooled` (head_dim values) and, for ratio 4, rolls the
-// current window into the previous one.
-void compressor_pool(CompressorState& st, float* pooled);
+// current window into the previous one. ds4's order in both modes; exact picks glibc's exp, else
+// the Fast order's (docs/arithmetic.md §compressor-pooling).
+void compressor_pool(CompressorState& st, bool exact, float* pooled);
 
 // Ratio 4 only: the current window becomes the previous one (rows 4..7 -> 0..3). Called by
 // compressor_pool after pooling.
@@ -39,8 +41,8 @@ bool compressor_can_rebuild(const CompressorState& st, const CompressorHistory& 
 void compressor_rebuild(CompressorState& st, const CompressorHistory& hist, const CompressorState& base,
                         uint64_t base_pos, const uint16_t* ape, uint64_t n);
 
-// Turns a pooled row into the stored compressed row (in place).
-void compressed_row_finish(float* row, uint32_t head_dim, const float* norm_w, float eps, const RopeParams& rope,
-                           uint32_t comp_pos, CompressedRowKind kind);
+// Turns a pooled row into the stored compressed row (in place): RMSNorm and RoPE of ex's mode.
+void compressed_row_finish(const Exec& ex, float* row, uint32_t head_dim, const float* norm_w, float eps,
+                           const RopeParams& rope, uint32_t comp_pos, CompressedRowKind kind);
 
 }  // namespace ds4::model

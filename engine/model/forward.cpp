@@ -15,6 +15,7 @@
 #include "engine/model/kv_format.hpp"
 #include "engine/model/model_impl.hpp"
 #include "engine/model/numerics.hpp"
+#include "engine/model/rms_norm.hpp"
 #include "engine/model/rope.hpp"
 
 namespace ds4::model {
@@ -35,26 +36,27 @@ void hc_pre_batch(const Exec& ex, const ModelConfig& cfg, const HcWeights& hw, c
   float* x = sized(s.x, size_t(T) * D);
   float* xn = sized(s.xn, size_t(T) * D);
   if (s.split.size() < size_t(T)) s.split.resize(T);
-  for (int t = 0; t < T; t++) rms_norm_no_weight(flat + size_t(t) * hc, H + size_t(t) * hc, hc, cfg.rms_eps);
+  for (int t = 0; t < T; t++) rms_norm(ex, flat + size_t(t) * hc, H + size_t(t) * hc, nullptr, hc, cfg.rms_eps);
   project(ex, hw.fn, flat, T, mix, s.qa);
   for (int t = 0; t < T; t++) {
-    hc_split(mix + size_t(t) * mixn, hw.scale.f32(), hw.base.f32(), cfg.n_hc, cfg.sinkhorn_iters, cfg.hc_eps,
+    hc_split(mix + size_t(t) * mixn, hw.scale.f32(), hw.base.f32(), cfg.n_hc, cfg.sinkhorn_iters, cfg.hc_eps, ex.exact,
              s.split[t]);
     hc_weighted_sum(H + size_t(t) * hc, s.split[t].pre, D, cfg.n_hc, x + size_t(t) * D);
-    rms_norm(xn + size_t(t) * D, x + size_t(t) * D, norm.f32(), D, cfg.rms_eps);
+    rms_norm(ex, xn + size_t(t) * D, x + size_t(t) * D, norm.f32(), D, cfg.rms_eps);
   }
 }
 
 // One token into a compressor (attention or indexer): its inputs are remembered for rollback and
 // added to the open window; when that completes a window, the pooled row is normalised, roped at
 // the window's first position and appended to `rows`. `pooled` is scratch of `dim` floats.
-void compress_token(CompressorHistory& hist, CompressorState& cmp, RowStore& rows, const CompressorWeights& w,
-                    const float* kv, const float* score, uint32_t pos, uint32_t ratio, uint32_t dim,
-                    CompressedRowKind kind, const ModelConfig& cfg, const RopeParams& rope, float* pooled) {
+void compress_token(const Exec& ex, CompressorHistory& hist, CompressorState& cmp, RowStore& rows,
+                    const CompressorWeights& w, const float* kv, const float* score, uint32_t pos, uint32_t ratio,
+                    uint32_t dim, CompressedRowKind kind, const ModelConfig& cfg, const RopeParams& rope,
+                    float* pooled) {
   hist.record(pos, kv, score);
   if (!compressor_store(cmp, kv, score, w.ape.f16(), pos)) return;
-  compressor_pool(cmp, pooled);
-  compressed_row_finish(pooled, dim, w.norm.f32(), cfg.rms_eps, rope, pos + 1 - ratio, kind);
+  compressor_pool(cmp, ex.exact, pooled);
+  compressed_row_finish(ex, pooled, dim, w.norm.f32(), cfg.rms_eps, rope, pos + 1 - ratio, kind);
   std::memcpy(rows.append(), pooled, dim * sizeof(float));
 }
 
@@ -78,17 +80,17 @@ void attention_sublayer(const Model::Impl& m, const BlockSpec& b, const RowSlot*
   float* kv = sized(s.kv, size_t(T) * hd);
   project(ex, lw.attn_q_a, xn, T, qr, s.qa);
   for (int t = 0; t < T; t++)
-    rms_norm(qrn + size_t(t) * ql, qr + size_t(t) * ql, lw.attn_q_a_norm.f32(), ql, cfg.rms_eps);
+    rms_norm(ex, qrn + size_t(t) * ql, qr + size_t(t) * ql, lw.attn_q_a_norm.f32(), ql, cfg.rms_eps);
   project(ex, lw.attn_q_b, qrn, T, q, s.qa);
   for (int t = 0; t < T; t++)
     for (uint32_t h = 0; h < cfg.n_head; h++) {
       float* qh = q + size_t(t) * qd + size_t(h) * hd;
-      rms_norm_no_weight(qh, qh, hd, cfg.rms_eps);
+      rms_norm(ex, qh, qh, nullptr, hd, cfg.rms_eps);
     }
   float* kvr = sized(s.kvr, size_t(T) * hd);
   project(ex, lw.attn_kv, xn, T, kvr, s.qa);
   for (int t = 0; t < T; t++)
-    rms_norm(kv + size_t(t) * hd, kvr + size_t(t) * hd, lw.attn_kv_a_norm.f32(), hd, cfg.rms_eps);
+    rms_norm(ex, kv + size_t(t) * hd, kvr + size_t(t) * hd, lw.attn_kv_a_norm.f32(), hd, cfg.rms_eps);
 
   // Widths come from the configuration, so every row's state agrees with row 0's.
   const LayerState& st0 = (*rows[0].layers)[il];
@@ -117,7 +119,7 @@ void attention_sublayer(const Model::Impl& m, const BlockSpec& b, const RowSlot*
     const uint32_t pos = rows[t].pos;
     float* qt = q + size_t(t) * qd;
     float* kvt = kv + size_t(t) * hd;
-    rope_angles(rope, pos, false, cs_fwd);
+    rope_angles(rope, pos, false, ex.exact, cs_fwd);
     rope_apply(qt, cfg.n_head, hd, cfg.n_rot, cs_fwd);
     rope_apply(kvt, 1, hd, cfg.n_rot, cs_fwd);
     fp8_kv_row_inplace(kvt, hd, cfg.n_rot);
@@ -126,11 +128,11 @@ void attention_sublayer(const Model::Impl& m, const BlockSpec& b, const RowSlot*
 
     const uint8_t* allowed = nullptr;
     if (ratio != 0) {
-      compress_token(st.attn_hist, st.attn_cmp, st.comp, lw.attn_compressor, s.ckv.data() + size_t(t) * cw,
+      compress_token(ex, st.attn_hist, st.attn_cmp, st.comp, lw.attn_compressor, s.ckv.data() + size_t(t) * cw,
                      s.csc.data() + size_t(t) * cw, pos, ratio, hd, CompressedRowKind::Attention, cfg, rope, pooled);
       if (ratio == 4) {
         const uint32_t id = cfg.idx_dim;
-        compress_token(st.index_hist, st.index_cmp, st.index_comp, lw.indexer_compressor,
+        compress_token(ex, st.index_hist, st.index_cmp, st.index_comp, lw.indexer_compressor,
                        s.ikv.data() + size_t(t) * iwid, s.isc.data() + size_t(t) * iwid, pos, ratio, id,
                        CompressedRowKind::Indexer, cfg, rope, pooled);
         if (st.index_comp.n > 0) {
@@ -142,15 +144,15 @@ void attention_sublayer(const Model::Impl& m, const BlockSpec& b, const RowSlot*
             const float scale = 1.0f / std::sqrt(float(id * cfg.idx_heads));
             for (uint32_t h = 0; h < cfg.idx_heads; h++) iwt[h] *= scale;
           }
-          indexer_select(iqt, iwt, cfg.idx_heads, st.index_comp, cfg.idx_top_k, ex.exact, s.allowed, s.scores);
+          indexer_select(iqt, iwt, cfg.idx_heads, st.index_comp, cfg.idx_top_k, ex.exact, ex.isa, s.allowed, s.scores);
           if (s.allowed.size() < st.comp.n) throw std::logic_error("indexer and attention compressed rows disagree");
           allowed = s.allowed.data();
         }
       }
     }
     float* ht = heads + size_t(t) * qd;
-    attend(st, qt, cfg.n_head, sinks, allowed, ex.exact, *ex.pool, ht);
-    rope_angles(rope, pos, true, cs_inv);
+    attend(st, qt, cfg.n_head, sinks, allowed, ex.exact, ex.isa, *ex.pool, ht);
+    rope_angles(rope, pos, true, ex.exact, cs_inv);
     rope_apply(ht, cfg.n_head, hd, cfg.n_rot, cs_inv);
   }
 

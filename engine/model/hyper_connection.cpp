@@ -6,20 +6,25 @@
 #include <cmath>
 #include <stdexcept>
 
-namespace ds4::model {
+#include "engine/model/numerics.hpp"
 
-void hc_split(const float* mix, const float* scale, const float* base, uint32_t n_hc, uint32_t iters, float eps,
-              HcSplit& out) {
+namespace ds4::model {
+namespace {
+
+// ds4's order in both modes; Math is the mode's exp (docs/arithmetic.md §hc-sinkhorn).
+template <class Math>
+void hc_split_as(const float* mix, const float* scale, const float* base, uint32_t n_hc, uint32_t iters, float eps,
+                 HcSplit& out) {
   if (n_hc == 0 || n_hc > 16) throw std::logic_error("hc_split: unsupported hyper-connection count");
   const float pre_scale = scale[0], post_scale = scale[1], comb_scale = scale[2];
   const uint32_t n = n_hc;
   for (uint32_t i = 0; i < n; i++) {
     const float z = mix[i] * pre_scale + base[i];
-    out.pre[i] = 1.0f / (1.0f + std::exp(-z)) + eps;
+    out.pre[i] = Math::sigmoid(z) + eps;
   }
   for (uint32_t i = 0; i < n; i++) {
     const float z = mix[n + i] * post_scale + base[n + i];
-    out.post[i] = 2.0f / (1.0f + std::exp(-z));
+    out.post[i] = 2.0f / (1.0f + Math::exp(-z));
   }
   float* c = out.comb;
   // Softmax over the contiguous (destination) index within each source row b: c[a + b*n].
@@ -33,7 +38,7 @@ void hc_split(const float* mix, const float* scale, const float* base, uint32_t 
     }
     float sum = 0.0f;
     for (uint32_t a = 0; a < n; a++) {
-      const float v = std::exp(c[a + b * n] - mx);
+      const float v = Math::exp(c[a + b * n] - mx);
       c[a + b * n] = v;
       sum += v;
     }
@@ -55,6 +60,14 @@ void hc_split(const float* mix, const float* scale, const float* base, uint32_t 
     normalise(n, 1);  // for each b: divide by (sum over a + eps)
     normalise(1, n);
   }
+}
+
+}  // namespace
+
+void hc_split(const float* mix, const float* scale, const float* base, uint32_t n_hc, uint32_t iters, float eps,
+              bool exact, HcSplit& out) {
+  if (exact) hc_split_as<ExactMath>(mix, scale, base, n_hc, iters, eps, out);
+  else hc_split_as<FastMath>(mix, scale, base, n_hc, iters, eps, out);
 }
 
 void hc_weighted_sum(const float* H, const float* w, uint32_t n_embd, uint32_t n_hc, float* out) {

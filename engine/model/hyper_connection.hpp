@@ -15,9 +15,10 @@ struct HcSplit {
 
 // From the (2 + n_hc) * n_hc mix logits: pre = sigmoid(.) + eps, post = 2 sigmoid(.), and the
 // combine matrix: softmax over the contiguous index, + eps, column normalise, then iters - 1
-// rounds of row and column normalisation (ds4's order and its multiply-by-reciprocal steps).
+// rounds of row and column normalisation (ds4's order and its multiply-by-reciprocal steps), with
+// glibc's exp when exact, the Fast order's own otherwise.
 void hc_split(const float* mix, const float* scale, const float* base, uint32_t n_hc, uint32_t iters, float eps,
-              HcSplit& out);
+              bool exact, HcSplit& out);
 
 // out[d] = sum_h H[h][d] * w[h], accumulated in stream order.
 void hc_weighted_sum(const float* H, const float* w, uint32_t n_embd, uint32_t n_hc, float* out);

@@ -8,7 +8,7 @@
 namespace ds4::model {
 
 void indexer_select(const float* q, const float* w, uint32_t n_head, const RowStore& rows, uint32_t top_k, bool exact,
-                    std::vector<uint8_t>& allowed, std::vector<float>& scores) {
+                    quant::Isa isa, std::vector<uint8_t>& allowed, std::vector<float>& scores) {
   const uint32_t n = rows.n, dim = rows.dim;
   allowed.assign(n, 0);
   if (top_k >= n) {
@@ -16,7 +16,19 @@ void indexer_select(const float* q, const float* w, uint32_t n_head, const RowSt
     return;
   }
   scores.resize(n);
-  if (exact || !kernels::ordered::available()) {
+  if (!exact) {
+    const quant::DotFn dot = quant::dot_fn(quant::traits(quant::Type::F32), isa);
+    for (uint32_t c = 0; c < n; c++) {
+      const float* kv = rows.row(c);
+      float s = 0.0f;
+      for (uint32_t h = 0; h < n_head; h++) {
+        float d = dot(kv, q + uint64_t(h) * dim, dim);
+        if (d < 0.0f) d = 0.0f;
+        s += d * w[h];
+      }
+      scores[c] = s;
+    }
+  } else if (!kernels::ordered::available()) {
     for (uint32_t c = 0; c < n; c++) {
       const float* kv = rows.row(c);
       float s = 0.0f;

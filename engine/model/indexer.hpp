@@ -9,12 +9,14 @@
 #include <vector>
 
 #include "engine/model/kv_state.hpp"
+#include "engine/quant/quant.hpp"
 
 namespace ds4::model {
 
 // Fills allowed[0..n) (n = rows.n) with 1 for the selected rows. q: n_head x dim (ready),
-// w: n_head (already scaled). `scores` is scratch.
+// w: n_head (already scaled). `scores` is scratch. exact: ds4's serial dots; otherwise the Fast
+// float dots of `isa` (docs/arithmetic.md §indexer). Heads are summed in index order in both.
 void indexer_select(const float* q, const float* w, uint32_t n_head, const RowStore& rows, uint32_t top_k, bool exact,
-                    std::vector<uint8_t>& allowed, std::vector<float>& scores);
+                    quant::Isa isa, std::vector<uint8_t>& allowed, std::vector<float>& scores);
 
 }  // namespace ds4::model

@@ -14,8 +14,11 @@
 
 namespace ds4::model {
 
-void router_probs(const float* logits, uint32_t n_expert, float* probs) {
-  for (uint32_t i = 0; i < n_expert; i++) probs[i] = std::sqrt(softplus_stable(logits[i]));
+void router_probs(const float* logits, uint32_t n_expert, bool exact, float* probs) {
+  if (exact)
+    for (uint32_t i = 0; i < n_expert; i++) probs[i] = std::sqrt(ExactMath::softplus(logits[i]));
+  else
+    for (uint32_t i = 0; i < n_expert; i++) probs[i] = std::sqrt(FastMath::softplus(logits[i]));
 }
 
 namespace {
@@ -93,7 +96,7 @@ void moe_forward(const Exec& ex, const ModelConfig& cfg, const LayerWeights& lw,
   project(ex, lw.ffn_gate_inp, xn, T, s.logits.data(), s.xq);
   s.choice.resize(T);
   for (int t = 0; t < T; t++) {
-    router_probs(s.logits.data() + size_t(t) * E, E, s.probs.data() + size_t(t) * E);
+    router_probs(s.logits.data() + size_t(t) * E, E, ex.exact, s.probs.data() + size_t(t) * E);
     route_token(cfg, lw, hash_layer, tokens[t], s.probs.data() + size_t(t) * E, s.choice[t]);
   }
   s.pairs_of_expert.resize(E);
@@ -124,7 +127,10 @@ void moe_forward(const Exec& ex, const ModelConfig& cfg, const LayerWeights& lw,
       float* mid = s.mid.data() + size_t(pair) * F;
       const float* g = s.gate.data() + size_t(i) * F;
       const float* u = s.up.data() + size_t(i) * F;
-      for (uint32_t j = 0; j < F; j++) mid[j] = swiglu_clamped(g[j], u[j], clamp) * w;
+      if (ex.exact)
+        for (uint32_t j = 0; j < F; j++) mid[j] = swiglu_clamped<ExactMath>(g[j], u[j], clamp) * w;
+      else
+        for (uint32_t j = 0; j < F; j++) mid[j] = swiglu_clamped<FastMath>(g[j], u[j], clamp) * w;
     }
   }
 
@@ -160,7 +166,9 @@ void moe_forward(const Exec& ex, const ModelConfig& cfg, const LayerWeights& lw,
     }
   matmul(ex, lw.ffn_gate_shexp.view(), s.shq, s.sh_gate.data());
   matmul(ex, lw.ffn_up_shexp.view(), s.shq, s.sh_up.data());
-  for (size_t i = 0; i < size_t(T) * Fs; i++) s.sh_mid[i] = swiglu_clamped(s.sh_gate[i], s.sh_up[i], clamp);
+  for (size_t i = 0; i < size_t(T) * Fs; i++)
+    s.sh_mid[i] = ex.exact ? swiglu_clamped<ExactMath>(s.sh_gate[i], s.sh_up[i], clamp)
+                           : swiglu_clamped<FastMath>(s.sh_gate[i], s.sh_up[i], clamp);
   project(ex, lw.ffn_down_shexp, s.sh_mid.data(), T, s.sh_out.data(), s.shq);
 
   for (int t = 0; t < T; t++) {

@@ -22,18 +22,20 @@ struct RoutedChoice {
   float weight[32];
 };
 
-// silu(min(g, clamp)) * clamp(u, +-clamp) (no clamping when clamp <= 1e-6).
+// silu(min(g, clamp)) * clamp(u, +-clamp) (no clamping when clamp <= 1e-6); Math: the mode's silu.
+template <class Math = ExactMath>
 inline float swiglu_clamped(float g, float u, float clamp) {
   if (clamp > 1.0e-6f) {
     if (g > clamp) g = clamp;
     if (u > clamp) u = clamp;
     if (u < -clamp) u = -clamp;
   }
-  return silu(g) * u;
+  return Math::silu(g) * u;
 }
 
-// Expert probabilities from router logits.
-void router_probs(const float* logits, uint32_t n_expert, float* probs);
+// Expert probabilities from router logits: sqrt(softplus(z)), glibc's softplus when exact, the
+// Fast order's otherwise; sqrt correctly rounded in both.
+void router_probs(const float* logits, uint32_t n_expert, bool exact, float* probs);
 // Selection and weights for one token.
 void route_token(const ModelConfig& cfg, const LayerWeights& lw, bool hash_layer, int32_t token, const float* probs,
                  RoutedChoice& out);

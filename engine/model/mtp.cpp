@@ -12,6 +12,7 @@
 #include "engine/model/forward.hpp"
 #include "engine/model/model_impl.hpp"
 #include "engine/model/numerics.hpp"
+#include "engine/model/rms_norm.hpp"
 
 namespace ds4 {
 
@@ -125,14 +126,14 @@ void mtp_rows(const MtpModel::Impl& mi, MtpDrafter::State& s, const int32_t* tok
   model::embed_rows(m, tokens, T, s.e.data());  // stream 0 of each row is the embedding
   s.en.resize(size_t(T) * D);
   for (int t = 0; t < T; t++)
-    model::rms_norm(s.en.data() + size_t(t) * D, s.e.data() + size_t(t) * hc, mi.enorm.f32(), D, c.rms_eps);
+    model::rms_norm(m.ex, s.en.data() + size_t(t) * D, s.e.data() + size_t(t) * hc, mi.enorm.f32(), D, c.rms_eps);
   s.E.resize(size_t(T) * D);
   model::project(m.ex, mi.e_proj, s.en.data(), T, s.E.data(), s.qa);
   // Each stream of P: RMSNorm * hnorm, projected by h_proj.
   const int R = T * int(n_hc);
   s.pn.resize(size_t(R) * D);
   for (int r = 0; r < R; r++)
-    model::rms_norm(s.pn.data() + size_t(r) * D, P + size_t(r) * D, mi.hnorm.f32(), D, c.rms_eps);
+    model::rms_norm(m.ex, s.pn.data() + size_t(r) * D, P + size_t(r) * D, mi.hnorm.f32(), D, c.rms_eps);
   s.Hh.resize(size_t(R) * D);
   model::project(m.ex, mi.h_proj, s.pn.data(), R, s.Hh.data(), s.qa);
   s.Hin.resize(size_t(T) * hc);

@@ -6,10 +6,14 @@
 // split, softplus with ds4's +-20 cut-offs, and the sequential f32 dot product.
 //
 // Everything here is compiled with -ffp-contract=off, so a*b+c stays two roundings; expf, logf,
-// sinf, cosf, powf and log1pf come from glibc, as in the reference build.
+// sinf, cosf, powf and log1pf come from glibc, as in the reference build. ExactMath and FastMath
+// name each mode's scalar functions for the stages written once for both (templates on Math):
+// glibc's for Exact, ours for Fast (engine/quant/fast_math.hpp, docs/arithmetic.md §transcendentals).
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+
+#include "engine/quant/fast_math.hpp"
 
 namespace ds4::model {
 
@@ -102,21 +106,26 @@ inline float softplus_stable(float x) {
   return std::log1p(std::exp(x));
 }
 
+struct ExactMath {
+  static float exp(float x) { return std::exp(x); }
+  static float sigmoid(float z) { return 1.0f / (1.0f + std::exp(-z)); }
+  static float sigmoid_stable(float x) { return model::sigmoid_stable(x); }
+  static float silu(float x) { return model::silu(x); }
+  static float softplus(float x) { return softplus_stable(x); }
+};
+
+struct FastMath {
+  static float exp(float x) { return quant::fast::exp(x); }
+  static float sigmoid(float z) { return quant::fast::sigmoid(z); }
+  static float sigmoid_stable(float x) { return quant::fast::sigmoid_stable(x); }
+  static float silu(float x) { return quant::fast::silu(x); }
+  static float softplus(float x) { return quant::fast::softplus(x); }
+};
+
 // Sequential f32 dot product (the reference order).
 inline float dot_f32_exact(const float* a, const float* b, uint32_t n) {
   float acc = 0.0f;
   for (uint32_t i = 0; i < n; i++) acc += a[i] * b[i];
-  return acc;
-}
-
-// Eight independent partial sums: vectorisable without reassociation flags (fast mode).
-inline float dot_f32_fast(const float* a, const float* b, uint32_t n) {
-  float p[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  uint32_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    for (int j = 0; j < 8; j++) p[j] += a[i + j] * b[i + j];
-  float acc = ((p[0] + p[4]) + (p[1] + p[5])) + ((p[2] + p[6]) + (p[3] + p[7]));
-  for (; i < n; i++) acc += a[i] * b[i];
   return acc;
 }
 

@@ -3,6 +3,7 @@
 
 #include "engine/model/hyper_connection.hpp"
 #include "engine/model/numerics.hpp"
+#include "engine/model/rms_norm.hpp"
 
 namespace ds4::model {
 
@@ -13,16 +14,19 @@ void output_head(const Exec& ex, const ModelConfig& cfg, const HeadWeights& w, c
   s.pre.resize(size_t(T) * n_hc);
   s.y.resize(size_t(T) * D);
   s.norm.resize(size_t(T) * D);
-  for (int t = 0; t < T; t++) rms_norm_no_weight(s.flat.data() + size_t(t) * hc, H + size_t(t) * hc, hc, cfg.rms_eps);
+  for (int t = 0; t < T; t++)
+    rms_norm(ex, s.flat.data() + size_t(t) * hc, H + size_t(t) * hc, nullptr, hc, cfg.rms_eps);
   project(ex, *w.hc_fn, s.flat.data(), T, s.pre.data(), s.q);
   const float scale = w.hc_scale->f32()[0];
   const float* base = w.hc_base->f32();
   for (int t = 0; t < T; t++) {
     float wt[16];
-    for (uint32_t i = 0; i < n_hc; i++)
-      wt[i] = sigmoid_stable(s.pre[size_t(t) * n_hc + i] * scale + base[i]) + cfg.hc_eps;
+    for (uint32_t i = 0; i < n_hc; i++) {
+      const float z = s.pre[size_t(t) * n_hc + i] * scale + base[i];
+      wt[i] = (ex.exact ? ExactMath::sigmoid_stable(z) : FastMath::sigmoid_stable(z)) + cfg.hc_eps;
+    }
     hc_weighted_sum(H + size_t(t) * hc, wt, D, n_hc, s.y.data() + size_t(t) * D);
-    rms_norm(s.norm.data() + size_t(t) * D, s.y.data() + size_t(t) * D, w.norm->f32(), D, cfg.rms_eps);
+    rms_norm(ex, s.norm.data() + size_t(t) * D, s.y.data() + size_t(t) * D, w.norm->f32(), D, cfg.rms_eps);
   }
   project(ex, *w.output, s.norm.data(), T, logits, s.q);
 }

@@ -1,10 +1,12 @@
-// RoPE / YaRN exactly as antirez/ds4 computes it (rope_tail_ext_inplace, rope_yarn_*), with the
-// constants taken from metadata instead of literals. See rope.hpp.
+// RoPE / YaRN: Exact as antirez/ds4 computes it (rope_tail_ext_inplace, rope_yarn_*), with the
+// constants taken from metadata instead of literals; Fast with binary64 angles. See rope.hpp.
 #include "engine/model/rope.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
+
+#include "engine/quant/fast_math.hpp"
 
 namespace ds4::model {
 namespace {
@@ -43,11 +45,40 @@ RopeParams rope_params_for_layer(const ModelConfig& cfg, uint32_t layer) {
     p.corr_dims[0] = std::max(0.0f, start);
     p.corr_dims[1] = std::min(float(n_dims - 1), end);
   }
+  // Once per layer (glibc's pow in binary64: a table, like the GPU's uploaded copy).
+  for (uint32_t k = 0; k < p.n_rot / 2 && k < 256; k++)
+    p.freq[k] = std::pow(double(p.freq_base), -2.0 * double(k) / double(p.n_rot));
   return p;
 }
 
-void rope_angles(const RopeParams& p, uint32_t pos, bool inverse, float* cs) {
+namespace {
+
+// docs/arithmetic.md §rope: extrap = pos * freq[k], the YaRN mix in binary64, sin/cos of
+// fast_math.hpp rounded once to binary32, then ds4's magnitude scale in binary32.
+void rope_angles_fast(const RopeParams& p, uint32_t pos, bool inverse, float* cs) {
+  if (p.n_rot > 0 && p.freq[0] != 1.0) throw std::logic_error("rope: frequency table not set (rope_params_for_layer)");
+  const float sin_sign = inverse ? -1.0f : 1.0f;
+  for (uint32_t i = 0; i < p.n_rot; i += 2) {
+    const double extrap = double(pos) * p.freq[i / 2];
+    double theta = double(p.freq_scale) * extrap;
+    float mscale = p.attn_factor;
+    if (p.ext_factor != 0.0f) {
+      const double ramp_mix = double(yarn_ramp(p.corr_dims[0], p.corr_dims[1], int(i)) * p.ext_factor);
+      theta = theta * (1.0 - ramp_mix) + extrap * ramp_mix;
+      mscale *= 1.0f + 0.1f * std::log(1.0f / p.freq_scale);
+    }
+    double s, c;
+    quant::fast::sincos(theta, &s, &c);
+    cs[i] = float(c) * mscale;
+    cs[i + 1] = sin_sign * float(s) * mscale;
+  }
+}
+
+}  // namespace
+
+void rope_angles(const RopeParams& p, uint32_t pos, bool inverse, bool exact, float* cs) {
   if (p.n_rot > 512 || (p.n_rot & 1u)) throw std::logic_error("rope: unsupported rotary width");
+  if (!exact) return rope_angles_fast(p, pos, inverse, cs);
   const float theta_scale = std::pow(p.freq_base, -2.0f / float(p.n_rot));
   const float sin_sign = inverse ? -1.0f : 1.0f;
   float theta_extrap = float(pos);

@@ -53,7 +53,7 @@ TEST(StageReference, HyperConnectionSplitSinkhorn) {
     auto mix = randn(24, 2.0f), base = randn(24);
     const float scale[3] = {0.7f, 0.4f, 0.9f};
     HcSplit s;
-    hc_split(mix.data(), scale, base.data(), n, iters, float(eps), s);
+    hc_split(mix.data(), scale, base.data(), n, iters, float(eps), trial % 2 == 0, s);  // both modes
     double pre[4], post[4], C[4][4];  // C[src][dst], flat index dst + 4*src
     for (uint32_t i = 0; i < n; i++) {
       pre[i] = 1.0 / (1.0 + std::exp(-(double(mix[i]) * scale[0] + base[i]))) + eps;
@@ -104,7 +104,7 @@ TEST(StageReference, HyperConnectionWeightedSumAndPost) {
   HcSplit s;
   auto mix = randn(24), base = randn(24);
   const float scale[3] = {0.5f, 0.5f, 0.5f};
-  hc_split(mix.data(), scale, base.data(), n, 20, 1e-6f, s);
+  hc_split(mix.data(), scale, base.data(), n, 20, 1e-6f, true, s);
   std::vector<float> x(D), out(n * D);
   hc_weighted_sum(H.data(), s.pre, D, n, x.data());
   hc_post(y.data(), H.data(), s, D, n, out.data());
@@ -165,10 +165,11 @@ TEST(StageReference, RopeAndYarnMatchFormula) {
       EXPECT_EQ(p.corr_dims[1], 25.0f);
     }
     for (uint32_t pos : {0u, 1u, 3u, 7u, 15u}) {
-      for (bool inverse : {false, true}) {
+      for (int mode = 0; mode < 4; mode++) {
+        const bool inverse = mode & 1, exact = mode & 2;
         auto x = randn(512);
         std::vector<double> ref(x.begin(), x.end());
-        rope_tail(x.data(), 1, 512, p, pos, inverse);
+        rope_tail(x.data(), 1, 512, p, pos, inverse, exact);
         rope_reference(ref.data() + 448, 64, pos, layer == 1, inverse);
         expect_close(x.data(), ref.data(), 512, "rope");
       }
@@ -181,8 +182,8 @@ TEST(StageReference, InverseRopeUndoesRope) {
   const RopeParams p = rope_params_for_layer(cfg, 1);
   auto x = randn(2 * 512);
   auto y = x;
-  rope_tail(y.data(), 2, 512, p, 1000, false);
-  rope_tail(y.data(), 2, 512, p, 1000, true);
+  rope_tail(y.data(), 2, 512, p, 1000, false, false);
+  rope_tail(y.data(), 2, 512, p, 1000, true, false);
   for (size_t i = 0; i < x.size(); i++) EXPECT_NEAR(y[i], x[i], 1e-5f * std::max(1.0f, std::fabs(x[i])));
 }
 
@@ -203,7 +204,7 @@ TEST(StageReference, CompressorPoolRatio4OverlapsWindows) {
     const bool emit = compressor_store(st, kvs.back().data(), scs.back().data(), ape.data(), pos);
     EXPECT_EQ(emit, pos % 4 == 3);
     if (!emit) continue;
-    compressor_pool(st, pooled.data());
+    compressor_pool(st, pos == 7, pooled.data());  // Fast, then Exact
     std::vector<double> ref(128);
     for (uint32_t j = 0; j < 128; j++) {
       std::vector<std::pair<double, double>> cand;  // (score, value)
@@ -235,7 +236,6 @@ TEST(StageReference, CompressorPoolRatio128) {
     scs.push_back(randn(64, 3.0f));
     compressor_store(st, kvs.back().data(), scs.back().data(), ape.data(), pos);
   }
-  compressor_pool(st, pooled.data());
   std::vector<double> ref(64);
   for (uint32_t j = 0; j < 64; j++) {
     double mx = -1e300, den = 0, num = 0;
@@ -243,7 +243,10 @@ TEST(StageReference, CompressorPoolRatio128) {
     for (uint32_t p = 0; p < 128; p++) den += std::exp(scs[p][j] - mx), num += std::exp(scs[p][j] - mx) * kvs[p][j];
     ref[j] = num / den;
   }
-  expect_close(pooled.data(), ref.data(), 64, "ratio-128 pool");
+  for (bool exact : {true, false}) {  // ratio 128 does not roll: the same window twice
+    compressor_pool(st, exact, pooled.data());
+    expect_close(pooled.data(), ref.data(), 64, "ratio-128 pool");
+  }
 }
 
 // ---- Indexer -----------------------------------------------------------------------------
@@ -260,7 +263,7 @@ TEST(StageReference, IndexerScoresAndTopK) {
   std::vector<uint8_t> allowed;
   std::vector<float> scores;
   for (bool exact : {true, false}) {
-    indexer_select(q.data(), w.data(), H, rows, k, exact, allowed, scores);
+    indexer_select(q.data(), w.data(), H, rows, k, exact, quant::best_isa(), allowed, scores);
     std::vector<double> ref(n);
     for (uint32_t c = 0; c < n; c++)
       for (uint32_t h = 0; h < H; h++) {
@@ -275,7 +278,7 @@ TEST(StageReference, IndexerScoresAndTopK) {
     for (uint32_t i = 0; i < n; i++) EXPECT_EQ(allowed[order[i]], i < k ? 1 : 0) << "rank " << i;
   }
   // Fewer rows than top_k: everything is visible.
-  indexer_select(q.data(), w.data(), H, rows, n + 1, true, allowed, scores);
+  indexer_select(q.data(), w.data(), H, rows, n + 1, true, quant::exact_isa(), allowed, scores);
   EXPECT_EQ(std::count(allowed.begin(), allowed.end(), 1), long(n));
 }
 
@@ -289,8 +292,10 @@ TEST(StageReference, IndexerTiesGoToLowerIndex) {
   const float w = 1.0f;
   std::vector<uint8_t> allowed;
   std::vector<float> scores;
-  indexer_select(q.data(), &w, 1, rows, 2, true, allowed, scores);
-  EXPECT_EQ(allowed, (std::vector<uint8_t>{1, 1, 0, 0, 0}));
+  for (bool exact : {true, false}) {
+    indexer_select(q.data(), &w, 1, rows, 2, exact, quant::best_isa(), allowed, scores);
+    EXPECT_EQ(allowed, (std::vector<uint8_t>{1, 1, 0, 0, 0}));
+  }
 }
 
 // ---- Attention with sink -----------------------------------------------------------------
@@ -319,7 +324,7 @@ TEST(StageReference, AttentionWithSinkOverRawAndCompressedRows) {
   auto q = randn(H * d, 0.5f), sinks = randn(H);
   std::vector<float> out(H * d);
   for (bool exact : {true, false}) {
-    attend(st, q.data(), H, sinks.data(), allowed.data(), exact, pool, out.data());
+    attend(st, q.data(), H, sinks.data(), allowed.data(), exact, quant::best_isa(), pool, out.data());
     std::vector<double> ref(H * d);
     for (uint32_t h = 0; h < H; h++) {
       std::vector<const float*> vis;
@@ -482,7 +487,7 @@ TEST(StageReference, RouterTopKAndWeights) {
   for (int trial = 0; trial < 10; trial++) {
     auto logits = randn(16, 2.0f);
     std::vector<float> probs(16);
-    router_probs(logits.data(), 16, probs.data());
+    router_probs(logits.data(), 16, trial % 2 == 0, probs.data());  // both modes
     std::vector<double> p(16);
     for (int i = 0; i < 16; i++) {
       const double x = logits[i];
@@ -534,7 +539,8 @@ TEST(StageReference, SwiGluClamps) {
     for (float u : {-40.0f, -10.0f, -1.0f, 0.3f, 12.0f}) {
       const double gc = std::min(double(g), 10.0), uc = std::clamp(double(u), -10.0, 10.0);
       const double want = gc / (1.0 + std::exp(-gc)) * uc;
-      EXPECT_NEAR(swiglu_clamped(g, u, 10.0f), want, 1e-5 * std::max(1.0, std::fabs(want))) << g << " " << u;
+      EXPECT_NEAR(swiglu_clamped<ExactMath>(g, u, 10.0f), want, 1e-5 * std::max(1.0, std::fabs(want))) << g << " " << u;
+      EXPECT_NEAR(swiglu_clamped<FastMath>(g, u, 10.0f), want, 1e-5 * std::max(1.0, std::fabs(want))) << g << " " << u;
     }
 }
 

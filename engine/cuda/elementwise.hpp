@@ -1,0 +1,16 @@
+#pragma once
+// Elementwise Fast-order functions on the device (kernels/elementwise.cuh), bit-identical to the
+// CPU's engine/quant/fast_math.hpp: the activation functions and softmax weights of the forward.
+#include <cstdint>
+
+#include "engine/cuda/device.hpp"
+
+namespace ds4::cuda {
+
+enum class ElementwiseOp : int32_t { Exp = 0, Sigmoid = 1, SigmoidStable = 2, Silu = 3, Softplus = 4 };
+
+// out[i] = op(in[i]) for i < n (both device buffers of at least n floats; std::invalid_argument
+// otherwise). Asynchronous: download (or Device::synchronize) waits.
+void elementwise(ElementwiseOp op, const DeviceBuffer& in, DeviceBuffer& out, int64_t n);
+
+}  // namespace ds4::cuda

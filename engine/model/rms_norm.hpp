@@ -1,0 +1,18 @@
+#pragma once
+// RMSNorm in the model's arithmetic mode. Exact: ds4's, the sum of squares in double, serial
+// (numerics.hpp). Fast: docs/arithmetic.md §rmsnorm, the sum of squares as the Fast float dot of x
+// with itself (the kernels of ex.isa, the same bits on every ISA and the GPU), then
+// mean = ss / n, r = 1 / sqrt(mean + eps) and out = (x * r) * w, each one binary32 rounding.
+#include <cstdint>
+
+#include "engine/model/linear.hpp"
+
+namespace ds4::model {
+
+// 1 / sqrt(mean(x^2) + eps).
+float rms_scale(const Exec& ex, const float* x, uint64_t n, float eps);
+
+// out[i] = (x[i] * rms_scale) * w[i], or without the weight when w is null; out may be x.
+void rms_norm(const Exec& ex, float* out, const float* x, const float* w, uint64_t n, float eps);
+
+}  // namespace ds4::model
