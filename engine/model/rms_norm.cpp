@@ -4,14 +4,27 @@
 #include <cmath>
 
 #include "engine/model/numerics.hpp"
-#include "engine/quant/quant.hpp"
 
 namespace ds4::model {
 
+namespace {
+
+// docs/arithmetic.md §rmsnorm: x_i^2 is exact in binary64; element i joins slice i mod 8 in
+// ascending order (binary64 adds), the slices meet in the pairwise tree.
+double sum_of_squares_sliced(const float* x, uint64_t n) {
+  double s[8] = {};
+  uint64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int k = 0; k < 8; k++) s[k] = s[k] + double(x[i + k]) * double(x[i + k]);
+  for (int k = 0; i < n; i++, k++) s[k] = s[k] + double(x[i]) * double(x[i]);
+  return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+}
+
+}  // namespace
+
 float rms_scale(const Exec& ex, const float* x, uint64_t n, float eps) {
   if (ex.exact) return model::rms_scale(x, n, eps);
-  const float ss = quant::dot(quant::Type::F32, x, x, int64_t(n), ex.isa);
-  const float mean = ss / float(n);
+  const float mean = float(sum_of_squares_sliced(x, n) / double(n));
   return 1.0f / std::sqrt(mean + eps);
 }
 

@@ -110,26 +110,34 @@ TEST(FastStages, AttentionFollowsTheDocumentedOrderOnEveryIsaAndThreadCount) {
   }
 }
 
-TEST(FastStages, RmsNormIsTheFloatDotOfXWithItself) {
+TEST(FastStages, RmsNormSumsExactSquaresInBinary64Slices) {
   std::mt19937 rng(7);
-  for (uint64_t n : {512u, 1024u, 4096u}) {
-    const auto x = randn(rng, n, 2.0f), w = randn(rng, n, 1.0f);
-    const float ss = quant::dot(quant::Type::F32, x.data(), x.data(), int64_t(n), kGenericFast);
-    const float r = 1.0f / std::sqrt(ss / float(n) + 1e-6f);
-    std::vector<float> want(n), want_nw(n);
-    for (uint64_t i = 0; i < n; i++) want[i] = x[i] * r * w[i], want_nw[i] = x[i] * r;
-    for (quant::Isa isa : quant::supported_isas()) {
-      if (isa.order != quant::Order::Fast) continue;
-      Exec ex;
-      ex.exact = false;
-      ex.isa = isa;
-      std::vector<float> got(n), got_nw(x);
-      rms_norm(ex, got.data(), x.data(), w.data(), n, 1e-6f);
-      rms_norm(ex, got_nw.data(), got_nw.data(), nullptr, n, 1e-6f);  // in place
-      EXPECT_TRUE(same_bits(got, want)) << quant::isa_name(isa) << " n " << n;
-      EXPECT_TRUE(same_bits(got_nw, want_nw)) << quant::isa_name(isa) << " n " << n;
+  Exec fast_ex, exact_ex;
+  fast_ex.exact = false;
+  fast_ex.isa = quant::best_isa();
+  exact_ex.exact = true;
+  int rows = 0, same_as_exact = 0;
+  for (uint64_t n : {512u, 1000u, 4096u})
+    for (int trial = 0; trial < 100; trial++) {
+      const auto x = randn(rng, n, 2.0f), w = randn(rng, n, 1.0f);
+      double sl[8] = {};
+      for (uint64_t i = 0; i < n; i++) sl[i % 8] = sl[i % 8] + double(x[i]) * double(x[i]);
+      const double ss = ((sl[0] + sl[1]) + (sl[2] + sl[3])) + ((sl[4] + sl[5]) + (sl[6] + sl[7]));
+      const float r = 1.0f / std::sqrt(float(ss / double(n)) + 1e-6f);
+      std::vector<float> want(n), want_nw(n);
+      for (uint64_t i = 0; i < n; i++) want[i] = x[i] * r * w[i], want_nw[i] = x[i] * r;
+      std::vector<float> got(n), got_nw(x), exact(n);
+      rms_norm(fast_ex, got.data(), x.data(), w.data(), n, 1e-6f);
+      rms_norm(fast_ex, got_nw.data(), got_nw.data(), nullptr, n, 1e-6f);  // in place
+      ASSERT_TRUE(same_bits(got, want)) << "n " << n;
+      ASSERT_TRUE(same_bits(got_nw, want_nw)) << "n " << n;
+      rms_norm(exact_ex, exact.data(), x.data(), w.data(), n, 1e-6f);
+      rows++;
+      same_as_exact += same_bits(got, exact);
     }
-  }
+  // Both sums are within 1e-12 of the real one, so the binary32 mean is nearly always the same.
+  std::printf("RMSNorm: %d of %d rows bit-identical to ds4's serial binary64 sum\n", same_as_exact, rows);
+  EXPECT_GE(same_as_exact, rows * 95 / 100);
 }
 
 // Distance in binary32 steps between got and the rounding of want.
