@@ -7,6 +7,8 @@
 # Called by scripts/test.sh; arguments go to ctest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The native suite's recording of the Fast logits, which the arm64 model suites compare with.
+export DS4D_FAST_LOGITS_REFERENCE=${DS4D_FAST_LOGITS_REFERENCE:-$PWD/${BUILD_DIR:-build}/fast-logits.bin}
 BUILD_DIR=${ARM64_BUILD_DIR:-build-arm64}
 if [ "$(uname -m)" = aarch64 ]; then
   echo "test-arm64: arm64 host, the native suites are the arm64 ones"

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <random>
@@ -146,6 +148,48 @@ TEST(ArithmeticModes, FastLogitsAreTheSameOnEveryIsaAndThreadCount) {
     for (size_t i = 0; i < rows.size(); i++)
       EXPECT_TRUE(same_bits(ref_verify[i], rows[i])) << "verify row " << i << ", " << threads << " threads";
   }
+}
+
+// The Fast order across architectures: the native (x86) suite records the Fast logits of a fixed
+// run (DS4D_FAST_LOGITS_RECORD, set by tests/engine/model/CMakeLists.txt); the arm64 suites, which
+// scripts/test.sh runs after it, compare theirs with that recording bit for bit
+// (DS4D_FAST_LOGITS_REFERENCE, set by scripts/test-arm64.sh): AVX2 against NEON and NEON+dotprod,
+// with every stage of the forward in the documented order, glibc nowhere per token. 64 tokens
+// reach the indexer's top-k and a compressed row; one thread, as the recording.
+TEST(ArithmeticModes, FastLogitsAreTheSameOnX86AndArm64) {
+  const char* record = std::getenv("DS4D_FAST_LOGITS_RECORD");
+  const char* reference = std::getenv("DS4D_FAST_LOGITS_REFERENCE");
+  if (!record && !reference) GTEST_SKIP() << "neither DS4D_FAST_LOGITS_RECORD nor DS4D_FAST_LOGITS_REFERENCE set";
+  auto m = load(Arithmetic::Fast, 1);
+  const auto toks = random_tokens(64, 29, int32_t(m->info().n_vocab));
+  Context c(m);
+  std::vector<float> all = copy(c.prefill(toks));
+  for (int32_t t : {3, 1000, 7}) {
+    const auto l = c.decode(t);
+    all.insert(all.end(), l.begin(), l.end());
+  }
+  const std::vector<int32_t> draft = {5, 6, 700, 8};
+  for (const auto& row : c.verify(draft)) all.insert(all.end(), row.begin(), row.end());
+  if (record) {
+    std::FILE* f = std::fopen(record, "wb");
+    ASSERT_NE(f, nullptr) << "cannot write " << record;
+    ASSERT_EQ(std::fwrite(all.data(), sizeof(float), all.size(), f), all.size());
+    std::fclose(f);
+  }
+  if (!reference) return;
+  std::FILE* f = std::fopen(reference, "rb");
+  if (!f) GTEST_SKIP() << "no recording at " << reference << " (the native suite writes it; run it first)";
+  std::vector<float> want(all.size() + 1);
+  const size_t got = std::fread(want.data(), sizeof(float), want.size(), f);
+  std::fclose(f);
+  ASSERT_EQ(got, all.size()) << reference << " holds another run's logits";
+  want.pop_back();
+  size_t differ = 0, first = all.size();
+  for (size_t i = 0; i < all.size(); i++)
+    if (std::memcmp(&all[i], &want[i], sizeof(float)) != 0) differ++, first = std::min(first, i);
+  EXPECT_EQ(differ, 0u) << "(a recording of an older build? re-run the native model_tests) of " << all.size()
+                        << " logits, first at " << first << ": " << all[first < all.size() ? first : 0] << " here, "
+                        << want[first < all.size() ? first : 0] << " recorded";
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, Invariants, ::testing::Values(Arithmetic::Exact, Arithmetic::Fast),
