@@ -16,29 +16,24 @@ void indexer_select(const float* q, const float* w, uint32_t n_head, const RowSt
     return;
   }
   scores.resize(n);
+  // score[c] = sum over heads in index order of max(dot(k_c, q_h), 0) * w[h], with the mode's dot.
+  const auto score_rows = [&](auto&& dot) {
+    for (uint32_t c = 0; c < n; c++) {
+      const float* kv = rows.row(c);
+      float s = 0.0f;
+      for (uint32_t h = 0; h < n_head; h++) {
+        float d = dot(kv, q + uint64_t(h) * dim);
+        if (d < 0.0f) d = 0.0f;
+        s += d * w[h];
+      }
+      scores[c] = s;
+    }
+  };
   if (!exact) {
     const quant::DotFn dot = quant::dot_fn(quant::traits(quant::Type::F32), isa);
-    for (uint32_t c = 0; c < n; c++) {
-      const float* kv = rows.row(c);
-      float s = 0.0f;
-      for (uint32_t h = 0; h < n_head; h++) {
-        float d = dot(kv, q + uint64_t(h) * dim, dim);
-        if (d < 0.0f) d = 0.0f;
-        s += d * w[h];
-      }
-      scores[c] = s;
-    }
+    score_rows([&](const float* a, const float* b) { return dot(a, b, dim); });
   } else if (!kernels::ordered::available()) {
-    for (uint32_t c = 0; c < n; c++) {
-      const float* kv = rows.row(c);
-      float s = 0.0f;
-      for (uint32_t h = 0; h < n_head; h++) {
-        float d = dot_f32_exact(kv, q + uint64_t(h) * dim, dim);
-        if (d < 0.0f) d = 0.0f;
-        s += d * w[h];
-      }
-      scores[c] = s;
-    }
+    score_rows([&](const float* a, const float* b) { return dot_f32_exact(a, b, dim); });
   } else {
     // Heads as SIMD lanes (each lane the reference's sequential dot), then the same
     // head-ordered sum: bit-identical to the loop above.
