@@ -26,9 +26,8 @@ Backend parse_backend(std::string_view s) {
 }
 
 const char* device_coverage() {
-  return "on the device: Q8_0 and F16 matrix-vector kernels (widths 1..8, bit-identical to the CPU); not yet: "
-         "the forward pass (attention, compressors, indexer, MoE, the other weight formats, prefill GEMM, KV on the "
-         "device)";
+  return "on the device: matrix-vector kernels for every weight format (widths 1..8, Fast order, not yet run on a "
+         "GPU); not yet: the forward pass (attention, compressors, indexer, MoE, prefill GEMM, KV on the device)";
 }
 
 BackendDecision choose_backend(Backend requested) {

@@ -1,8 +1,8 @@
 #pragma once
 // Which device runs the engine: --backend auto|cpu|cuda (config key engine.backend). The CUDA
-// backend has only its first kernels so far (Q8_0 and F16 matvec), not the forward, so `cuda`
-// is refused with a message saying so rather than running the CPU behind the user's back, and
-// `auto` runs the CPU with one log line saying why (docs/cuda.md §selection).
+// backend has only its first kernels so far (matvec for every weight format), not the forward,
+// so `cuda` is refused with a message saying so rather than running the CPU behind the user's
+// back, and `auto` runs the CPU with one log line saying why (docs/cuda.md §selection).
 #include <string>
 #include <string_view>
 

@@ -1,8 +1,8 @@
 #pragma once
-// Matrix-vector products on the GPU for Q8_0 and F16 weights and 1..8 activation rows, each
-// output bit-identical to the CPU's Fast-order dot of the same weight row and activation row
-// (quant::dot in Order::Fast, any ISA; docs/arithmetic.md). The first device kernels of the CUDA backend
-// (docs/cuda.md).
+// Matrix-vector products on the GPU for the eight weight formats (F32, F16, BF16, Q8_0, MXFP4,
+// Q2_K, Q4_K, IQ2_XXS) and 1..8 activation rows, each output meant to be bit-identical to the
+// CPU's Fast-order dot of the same weight row and activation row (quant::dot in Order::Fast, any
+// ISA; docs/arithmetic.md). The first device kernels of the CUDA backend (docs/cuda.md).
 #include <cstddef>
 #include <cstdint>
 
@@ -19,14 +19,15 @@ struct DeviceWeight {
 };
 
 // Copies a host weight to the device. Throws std::invalid_argument for a type without a device
-// kernel (anything but Q8_0 and F16) or cols not a whole number of blocks.
+// kernel (Q8_K, I32) or cols not a whole number of blocks.
 DeviceWeight upload_weight(quant::Type type, const void* data, int64_t rows, int64_t cols);
 
 // The widest activation batch one call takes (the decode/verify widths).
 constexpr int kMaxMatvecWidth = 8;
 
 // out[t * w.rows + r] = dot(w row r, activation row t) for t < n. `act` holds n rows in the
-// weight's vec_dot layout (Q8_0: quant's Q8_0 activation blocks; F16: f32), act_row_bytes apart;
+// weight's vec_dot layout (Q8_0, MXFP4: quant's Q8_0 activation blocks; Q2_K, Q4_K, IQ2_XXS:
+// Q8_K blocks; float formats: f32), act_row_bytes apart (a multiple of 4);
 // `out` holds n * w.rows floats. Asynchronous: download (or Device::synchronize) waits.
 void matvec(const DeviceWeight& w, const DeviceBuffer& act, size_t act_row_bytes, int n, DeviceBuffer& out);
 

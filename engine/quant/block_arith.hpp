@@ -1,11 +1,11 @@
 #pragma once
-// Internal: the per-element float arithmetic of the Q8_0 and F16 dots, written once as
-// `__host__ __device__` functions. The generic CPU kernels (arch/generic/dots_generic.cpp) and the
-// CUDA kernels (engine/cuda/kernels/) both call these, so every CPU test of the generic kernels
-// also exercises the GPU's per-element arithmetic; only the parallel decomposition needs a device
-// (docs/cuda.md §arithmetic). Each multiply and add is a separate IEEE-754 binary32 rounding:
-// the host compiles with -ffp-contract=off and the device code uses the _rn intrinsics, which
-// nvcc never contracts into an FMA.
+// Internal: the per-element float arithmetic of the dots (scale and element decodes, adds and
+// multiplies with one rounding each), written once as `__host__ __device__` functions. The
+// generic CPU kernels (arch/generic/) and the CUDA kernels (engine/cuda/kernels/) both call
+// these, so every CPU test of the generic kernels also exercises the GPU's per-element
+// arithmetic; only the parallel decomposition needs a device (docs/cuda.md §arithmetic). Each
+// multiply and add is a separate IEEE-754 binary32 rounding: the host compiles with
+// -ffp-contract=off and the device code uses the _rn intrinsics, which nvcc never contracts.
 #include <cstdint>
 
 #if defined(__CUDACC__)
@@ -59,6 +59,15 @@ DS4_HD float f16_to_f32(uint16_t h) {
   }
   if (exp == 0x1f) return bits_to_f32(sign | 0x7f800000u | mant << 13);
   return bits_to_f32(sign | (exp + 112) << 23 | mant << 13);
+}
+
+// bfloat16 -> float: the top half of the binary32 bits (exact).
+DS4_HD float bf16_to_f32(uint16_t h) { return bits_to_f32(static_cast<uint32_t>(h) << 16); }
+
+// E8M0 exponent byte -> 2^(e-127) / 2 (GGML's "half" convention for MXFP4, whose int table
+// holds doubled E2M1 values); exact, subnormal for e < 2.
+DS4_HD float e8m0_to_f32_half(uint8_t e) {
+  return bits_to_f32(e < 2 ? 0x00200000u << e : static_cast<uint32_t>(e - 1) << 23);
 }
 
 // Q8_0: the exact integer dot of one 32-element block (int32 cannot overflow: 32 * 128 * 128).

@@ -65,7 +65,7 @@ static inline float f16_to_f32(uint16_t h) { return arith::f16_to_f32(h); }
 // float -> IEEE half, round to nearest even (what F16C and ds4's software path do).
 uint16_t f32_to_f16(float f);
 
-static inline float bf16_to_f32(uint16_t h) { return bits_to_f32(static_cast<uint32_t>(h) << 16); }
+static inline float bf16_to_f32(uint16_t h) { return arith::bf16_to_f32(h); }
 // float -> bfloat16, round to nearest even; NaN stays a quiet NaN (GGML's rule).
 static inline uint16_t f32_to_bf16(float f) {
   const uint32_t u = f32_to_bits(f);
@@ -73,11 +73,8 @@ static inline uint16_t f32_to_bf16(float f) {
   return static_cast<uint16_t>((u + (0x7fffu + ((u >> 16) & 1))) >> 16);
 }
 
-// E8M0 exponent byte -> 2^(e-127) / 2 (GGML's "half" convention for MXFP4, whose int table
-// holds doubled E2M1 values).
-static inline float e8m0_to_f32_half(uint8_t e) {
-  return bits_to_f32(e < 2 ? 0x00200000u << e : static_cast<uint32_t>(e - 1) << 23);
-}
+// E8M0 exponent byte -> 2^(e-127) / 2 (see arith::e8m0_to_f32_half).
+static inline float e8m0_to_f32_half(uint8_t e) { return arith::e8m0_to_f32_half(e); }
 
 // Round half to even, as lrintf in the default rounding mode.
 int nearest_int(float x);

@@ -13,10 +13,11 @@
 
 #include "engine/quant/blocks.hpp"
 #include "engine/quant/formats.hpp"
+#include "engine/quant/table_lookup.hpp"
 
 namespace ds4::quant::detail {
 
-const int8_t kMxfp4Values[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+const int8_t kMxfp4Values[16] = {DS4_MXFP4_VALUES};
 
 void dequantize_mxfp4(const void* src, float* dst, int64_t n) {
   const BlockMXFP4* b = static_cast<const BlockMXFP4*>(src);

@@ -8,20 +8,9 @@
 #include "engine/quant/blocks.hpp"
 #include "engine/quant/formats.hpp"
 #include "engine/quant/kquant_fit.hpp"
+#include "engine/quant/table_lookup.hpp"
 
 namespace ds4::quant::detail {
-
-namespace {
-inline void scale_min_k4(int j, const uint8_t* s, int& sc, int& m) {
-  if (j < 4) {
-    sc = s[j] & 63;
-    m = s[j + 4] & 63;
-  } else {
-    sc = (s[j + 4] & 15) | ((s[j - 4] >> 6) << 4);
-    m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
-  }
-}
-}  // namespace
 
 void dequantize_q4_k(const void* src, float* dst, int64_t n) {
   const BlockQ4_K* b = static_cast<const BlockQ4_K*>(src);
@@ -30,7 +19,7 @@ void dequantize_q4_k(const void* src, float* dst, int64_t n) {
     float* y = dst + i * QK_K;
     for (int j = 0; j < 8; j++) {
       int sc, m;
-      scale_min_k4(j, b[i].scales, sc, m);
+      q4_k_scale_min(b[i].scales, j, sc, m);
       const float dl = d * static_cast<float>(sc), ml = dmin * static_cast<float>(m);
       const uint8_t* q = b[i].qs + 32 * (j / 2);
       const int shift = (j % 2) * 4;
@@ -77,7 +66,7 @@ void quantize_q4_k_weighted(const float* src, void* dst, int64_t n, const float*
 void unpack_q4_k_scales(const uint8_t* s, uint8_t* sc, uint8_t* m) {
   for (int j = 0; j < 8; j++) {
     int a, b;
-    scale_min_k4(j, s, a, b);
+    q4_k_scale_min(s, j, a, b);
     sc[j] = static_cast<uint8_t>(a);
     m[j] = static_cast<uint8_t>(b);
   }

@@ -20,6 +20,9 @@
 namespace {
 using ds4::quant::Type;
 constexpr double kGB = 1e9;
+// Every weight format with a device kernel (engine/cuda/matvec.hpp).
+constexpr Type kFormats[] = {Type::Q8_0,  Type::F16,  Type::BF16, Type::F32,
+                             Type::MXFP4, Type::Q2_K, Type::Q4_K, Type::IQ2_XXS};
 
 double copy_bandwidth_gbs(ds4::cuda::Device& dev, size_t bytes) {
   ds4::cuda::DeviceBuffer a(bytes), b(bytes);
@@ -34,14 +37,14 @@ double copy_bandwidth_gbs(ds4::cuda::Device& dev, size_t bytes) {
   return 2.0 * static_cast<double>(bytes) * reps / (ms * 1e-3) / kGB;
 }
 
-// Weight bytes per second of the matvec kernel at `width` on a matrix of about `bytes`.
-double matvec_gbs(ds4::cuda::Device& dev, Type type, int64_t cols, size_t bytes, int width) {
+// A device matrix of about `bytes` of `type`, filled by repeating a random host chunk of at most
+// 2^20 weights (the values do not change the time; IQ2_XXS's quantizer takes about 3 s per 2^20).
+ds4::cuda::DeviceWeight big_weight(Type type, int64_t cols, size_t bytes) {
   const size_t rb = ds4::quant::row_bytes(type, static_cast<uint64_t>(cols));
   const int64_t rows = static_cast<int64_t>(bytes / rb);
-  // Fill the device matrix from one random 64 MiB host chunk (the values do not change the time).
   std::vector<uint8_t> chunk_w;
   {
-    const int64_t chunk_rows = std::min<int64_t>(rows, static_cast<int64_t>((64u << 20) / rb));
+    const int64_t chunk_rows = std::min<int64_t>(rows, std::max<int64_t>(1, (int64_t{1} << 20) / cols));
     std::vector<float> row(cols);
     std::mt19937 rng(1);
     std::normal_distribution<float> nd(0.0f, 1.0f);
@@ -54,19 +57,24 @@ double matvec_gbs(ds4::cuda::Device& dev, Type type, int64_t cols, size_t bytes,
   ds4::cuda::DeviceWeight w{type, rows, cols, ds4::cuda::DeviceBuffer(rb * rows)};
   for (size_t off = 0; off < w.data.bytes(); off += chunk_w.size())
     w.data.upload(chunk_w.data(), std::min(chunk_w.size(), w.data.bytes() - off), off);
-  const Type vdt = ds4::quant::traits(type).vec_dot_type;
-  const size_t arb = ds4::quant::act_row_bytes(vdt, cols);
+  return w;
+}
+
+// Weight bytes per second of the matvec kernel on `w` at `width`.
+double matvec_gbs(ds4::cuda::Device& dev, const ds4::cuda::DeviceWeight& w, int width) {
+  const Type vdt = ds4::quant::traits(w.type).vec_dot_type;
+  const size_t arb = ds4::quant::act_row_bytes(vdt, w.cols);
   std::vector<uint8_t> act(arb * width);
-  std::vector<float> x(cols, 0.5f);
-  for (int t = 0; t < width; t++) ds4::quant::quantize_activation(vdt, x.data(), act.data() + t * arb, cols);
-  ds4::cuda::DeviceBuffer dact(act.size()), out(sizeof(float) * width * rows);
+  std::vector<float> x(w.cols, 0.5f);
+  for (int t = 0; t < width; t++) ds4::quant::quantize_activation(vdt, x.data(), act.data() + t * arb, w.cols);
+  ds4::cuda::DeviceBuffer dact(act.size()), out(sizeof(float) * width * w.rows);
   dact.upload(act.data(), act.size());
   ds4::cuda::matvec(w, dact, arb, width, out);  // warm up
   const int reps = 5;
   const float ms = dev.time_ms([&] {
     for (int i = 0; i < reps; i++) ds4::cuda::matvec(w, dact, arb, width, out);
   });
-  return static_cast<double>(rb * rows) * reps / (ms * 1e-3) / kGB;
+  return static_cast<double>(w.data.bytes()) * reps / (ms * 1e-3) / kGB;
 }
 
 int run() {
@@ -82,12 +90,13 @@ int run() {
 
   bool identical = true;
   uint32_t seed = 1;
-  for (Type type : {Type::Q8_0, Type::F16})
+  for (Type type : kFormats)
     for (const auto& s : ds4::cuda_check::kShapes) {
-      const auto r = ds4::cuda_check::compare_matvec(type, s.rows, s.cols, s.special, seed++);
-      std::printf("bits %-5s %5lldx%-5lld widths 1..8: %llu outputs, %llu differ %s\n",
+      const int64_t cols = ds4::cuda_check::shape_cols(type, s);
+      const auto r = ds4::cuda_check::compare_matvec(type, s.rows, cols, s.special, seed++);
+      std::printf("bits %-7s %5lldx%-5lld widths 1..8: %llu outputs, %llu differ %s\n",
                   std::string(ds4::quant::type_info(type).name).c_str(), static_cast<long long>(s.rows),
-                  static_cast<long long>(s.cols), static_cast<unsigned long long>(r.compared),
+                  static_cast<long long>(cols), static_cast<unsigned long long>(r.compared),
                   static_cast<unsigned long long>(r.mismatched), r.first_mismatch.c_str());
       identical = identical && r.mismatched == 0;
     }
@@ -97,13 +106,15 @@ int run() {
   const double copy = copy_bandwidth_gbs(dev, big);
   std::printf("copy bandwidth: %.0f GB/s (read+write, %.1f GiB buffers)\n", copy,
               static_cast<double>(big) / (1u << 30));
-  for (Type type : {Type::Q8_0, Type::F16})
+  for (Type type : kFormats) {
+    const ds4::cuda::DeviceWeight w = big_weight(type, 4096, big);
     for (int width : {1, 2, 4, 8}) {
-      const double gbs = matvec_gbs(dev, type, 4096, big, width);
-      std::printf("matvec %-5s 4096 cols, %.1f GiB, width %d: %.0f GB/s = %.3f of copy bandwidth\n",
+      const double gbs = matvec_gbs(dev, w, width);
+      std::printf("matvec %-7s 4096 cols, %.1f GiB, width %d: %.0f GB/s = %.3f of copy bandwidth\n",
                   std::string(ds4::quant::type_info(type).name).c_str(), static_cast<double>(big) / (1u << 30), width,
                   gbs, gbs / copy);
     }
+  }
   std::printf("summary: bits %s; copy %.0f GB/s\n", identical ? "IDENTICAL" : "DIFFER", copy);
   return identical ? 0 : 1;
 }

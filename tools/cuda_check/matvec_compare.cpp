@@ -25,10 +25,22 @@ CompareResult compare_matvec(quant::Type type, int64_t rows, int64_t cols, bool 
     for (auto& v : row) v = nd(rng) * (r % 7 == 0 ? 1e-6f : 1.0f);
     quant::quantize_row(type, row.data(), w.data() + r * rb, cols, nullptr);
   }
+  // Subnormals, signed zeros, large values; none whose products could overflow to inf and so
+  // to a NaN (NaN payloads are not part of the contract: docs/arithmetic.md §conventions).
   if (special && type == quant::Type::F16) {
     auto* h = reinterpret_cast<uint16_t*>(w.data());
     const uint16_t specials[] = {0x0001, 0x8001, 0x03ff, 0x0000, 0x8000, 0x7bff, 0xfbff};
     for (int64_t i = 0; i < 7 * 13 && i < cols; i++) h[i * 3 % cols] = specials[i % 7];
+  }
+  if (special && type == quant::Type::BF16) {
+    auto* h = reinterpret_cast<uint16_t*>(w.data());
+    const uint16_t specials[] = {0x0001, 0x8001, 0x007f, 0x0000, 0x8000, 0x5f80, 0xdf80};
+    for (int64_t i = 0; i < 7 * 13 && i < cols; i++) h[i * 3 % cols] = specials[i % 7];
+  }
+  if (special && type == quant::Type::F32) {
+    auto* f = reinterpret_cast<uint32_t*>(w.data());
+    const uint32_t specials[] = {0x00000001, 0x80000001, 0x007fffff, 0, 0x80000000, 0x5f800000, 0xdf800000};
+    for (int64_t i = 0; i < 7 * 13 && i < cols; i++) f[i * 3 % cols] = specials[i % 7];
   }
   const quant::Type vdt = quant::traits(type).vec_dot_type;
   const size_t arb = quant::act_row_bytes(vdt, cols);

@@ -14,16 +14,25 @@ struct CompareResult {
   std::string first_mismatch;  // empty when every output matched
 };
 
-// Random weights (every 7th row scaled by 1e-6; with `special`, F16 subnormals, signed zeros and
-// the largest half), 8 random activation rows, then every width 1..8 on the device against
+// Random weights (every 7th row scaled by 1e-6; with `special`, float-format subnormals, signed
+// zeros and large values), 8 random activation rows, then every width 1..8 on the device against
 // the generic CPU Fast dot (quant::dot with Isa{Generic, Fast}), bit for bit. Needs a usable device.
 CompareResult compare_matvec(quant::Type type, int64_t rows, int64_t cols, bool special, uint32_t seed);
 
-// The shapes both runners use: one row, partial thread blocks, partial 32-term chunks, model rows.
+// The shapes both runners use: one row, partial thread blocks, block counts that are and are not
+// multiples of the 8 slices, a short last float block, model rows.
 struct Shape {
   int64_t rows, cols;
   bool special;
 };
-inline constexpr Shape kShapes[] = {{1, 32, false}, {7, 32 * 33, false}, {131, 32 * 64, true}, {1030, 4096, false}};
+inline constexpr Shape kShapes[] = {
+    {1, 32, false}, {7, 32 * 33, false}, {3, 1000, false}, {131, 32 * 64, true}, {1030, 4096, false}};
+
+// A shape's columns for `type`: cols rounded up to whole blocks (Q8_0 and MXFP4: 32; Q2_K, Q4_K,
+// IQ2_XXS: 256, so 1, 5, 4, 8 and 16 super-blocks); the float formats take cols as it is.
+inline int64_t shape_cols(quant::Type type, const Shape& s) {
+  const int64_t block = quant::type_info(type).block_elems;
+  return (s.cols + block - 1) / block * block;
+}
 
 }  // namespace ds4::cuda_check

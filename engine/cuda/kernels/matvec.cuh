@@ -1,13 +1,15 @@
 #pragma once
-// Q8_0 and F16 matrix-vector products for 1..8 activation rows in the Fast order
-// (docs/arithmetic.md §slices, §quantized-dot, §float-dot), bit-identical to the generic CPU Fast
-// dots (engine/quant/arch/generic/dots_fast_generic.cpp): the float steps are the same
-// `__host__ __device__` functions (fast_order.hpp, block_arith.hpp) and the integer block dot is
-// __dp4a, which is exact. One warp per weight row; how its lanes map onto the contract's slices
-// is said above each kernel (docs/cuda.md §order).
+// Q8_0 and float-format (F16, BF16, F32) matrix-vector products for 1..8 activation rows in the
+// Fast order (docs/arithmetic.md §slices, §quantized-dot, §float-dot), bit-identical to the
+// generic CPU Fast dots (engine/quant/arch/generic/dots_fast_generic.cpp): the float steps are
+// the same `__host__ __device__` functions (fast_order.hpp, fast_blocks.hpp, block_arith.hpp)
+// and the integer block dot is __dp4a, which is exact. One warp per weight row; how its lanes
+// map onto the contract's slices is said above each kernel (docs/cuda.md §order). The other
+// quantized formats: matvec_blocks.cuh.
 #include <cstdint>
 
 #include "engine/quant/block_arith.hpp"
+#include "engine/quant/fast_blocks.hpp"
 #include "engine/quant/fast_order.hpp"
 
 namespace ds4::cuda::kernels {
@@ -81,18 +83,19 @@ __device__ void matvec_q8_0(const uint8_t* __restrict__ w, int64_t rows, int64_t
   }
 }
 
-// F16 weight rows are `cols` halves; activation rows are `cols` floats, act_row_floats apart.
-// The warp walks the 32-element blocks in order, eight at a time (one per slice, so the slice of
-// each is fixed by the unrolled position): lane l forms product l of the block, the halving tree
-// is five __shfl_down_sync levels (lane i adds lane i+h: the contract's p[i] + p[i+h]), and lane
-// 0's value, broadcast, enters the slice sum that every lane keeps.
-template <int N>
-__device__ void matvec_f16(const uint16_t* __restrict__ w, int64_t rows, int64_t cols, const float* __restrict__ act,
-                           int64_t act_row_floats, float* __restrict__ out) {
+// Float weight rows are `cols` elements of Elem::T (F16, BF16: halves; F32: floats); activation
+// rows are `cols` floats, act_row_floats apart. The warp walks the 32-element blocks in order,
+// eight at a time (one per slice, so the slice of each is fixed by the unrolled position): lane l
+// forms product l of the block, the halving tree is five __shfl_down_sync levels (lane i adds
+// lane i+h: the contract's p[i] + p[i+h]), and lane 0's value, broadcast, enters the slice sum
+// that every lane keeps.
+template <int N, class Elem>
+__device__ void matvec_float(const typename Elem::T* __restrict__ w, int64_t rows, int64_t cols,
+                             const float* __restrict__ act, int64_t act_row_floats, float* __restrict__ out) {
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int64_t row = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + warp;
   if (row >= rows) return;
-  const uint16_t* wrow = w + row * cols;
+  const typename Elem::T* wrow = w + row * cols;
   const int64_t nb = (cols + 31) / 32;
   float part[N][fast::kSlices];
 #pragma unroll
@@ -105,10 +108,10 @@ __device__ void matvec_f16(const uint16_t* __restrict__ w, int64_t rows, int64_t
       const int64_t b = b0 + s;
       if (b >= nb) break;  // uniform across the warp
       const int64_t i = b * 32 + lane;
-      const uint16_t h = i < cols ? wrow[i] : 0;
+      const float wv = i < cols ? Elem::load(wrow[i]) : 0.0f;
 #pragma unroll
       for (int t = 0; t < N; t++) {
-        float p = i < cols ? arith::f16_term(h, act[t * act_row_floats + i]) : 0.0f;
+        float p = i < cols ? arith::mul(wv, act[t * act_row_floats + i]) : 0.0f;
 #pragma unroll
         for (int d = 16; d >= 1; d /= 2) p = arith::add(p, __shfl_down_sync(kFull, p, d));
         part[t][s] = arith::add(part[t][s], __shfl_sync(kFull, p, 0));
@@ -123,15 +126,20 @@ __device__ void matvec_f16(const uint16_t* __restrict__ w, int64_t rows, int64_t
 
 }  // namespace ds4::cuda::kernels
 
+#define DS4_MATVEC_FLOAT(NAME, ELEM, N) \
+  extern "C" __global__ void __launch_bounds__(128) \
+      ds4_matvec_##NAME##_w##N(const ds4::quant::fast::ELEM::T* w, int64_t rows, int64_t cols, const float* act, \
+                               int64_t act_row_floats, float* out) { \
+    ds4::cuda::kernels::matvec_float<N, ds4::quant::fast::ELEM>(w, rows, cols, act, act_row_floats, out); \
+  }
 #define DS4_MATVEC_WIDTH(N) \
   extern "C" __global__ void __launch_bounds__(128) ds4_matvec_q8_0_w##N( \
       const uint8_t* w, int64_t rows, int64_t cols, const uint8_t* act, int64_t act_row_bytes, float* out) { \
     ds4::cuda::kernels::matvec_q8_0<N>(w, rows, cols, act, act_row_bytes, out); \
   } \
-  extern "C" __global__ void __launch_bounds__(128) ds4_matvec_f16_w##N( \
-      const uint16_t* w, int64_t rows, int64_t cols, const float* act, int64_t act_row_floats, float* out) { \
-    ds4::cuda::kernels::matvec_f16<N>(w, rows, cols, act, act_row_floats, out); \
-  }
+  DS4_MATVEC_FLOAT(f16, F16Elem, N) \
+  DS4_MATVEC_FLOAT(bf16, Bf16Elem, N) \
+  DS4_MATVEC_FLOAT(f32, F32Elem, N)
 DS4_MATVEC_WIDTH(1)
 DS4_MATVEC_WIDTH(2)
 DS4_MATVEC_WIDTH(3)
@@ -141,3 +149,4 @@ DS4_MATVEC_WIDTH(6)
 DS4_MATVEC_WIDTH(7)
 DS4_MATVEC_WIDTH(8)
 #undef DS4_MATVEC_WIDTH
+#undef DS4_MATVEC_FLOAT

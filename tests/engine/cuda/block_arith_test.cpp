@@ -12,7 +12,9 @@
 #include <random>
 #include <vector>
 
+#include "engine/quant/iq2_tables.hpp"
 #include "engine/quant/quant.hpp"
+#include "engine/quant/table_lookup.hpp"
 
 namespace {
 namespace arith = ds4::quant::arith;
@@ -82,6 +84,18 @@ TEST(BlockArith, GenericDotsAreTheChainOfSharedSteps) {
   }
   EXPECT_EQ(std::bit_cast<uint32_t>(ds4::quant::dot(Type::Q8_0, wq.data(), xq.data(), n, Isa::Scalar)),
             std::bit_cast<uint32_t>(acc));
+}
+
+// The look-ups the integer block sums make (engine/quant/table_lookup.hpp): the computed IQ2
+// sign pattern against the host table for all 128 inputs, and the host side of the others.
+TEST(BlockArith, TableLookupsMatchTheHostTables) {
+  namespace detail = ds4::quant::detail;
+  for (uint32_t i = 0; i < 128; i++) EXPECT_EQ(detail::iq2_sign_mask(i), detail::kIq2Signs.mask[i]) << i;
+  for (uint32_t g = 0; g < 256; g++) EXPECT_EQ(detail::iq2xxs_grid(g), detail::kIq2xxsGrid[g]) << g;
+  const int8_t mx[16] = {DS4_MXFP4_VALUES};
+  for (uint32_t q = 0; q < 16; q++) EXPECT_EQ(detail::mxfp4_value(q), mx[q]) << q;
+  EXPECT_EQ(detail::mxfp4_value(7), 12);
+  EXPECT_EQ(detail::mxfp4_value(15), -12);
 }
 
 }  // namespace

@@ -24,19 +24,23 @@ TEST_P(MatvecGpu, BitIdenticalToGenericCpuFastDot) {
   SKIP_WITHOUT_GPU();
   uint32_t seed = 1;
   for (const auto& s : ds4::cuda_check::kShapes) {
-    const auto r = ds4::cuda_check::compare_matvec(GetParam(), s.rows, s.cols, s.special, seed++);
+    const auto r = ds4::cuda_check::compare_matvec(GetParam(), s.rows, ds4::cuda_check::shape_cols(GetParam(), s),
+                                                   s.special, seed++);
     EXPECT_EQ(r.compared, static_cast<uint64_t>(s.rows) * 36);  // widths 1..8: 1+2+...+8 rows each
     EXPECT_EQ(r.mismatched, 0u) << r.first_mismatch;
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Formats, MatvecGpu, ::testing::Values(Type::Q8_0, Type::F16),
+INSTANTIATE_TEST_SUITE_P(Formats, MatvecGpu,
+                         ::testing::Values(Type::Q8_0, Type::F16, Type::BF16, Type::F32, Type::MXFP4, Type::Q2_K,
+                                           Type::Q4_K, Type::IQ2_XXS),
                          [](const auto& i) { return std::string(ds4::quant::type_info(i.param).name); });
 
 TEST(MatvecGpuArgs, RejectsFormatsWithoutAKernelAndBadWidths) {
   SKIP_WITHOUT_GPU();
-  std::vector<uint8_t> w(ds4::quant::row_bytes(Type::Q2_K, 256));
-  EXPECT_THROW(ds4::cuda::upload_weight(Type::Q2_K, w.data(), 1, 256), std::invalid_argument);
+  std::vector<uint8_t> w(ds4::quant::row_bytes(Type::Q8_K, 256));
+  EXPECT_THROW(ds4::cuda::upload_weight(Type::Q8_K, w.data(), 1, 256), std::invalid_argument);
+  EXPECT_THROW(ds4::cuda::upload_weight(Type::Q4_K, w.data(), 1, 128), std::invalid_argument);  // half a block
   std::vector<uint8_t> q(34);
   const auto dw = ds4::cuda::upload_weight(Type::Q8_0, q.data(), 1, 32);
   ds4::cuda::DeviceBuffer act(36 * 9), out(4 * 9);

@@ -1,11 +1,11 @@
 // The generic Fast-order dot kernels: the reference of docs/arithmetic.md §quantized-dot and
-// docs/arithmetic.md §float-dot that every architecture's Fast kernels (and the CUDA backend) must match bit for
-// bit. Each is the format's exact integer block sums (block_sums.hpp) entered into eight slice
-// accumulators by the block updates of fast_order.hpp, then the pairwise tree. Written for
-// clarity, not speed: slice by slice, block by block. Compiled without any ISA flag.
-#include "engine/quant/arch/generic/block_sums.hpp"
+// docs/arithmetic.md §float-dot that every architecture's Fast kernels (and the CUDA backend)
+// must match bit for bit. Each is the format's block step of fast_blocks.hpp (exact integer block
+// sums, then the block update of fast_order.hpp) entered into eight slice accumulators, then the
+// pairwise tree. Written for clarity, not speed: slice by slice, block by block. Compiled without
+// any ISA flag.
 #include "engine/quant/arch/generic/dots_generic.hpp"
-#include "engine/quant/fast_order.hpp"
+#include "engine/quant/fast_blocks.hpp"
 
 namespace ds4::quant::detail {
 namespace {
@@ -22,35 +22,43 @@ float sliced(int64_t nb, Update update) {
   return fast::tree(acc);
 }
 
-// Float formats: w converted exactly to f32 by `load`, products in blocks of 32 by the tree.
-template <class Load>
-float float_dot(Load load, const float* x, int64_t n) {
+// Float formats: w converted exactly to f32 by Elem::load, products in blocks of 32 by the tree.
+template <class Elem>
+float float_dot(const void* w, const float* x, int64_t n) {
+  const auto* a = static_cast<const typename Elem::T*>(w);
   const int64_t nb = (n + fast::kFloatBlock - 1) / fast::kFloatBlock;
   return sliced(nb, [&](float acc, int64_t b) {
     float p[fast::kFloatBlock];
     for (int i = 0; i < fast::kFloatBlock; i++) {
       const int64_t k = b * fast::kFloatBlock + i;
-      p[i] = k < n ? arith::mul(load(k), x[k]) : 0.0f;
+      p[i] = k < n ? arith::mul(Elem::load(a[k]), x[k]) : 0.0f;
     }
     return arith::add(acc, fast::block_tree32(p));
   });
 }
 
+// Quantized formats: each block's integer sums over all its units, then its update.
+template <class Block>
+float block_dot(const void* w, const void* act, int64_t n) {
+  const auto* a = static_cast<const typename Block::Weight*>(w);
+  const auto* x = static_cast<const typename Block::Act*>(act);
+  return Block::finish(sliced(n / Block::kElems, [&](float acc, int64_t b) {
+    return Block::update(acc, a[b], x[b], Block::sums(a[b], x[b], 0, Block::kUnits));
+  }));
+}
+
 }  // namespace
 
 float dot_f32_fast_generic(const void* w, const void* act, int64_t n) {
-  const float* a = static_cast<const float*>(w);
-  return float_dot([a](int64_t k) { return a[k]; }, static_cast<const float*>(act), n);
+  return float_dot<fast::F32Elem>(w, static_cast<const float*>(act), n);
 }
 
 float dot_f16_fast_generic(const void* w, const void* act, int64_t n) {
-  const uint16_t* h = static_cast<const uint16_t*>(w);
-  return float_dot([h](int64_t k) { return f16_to_f32(h[k]); }, static_cast<const float*>(act), n);
+  return float_dot<fast::F16Elem>(w, static_cast<const float*>(act), n);
 }
 
 float dot_bf16_fast_generic(const void* w, const void* act, int64_t n) {
-  const uint16_t* h = static_cast<const uint16_t*>(w);
-  return float_dot([h](int64_t k) { return bf16_to_f32(h[k]); }, static_cast<const float*>(act), n);
+  return float_dot<fast::Bf16Elem>(w, static_cast<const float*>(act), n);
 }
 
 float dot_q8_0_fast_generic(const void* w, const void* act, int64_t n) {
@@ -62,37 +70,12 @@ float dot_q8_0_fast_generic(const void* w, const void* act, int64_t n) {
 }
 
 float dot_mxfp4_fast_generic(const void* w, const void* act, int64_t n) {
-  const BlockMXFP4* a = static_cast<const BlockMXFP4*>(w);
-  const BlockQ8_0Act* x = static_cast<const BlockQ8_0Act*>(act);
-  return sliced(n / 32, [&](float acc, int64_t b) {
-    return fast::blocks32_update(acc, e8m0_to_f32_half(a[b].e), x[b].d, mxfp4_block_isum(a[b], x[b]));
-  });
+  return block_dot<fast::Mxfp4Block>(w, act, n);
 }
-
-float dot_q2_k_fast_generic(const void* w, const void* act, int64_t n) {
-  const BlockQ2_K* x = static_cast<const BlockQ2_K*>(w);
-  const BlockQ8_K* y = static_cast<const BlockQ8_K*>(act);
-  return sliced(n / QK_K, [&](float acc, int64_t i) {
-    const KquantSums s = q2_k_block_sums(x[i], y[i]);
-    return fast::kquant_update(acc, y[i].d, f16_to_f32(x[i].d), f16_to_f32(x[i].dmin), s.isum, s.summs);
-  });
-}
-
-float dot_q4_k_fast_generic(const void* w, const void* act, int64_t n) {
-  const BlockQ4_K* x = static_cast<const BlockQ4_K*>(w);
-  const BlockQ8_K* y = static_cast<const BlockQ8_K*>(act);
-  return sliced(n / QK_K, [&](float acc, int64_t i) {
-    const KquantSums s = q4_k_block_sums(x[i], y[i]);
-    return fast::kquant_update(acc, y[i].d, f16_to_f32(x[i].d), f16_to_f32(x[i].dmin), s.isum, s.summs);
-  });
-}
-
+float dot_q2_k_fast_generic(const void* w, const void* act, int64_t n) { return block_dot<fast::Q2KBlock>(w, act, n); }
+float dot_q4_k_fast_generic(const void* w, const void* act, int64_t n) { return block_dot<fast::Q4KBlock>(w, act, n); }
 float dot_iq2_xxs_fast_generic(const void* w, const void* act, int64_t n) {
-  const BlockIQ2_XXS* x = static_cast<const BlockIQ2_XXS*>(w);
-  const BlockQ8_K* y = static_cast<const BlockQ8_K*>(act);
-  return fast::iq2_xxs_finish(sliced(n / QK_K, [&](float acc, int64_t i) {
-    return fast::iq2_xxs_update(acc, f16_to_f32(x[i].d), y[i].d, iq2_xxs_block_sum(x[i], y[i]));
-  }));
+  return block_dot<fast::Iq2XxsBlock>(w, act, n);
 }
 
 }  // namespace ds4::quant::detail

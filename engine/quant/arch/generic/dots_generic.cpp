@@ -5,7 +5,7 @@
 // every other architecture for a kernel it does not have.
 #include "engine/quant/arch/generic/dots_generic.hpp"
 
-#include "engine/quant/arch/generic/block_sums.hpp"
+#include "engine/quant/block_sums.hpp"
 
 namespace ds4::quant::detail {
 
