@@ -3,4 +3,5 @@
 // with cuModuleGetFunction.
 #include "engine/cuda/kernels/elementwise.cuh"
 #include "engine/cuda/kernels/matvec.cuh"
+#include "engine/cuda/kernels/rms_norm.cuh"
 #include "engine/cuda/kernels/stream_copy.cuh"
