@@ -5,4 +5,5 @@
 #include "engine/cuda/kernels/elementwise.cuh"
 #include "engine/cuda/kernels/matvec.cuh"
 #include "engine/cuda/kernels/rms_norm.cuh"
+#include "engine/cuda/kernels/rope.cuh"
 #include "engine/cuda/kernels/stream_copy.cuh"
