@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # The GPU check (docs/cuda.md §gpu-check): on a machine with an NVIDIA GPU, its driver and CUDA 13
 # at /usr/local/cuda, configures and builds ONLY the CUDA parts (-DDS4D_CUDA_CHECK_ONLY=ON: the
-# quant formats, the CUDA backend, ds4-cuda-check and, when GoogleTest is installed, the GPU
-# tests) -- that configuration needs no Boost, spdlog, systemd or anything else the full build
-# does, because such a machine may lack the project's packages and cannot fetch them. Then runs
-# the GPU tests (where GoogleTest exists) and ds4-cuda-check: device facts, matvec bits vs the
-# CPU, copy bandwidth and the matvec kernels' GB/s over it. Finishes in a few minutes on 16 cores.
+# quant formats, the thread pool, the CUDA backend, ds4-cuda-check and, when GoogleTest is
+# installed, the GPU tests) -- that configuration needs no Boost, spdlog, systemd or anything else
+# the full build does, because such a machine may lack the project's packages and cannot fetch
+# them. Then runs the GPU tests (where GoogleTest exists) and ds4-cuda-check: device facts, matvec
+# bits vs the CPU, copy bandwidth and the matvec kernels' GB/s over it. A few minutes on 16 cores.
 #
 #   scripts/gpu-check.sh            # build in build-gpu/, write the log and summary to $OUT or ./gpu-check-out
 # Exit status: 0 when every comparison was bit-identical, else non-zero.

@@ -1,0 +1,18 @@
+#pragma once
+// Sink attention of one query token on the device in the Fast order (kernels/attention.cuh),
+// bit-identical to the CPU's engine/model/attention_fast.cpp (docs/arithmetic.md §attention).
+#include <cstdint>
+
+#include "engine/cuda/device.hpp"
+
+namespace ds4::cuda {
+
+// q: n_head x d floats. rows: n device addresses (uint64_t), in visible order (the raw window
+// oldest first, then the allowed compressed rows), each of d floats and both key and value.
+// sinks: n_head floats. scores: scratch of at least n x n_head floats. out: n_head x d floats.
+// d at most 1024. Throws std::invalid_argument on bad shapes or buffers too small. Asynchronous
+// (two launches on the same stream).
+void attention_fast(const DeviceBuffer& q, const DeviceBuffer& rows, int32_t n, int32_t n_head, int32_t d,
+                    const DeviceBuffer& sinks, DeviceBuffer& scores, DeviceBuffer& out);
+
+}  // namespace ds4::cuda

@@ -1,0 +1,92 @@
+// The device's sink attention (kernels/attention.cuh) against the CPU's attend_fast
+// (engine/model/attention_fast.cpp), bit for bit, on a LayerState like the engine's: the raw
+// ring and the compressed store uploaded as two buffers and the visible rows passed as addresses
+// into them. Widths 512, 96 and 64, 1..3 heads, row counts that are not multiples of 8, more rows
+// than one tile of pass 2, none at all. Skips with the reason where no GPU is usable.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "engine/cuda/attention.hpp"
+#include "engine/kernels/thread_pool.hpp"
+#include "engine/model/attention.hpp"
+#include "engine/quant/quant.hpp"
+#include "tests/engine/cuda/gpu_test_support.hpp"
+
+namespace {
+using namespace ds4::cuda::test;
+using ds4::model::LayerState;
+
+struct Shape {
+  uint32_t d, n_raw, raw_window, n_comp;
+  bool sparse;  // every third compressed row not allowed
+};
+
+// A layer with n_raw rows pushed through a ring of raw_window + 3 slots (so it wraps) and n_comp
+// compressed rows.
+LayerState make_layer(std::mt19937& rng, const Shape& s) {
+  LayerState st;
+  st.ratio = s.n_comp ? 4 : 0;
+  st.head_dim = s.d;
+  st.raw_window = s.raw_window;
+  st.raw_cap = s.raw_window + 3;
+  st.raw.assign(size_t(st.raw_cap) * s.d, 0.0f);
+  for (uint32_t r = 0; r < s.n_raw; r++) {
+    const auto row = randn(rng, s.d, 0.3f);
+    std::memcpy(st.push_raw_slot(), row.data(), s.d * sizeof(float));
+  }
+  st.comp.init(s.d, s.n_comp + 1);
+  for (uint32_t r = 0; r < s.n_comp; r++) {
+    const auto row = randn(rng, s.d, 0.3f);
+    std::memcpy(st.comp.append(), row.data(), s.d * sizeof(float));
+  }
+  return st;
+}
+
+TEST(AttentionGpu, MatchesTheCpuFastOrderBitForBit) {
+  SKIP_WITHOUT_GPU();
+  std::mt19937 rng(30);
+  ds4::kernels::ThreadPool pool(2);
+  const Shape shapes[] = {{512, 23, 17, 13, true},  {512, 5, 128, 0, false}, {96, 200, 128, 1000, false},
+                          {64, 700, 600, 77, true}, {512, 0, 128, 0, false}, {96, 1, 128, 0, false}};
+  for (const Shape& s : shapes)
+    for (uint32_t H : {1u, 2u, 3u}) {
+      const LayerState st = make_layer(rng, s);
+      std::vector<uint8_t> allowed(s.n_comp);
+      for (uint32_t r = 0; r < s.n_comp; r++) allowed[r] = !s.sparse || r % 3 != 1;
+      const auto q = randn(rng, size_t(H) * s.d, 0.6f);
+      auto sinks = randn(rng, H, 1.0f);
+      if (H == 3) sinks[2] = 30.0f;  // a sink above every score: m is the sink
+      std::vector<float> want(size_t(H) * s.d);
+      ds4::model::attend_fast(st, q.data(), H, sinks.data(), allowed.data(), ds4::quant::best_isa(), pool, want.data());
+
+      // The rows as the engine would hold them on the device: the ring and the store as they are.
+      auto raw = upload(st.raw), comp = upload(st.comp.data);
+      std::vector<uint64_t> addr;
+      const auto at = [](const ds4::cuda::DeviceBuffer& b, const float* base, const float* row) {
+        return b.ptr() + uint64_t(row - base) * sizeof(float);
+      };
+      for (uint32_t r = 0; r < st.n_visible_raw(); r++) addr.push_back(at(raw, st.raw.data(), st.visible_raw_row(r)));
+      for (uint32_t r = 0; r < s.n_comp; r++)
+        if (allowed[r]) addr.push_back(at(comp, st.comp.data.data(), st.comp.row(r)));
+      const int32_t n = int32_t(addr.size());
+      ds4::cuda::DeviceBuffer rows(addr.empty() ? 8 : addr.size() * 8);
+      if (n) rows.upload(addr.data(), addr.size() * 8);
+      auto dq = upload(q), dsinks = upload(sinks);
+      ds4::cuda::DeviceBuffer scores(sizeof(float) * (size_t(n) * H + 1)), out(want.size() * sizeof(float));
+      ds4::cuda::attention_fast(dq, rows, n, int32_t(H), int32_t(s.d), dsinks, scores, out);
+      EXPECT_EQ(first_difference(download(out, want.size()), want), "")
+          << "d " << s.d << ", " << n << " rows, " << H << " heads";
+    }
+}
+
+TEST(AttentionGpu, RejectsBadShapes) {
+  SKIP_WITHOUT_GPU();
+  ds4::cuda::DeviceBuffer q(2048 * 4), rows(8 * 4), sinks(8), scores(64), out(2048 * 4);
+  EXPECT_THROW(ds4::cuda::attention_fast(q, rows, 4, 1, 2048, sinks, scores, out), std::invalid_argument);  // d > 1024
+  EXPECT_THROW(ds4::cuda::attention_fast(q, rows, 5, 1, 64, sinks, scores, out), std::invalid_argument);    // 5 rows
+}
+
+}  // namespace
