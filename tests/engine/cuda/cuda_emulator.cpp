@@ -1,5 +1,5 @@
-// See cuda_emulator.hpp. The fibers switch with a few instructions of x86-64 assembly (the
-// callee-saved registers and the stack pointer; ucontext's swapcontext makes two system calls a
+// See cuda_emulator.hpp. The fibers switch with a few instructions of x86-64 or AArch64 assembly
+// (the callee-saved registers and the stack pointer; ucontext's swapcontext makes a system call a
 // switch, far too slow for a barrier per shuffle); elsewhere they fall back to ucontext. One
 // scheduler runs the fibers of a block round robin, each until it waits at a barrier or returns.
 #include "tests/engine/cuda/cuda_emulator.hpp"
@@ -10,7 +10,8 @@
 #include <memory>
 #include <vector>
 
-#if !defined(__x86_64__)
+#if !defined(__x86_64__) && !defined(__aarch64__)
+#define DS4_EMU_UCONTEXT 1
 #include <ucontext.h>
 #endif
 
@@ -31,7 +32,7 @@ struct Warp {
 
 struct Fiber {
   std::unique_ptr<char[]> stack;
-#if defined(__x86_64__)
+#if !defined(DS4_EMU_UCONTEXT)
   void* sp = nullptr;
 #else
   ucontext_t context;
@@ -50,7 +51,7 @@ struct State {
   std::vector<unsigned char> dynamic;
   const std::function<void()>* kernel = nullptr;
   Fiber* current = nullptr;
-#if defined(__x86_64__)
+#if !defined(DS4_EMU_UCONTEXT)
   void* scheduler_sp = nullptr;
 #else
   ucontext_t scheduler;
@@ -58,12 +59,14 @@ struct State {
 };
 State state;
 
+// ds4_emu_switch(save, load): push the callee-saved registers, store the stack pointer in
+// *save, load `load` as the stack pointer, pop the registers saved there, return into that stack.
 #if defined(__x86_64__)
 extern "C" void ds4_emu_switch(void** save_sp, void* load_sp);
 asm(R"(
   .text
   .p2align 4
-  .type ds4_emu_switch, @function
+  .type ds4_emu_switch, %function
 ds4_emu_switch:
   pushq %rbp
   pushq %rbx
@@ -82,10 +85,46 @@ ds4_emu_switch:
   ret
   .size ds4_emu_switch, .-ds4_emu_switch
 )");
+#elif defined(__aarch64__)
+extern "C" void ds4_emu_switch(void** save_sp, void* load_sp);
+asm(R"(
+  .text
+  .p2align 2
+  .type ds4_emu_switch, %function
+ds4_emu_switch:
+  hint #34
+  sub sp, sp, #160
+  stp x19, x20, [sp, #0]
+  stp x21, x22, [sp, #16]
+  stp x23, x24, [sp, #32]
+  stp x25, x26, [sp, #48]
+  stp x27, x28, [sp, #64]
+  stp x29, x30, [sp, #80]
+  stp d8, d9, [sp, #96]
+  stp d10, d11, [sp, #112]
+  stp d12, d13, [sp, #128]
+  stp d14, d15, [sp, #144]
+  mov x9, sp
+  str x9, [x0]
+  mov sp, x1
+  ldp x19, x20, [sp, #0]
+  ldp x21, x22, [sp, #16]
+  ldp x23, x24, [sp, #32]
+  ldp x25, x26, [sp, #48]
+  ldp x27, x28, [sp, #64]
+  ldp x29, x30, [sp, #80]
+  ldp d8, d9, [sp, #96]
+  ldp d10, d11, [sp, #112]
+  ldp d12, d13, [sp, #128]
+  ldp d14, d15, [sp, #144]
+  add sp, sp, #160
+  ret
+  .size ds4_emu_switch, .-ds4_emu_switch
+)");
 #endif
 
 void to_scheduler() {
-#if defined(__x86_64__)
+#if !defined(DS4_EMU_UCONTEXT)
   ds4_emu_switch(&state.current->sp, state.scheduler_sp);
 #else
   swapcontext(&state.current->context, &state.scheduler);
@@ -110,6 +149,14 @@ void start_fiber(Fiber& f) {
   sp[6] = reinterpret_cast<void*>(&fiber_main);
   sp[7] = nullptr;
   f.sp = sp;
+#elif defined(__aarch64__)
+  // 20 zero registers for the loads but x30 (the link register), fiber_main, where `ret` goes;
+  // the stack is then the 16-aligned top.
+  auto top = reinterpret_cast<uintptr_t>(f.stack.get() + kStackBytes) & ~uintptr_t{15};
+  auto* sp = reinterpret_cast<void**>(top) - 20;
+  for (int i = 0; i < 20; i++) sp[i] = nullptr;
+  sp[11] = reinterpret_cast<void*>(&fiber_main);
+  f.sp = sp;
 #else
   getcontext(&f.context);
   f.context.uc_stack.ss_sp = f.stack.get();
@@ -122,7 +169,7 @@ void start_fiber(Fiber& f) {
 void resume(Fiber& f) {
   state.current = &f;
   threadIdx = {f.tid, 0, 0};
-#if defined(__x86_64__)
+#if !defined(DS4_EMU_UCONTEXT)
   ds4_emu_switch(&state.scheduler_sp, f.sp);
 #else
   swapcontext(&state.scheduler, &f.context);
