@@ -7,7 +7,7 @@
 // can never be passed (a lane exited) aborts. It checks the arithmetic decomposition (which lane
 // adds what, in which order), not the memory model, races, timing, real warp scheduling or
 // performance. Only what the kernels use is provided: 1-D launches, threadIdx/blockIdx/blockDim/
-// gridDim, __syncthreads, __shfl_{down,xor,}_sync on 4- and 8-byte values, __dp4a, the _rn
+// gridDim, uint4, __syncthreads, __shfl_{down,xor,}_sync on 4- and 8-byte values, __dp4a, the _rn
 // intrinsics the kernels call outside the shared headers, static __shared__ and the dynamic
 // shared memory of DS4_DYNAMIC_SHARED (engine/cuda/kernels/dynamic_shared.cuh).
 #include <cmath>
@@ -27,6 +27,9 @@
 #define __launch_bounds__(...)
 #define __shared__ static
 
+struct uint4 {  // the 16-byte word of stream_copy.cuh
+  unsigned x, y, z, w;
+};
 struct EmuDim3 {
   unsigned x = 0, y = 0, z = 0;
 };

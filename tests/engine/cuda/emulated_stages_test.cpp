@@ -1,5 +1,5 @@
-// The real device kernels of RMSNorm, sink attention, RoPE and the elementwise functions
-// (engine/cuda/kernels/*.cuh), run on the CPU by the CUDA-thread emulator (cuda_emulator.hpp)
+// The real device kernels of RMSNorm, sink attention, RoPE, the elementwise functions and the
+// bandwidth probe's copy (engine/cuda/kernels/*.cuh), run on the CPU by the CUDA-thread emulator (cuda_emulator.hpp)
 // with the launch shapes of engine/cuda/*.cpp, against the CPU's Fast functions bit for bit
 // (docs/arithmetic.md): the parallel decomposition is checked here on every machine, the device's
 // own rounding only where cuda_gpu_tests find a GPU. Shapes are small (one fiber per CUDA thread)
@@ -10,6 +10,7 @@
 #include "engine/cuda/kernels/elementwise.cuh"
 #include "engine/cuda/kernels/rms_norm.cuh"
 #include "engine/cuda/kernels/rope.cuh"
+#include "engine/cuda/kernels/stream_copy.cuh"
 //
 #include <gtest/gtest.h>
 
@@ -156,6 +157,17 @@ TEST(EmulatedKernels, ElementwiseDispatchesTheCpuFunctions) {
     for (size_t i = 0; i < in.size(); i++) want[i] = host[op](in[i]);
     emu::launch(unsigned((n + 255) / 256), 256, 0, [&] { ds4_elementwise(op, in.data(), got.data(), n); });
     EXPECT_EQ(first_difference(got, want), "") << "op " << op;
+  }
+}
+
+// A grid smaller than the words: the grid-stride loop covers them all, and nothing past them.
+TEST(EmulatedKernels, StreamCopyCoversEveryWord) {
+  for (uint64_t n : {1u, 37u, 1000u}) {
+    std::vector<uint4> src(n + 1), dst(n + 1, uint4{7, 7, 7, 7});
+    for (uint64_t i = 0; i <= n; i++) src[i] = {unsigned(i), unsigned(2 * i), unsigned(3 * i), unsigned(~i)};
+    emu::launch(3, 64, 0, [&] { ds4_stream_copy(src.data(), dst.data(), n); });
+    for (uint64_t i = 0; i < n; i++) ASSERT_EQ(std::memcmp(&dst[i], &src[i], sizeof(uint4)), 0) << "word " << i;
+    EXPECT_EQ(dst[n].x, 7u) << "copied past the end";
   }
 }
 
