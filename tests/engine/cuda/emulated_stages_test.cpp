@@ -136,8 +136,9 @@ TEST(EmulatedKernels, RopeMatchesTheCpuRotation) {
             ds4::model::rope_apply(want.data() + t * H * head_dim, H, head_dim, n_rot, cs.data() + t * n_rot);
           }
           const int64_t pairs = T * H * (n_rot / 2);  // engine/cuda/rope.cpp: one thread a pair, 256 a block
+          const int32_t hd = int32_t(head_dim), nr = int32_t(n_rot);  // clang < 16 cannot capture a binding
           emu::launch(unsigned((pairs + 255) / 256), 256, 0,
-                      [&] { ds4_rope(got.data(), cs.data(), T, int32_t(H), int32_t(head_dim), int32_t(n_rot)); });
+                      [&] { ds4_rope(got.data(), cs.data(), T, int32_t(H), hd, nr); });
           EXPECT_EQ(first_difference(got, want), "") << "head_dim " << head_dim << ", layer " << layer
                                                      << (inverse ? ", inverse" : "") << ", " << H << " heads";
         }
