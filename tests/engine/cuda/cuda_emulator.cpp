@@ -1,19 +1,17 @@
-// See cuda_emulator.hpp. The fibers switch with a few instructions of x86-64 or AArch64 assembly
-// (the callee-saved registers and the stack pointer; ucontext's swapcontext makes a system call a
-// switch, far too slow for a barrier per shuffle); elsewhere they fall back to ucontext. One
-// scheduler runs the fibers of a block round robin, each until it waits at a barrier or returns.
+// See cuda_emulator.hpp. The fibers are Boost.Context's (a user-space stack switch of a few
+// instructions; ucontext's swapcontext makes a system call per switch, far too slow for a barrier
+// per shuffle), their stacks from a pool reused across blocks. One scheduler runs the fibers of a
+// block round robin, each until it waits at a barrier or returns.
 #include "tests/engine/cuda/cuda_emulator.hpp"
 
 #include <algorithm>
+#include <boost/context/fiber.hpp>
+#include <boost/context/pooled_fixedsize_stack.hpp>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <utility>
 #include <vector>
-
-#if !defined(__x86_64__) && !defined(__aarch64__)
-#define DS4_EMU_UCONTEXT 1
-#include <ucontext.h>
-#endif
 
 namespace ds4::cuda::emu {
 namespace {
@@ -30,13 +28,10 @@ struct Warp {
   uint64_t lanes[2][32] = {};  // double buffered: shuffle k uses lanes[k % 2]
 };
 
+namespace ctx = boost::context;
+
 struct Fiber {
-  std::unique_ptr<char[]> stack;
-#if !defined(DS4_EMU_UCONTEXT)
-  void* sp = nullptr;
-#else
-  ucontext_t context;
-#endif
+  ctx::fiber context;  // the suspended fiber (empty once it returned)
   unsigned tid = 0;
   bool done = false;
   const Gate* waiting = nullptr;  // the gate this fiber waits at, until its generation moves on
@@ -51,129 +46,26 @@ struct State {
   std::vector<unsigned char> dynamic;
   const std::function<void()>* kernel = nullptr;
   Fiber* current = nullptr;
-#if !defined(DS4_EMU_UCONTEXT)
-  void* scheduler_sp = nullptr;
-#else
-  ucontext_t scheduler;
-#endif
+  ctx::fiber scheduler;  // the suspended scheduler, while a fiber runs
+  ctx::pooled_fixedsize_stack stacks{kStackBytes};
 };
 State state;
 
-// ds4_emu_switch(save, load): push the callee-saved registers, store the stack pointer in
-// *save, load `load` as the stack pointer, pop the registers saved there, return into that stack.
-#if defined(__x86_64__)
-extern "C" void ds4_emu_switch(void** save_sp, void* load_sp);
-asm(R"(
-  .text
-  .p2align 4
-  .type ds4_emu_switch, %function
-ds4_emu_switch:
-  pushq %rbp
-  pushq %rbx
-  pushq %r12
-  pushq %r13
-  pushq %r14
-  pushq %r15
-  movq %rsp, (%rdi)
-  movq %rsi, %rsp
-  popq %r15
-  popq %r14
-  popq %r13
-  popq %r12
-  popq %rbx
-  popq %rbp
-  ret
-  .size ds4_emu_switch, .-ds4_emu_switch
-)");
-#elif defined(__aarch64__)
-extern "C" void ds4_emu_switch(void** save_sp, void* load_sp);
-asm(R"(
-  .text
-  .p2align 2
-  .type ds4_emu_switch, %function
-ds4_emu_switch:
-  hint #34
-  sub sp, sp, #160
-  stp x19, x20, [sp, #0]
-  stp x21, x22, [sp, #16]
-  stp x23, x24, [sp, #32]
-  stp x25, x26, [sp, #48]
-  stp x27, x28, [sp, #64]
-  stp x29, x30, [sp, #80]
-  stp d8, d9, [sp, #96]
-  stp d10, d11, [sp, #112]
-  stp d12, d13, [sp, #128]
-  stp d14, d15, [sp, #144]
-  mov x9, sp
-  str x9, [x0]
-  mov sp, x1
-  ldp x19, x20, [sp, #0]
-  ldp x21, x22, [sp, #16]
-  ldp x23, x24, [sp, #32]
-  ldp x25, x26, [sp, #48]
-  ldp x27, x28, [sp, #64]
-  ldp x29, x30, [sp, #80]
-  ldp d8, d9, [sp, #96]
-  ldp d10, d11, [sp, #112]
-  ldp d12, d13, [sp, #128]
-  ldp d14, d15, [sp, #144]
-  add sp, sp, #160
-  ret
-  .size ds4_emu_switch, .-ds4_emu_switch
-)");
-#endif
-
-void to_scheduler() {
-#if !defined(DS4_EMU_UCONTEXT)
-  ds4_emu_switch(&state.current->sp, state.scheduler_sp);
-#else
-  swapcontext(&state.current->context, &state.scheduler);
-#endif
-}
-
-[[noreturn]] void fiber_main() {
-  (*state.kernel)();
-  state.current->done = true;
-  to_scheduler();
-  std::abort();  // a finished fiber is never resumed
-}
+void to_scheduler() { state.scheduler = std::move(state.scheduler).resume(); }
 
 void start_fiber(Fiber& f) {
-  if (!f.stack) f.stack = std::make_unique<char[]>(kStackBytes);
-#if defined(__x86_64__)
-  // Six zero registers for the pops, then fiber_main as the return address of the `ret`; the
-  // stack is then 8 mod 16, as at any function entry.
-  auto top = reinterpret_cast<uintptr_t>(f.stack.get() + kStackBytes) & ~uintptr_t{15};
-  auto* sp = reinterpret_cast<void**>(top) - 8;
-  for (int i = 0; i < 6; i++) sp[i] = nullptr;
-  sp[6] = reinterpret_cast<void*>(&fiber_main);
-  sp[7] = nullptr;
-  f.sp = sp;
-#elif defined(__aarch64__)
-  // 20 zero registers for the loads but x30 (the link register), fiber_main, where `ret` goes;
-  // the stack is then the 16-aligned top.
-  auto top = reinterpret_cast<uintptr_t>(f.stack.get() + kStackBytes) & ~uintptr_t{15};
-  auto* sp = reinterpret_cast<void**>(top) - 20;
-  for (int i = 0; i < 20; i++) sp[i] = nullptr;
-  sp[11] = reinterpret_cast<void*>(&fiber_main);
-  f.sp = sp;
-#else
-  getcontext(&f.context);
-  f.context.uc_stack.ss_sp = f.stack.get();
-  f.context.uc_stack.ss_size = kStackBytes;
-  f.context.uc_link = nullptr;
-  makecontext(&f.context, &fiber_main, 0);
-#endif
+  f.context = ctx::fiber(std::allocator_arg, state.stacks, [](ctx::fiber&& scheduler) {
+    state.scheduler = std::move(scheduler);
+    (*state.kernel)();
+    state.current->done = true;
+    return std::move(state.scheduler);
+  });
 }
 
 void resume(Fiber& f) {
   state.current = &f;
   threadIdx = {f.tid, 0, 0};
-#if !defined(DS4_EMU_UCONTEXT)
-  ds4_emu_switch(&state.scheduler_sp, f.sp);
-#else
-  swapcontext(&state.scheduler, &f.context);
-#endif
+  f.context = std::move(f.context).resume();
 }
 
 // Arrive at `g`; the last arrival opens it for all, the others wait for the next generation.
