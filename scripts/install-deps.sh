@@ -5,7 +5,7 @@ set -euo pipefail
 
 PACKAGES=(
   build-essential cmake ninja-build pkg-config git ca-certificates
-  libboost1.81-dev libboost-json1.81-dev
+  libboost1.81-dev libboost-json1.81-dev libboost-context1.81-dev
   libspdlog-dev libfmt-dev libsystemd-dev
   googletest libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev libtomlplusplus-dev libxxhash-dev libssl-dev
@@ -23,7 +23,7 @@ if [ "$(dpkg --print-architecture)" = amd64 ]; then
   ARM64_CROSS=1
   PACKAGES+=(
     g++-aarch64-linux-gnu qemu-user-static
-    libboost1.81-dev:arm64 libboost-json1.81-dev:arm64 libspdlog-dev:arm64 libfmt-dev:arm64
+    libboost1.81-dev:arm64 libboost-json1.81-dev:arm64 libboost-context1.81-dev:arm64 libspdlog-dev:arm64 libfmt-dev:arm64
     libsystemd-dev:arm64 libgtest-dev:arm64 libgmock-dev:arm64 libbenchmark-dev:arm64
     libtomlplusplus-dev:arm64 libxxhash-dev:arm64 libssl-dev:arm64
   )

@@ -15,11 +15,13 @@ namespace {
 constexpr quant::Isa kFastReference{quant::Arch::Generic, quant::Order::Fast};
 }  // namespace
 
-CompareResult compare_matvec(quant::Type type, int64_t rows, int64_t cols, bool special, uint32_t seed) {
+MatvecInputs matvec_inputs(quant::Type type, int64_t rows, int64_t cols, bool special, uint32_t seed) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> nd(0.0f, 1.0f);
-  const size_t rb = quant::row_bytes(type, static_cast<uint64_t>(cols));
-  std::vector<uint8_t> w(rb * rows);
+  MatvecInputs in;
+  const size_t rb = in.row_bytes = quant::row_bytes(type, static_cast<uint64_t>(cols));
+  std::vector<uint8_t>& w = in.w;
+  w.resize(rb * rows);
   std::vector<float> row(cols);
   for (int64_t r = 0; r < rows; r++) {
     for (auto& v : row) v = nd(rng) * (r % 7 == 0 ? 1e-6f : 1.0f);
@@ -43,15 +45,27 @@ CompareResult compare_matvec(quant::Type type, int64_t rows, int64_t cols, bool 
     for (int64_t i = 0; i < 7 * 13 && i < cols; i++) f[i * 3 % cols] = specials[i % 7];
   }
   const quant::Type vdt = quant::traits(type).vec_dot_type;
-  const size_t arb = quant::act_row_bytes(vdt, cols);
+  const size_t arb = in.act_row_bytes = quant::act_row_bytes(vdt, cols);
   const int n = cuda::kMaxMatvecWidth;
-  std::vector<uint8_t> act(arb * n);
+  in.act.resize(arb * n);
   std::vector<float> x(cols);
   for (int t = 0; t < n; t++) {
     for (auto& v : x) v = nd(rng) * static_cast<float>(t + 1);
-    quant::quantize_activation(vdt, x.data(), act.data() + t * arb, cols);
+    quant::quantize_activation(vdt, x.data(), in.act.data() + t * arb, cols);
   }
-  const cuda::DeviceWeight dw = cuda::upload_weight(type, w.data(), rows, cols);
+  return in;
+}
+
+float reference_dot(quant::Type type, const MatvecInputs& in, int64_t cols, int64_t r, int t) {
+  return quant::dot(type, in.w.data() + r * in.row_bytes, in.act.data() + t * in.act_row_bytes, cols, kFastReference);
+}
+
+CompareResult compare_matvec(quant::Type type, int64_t rows, int64_t cols, bool special, uint32_t seed) {
+  const MatvecInputs in = matvec_inputs(type, rows, cols, special, seed);
+  const std::vector<uint8_t>& act = in.act;
+  const size_t arb = in.act_row_bytes;
+  const int n = cuda::kMaxMatvecWidth;
+  const cuda::DeviceWeight dw = cuda::upload_weight(type, in.w.data(), rows, cols);
   cuda::DeviceBuffer dact(act.size());
   dact.upload(act.data(), act.size());
   cuda::DeviceBuffer dout(sizeof(float) * n * rows);
@@ -62,7 +76,7 @@ CompareResult compare_matvec(quant::Type type, int64_t rows, int64_t cols, bool 
     dout.download(got.data(), sizeof(float) * width * rows);
     for (int t = 0; t < width; t++)
       for (int64_t r = 0; r < rows; r++) {
-        const float want = quant::dot(type, w.data() + r * rb, act.data() + t * arb, cols, kFastReference);
+        const float want = reference_dot(type, in, cols, r, t);
         const float g = got[static_cast<size_t>(t) * rows + r];
         res.compared++;
         if (std::bit_cast<uint32_t>(g) == std::bit_cast<uint32_t>(want)) continue;

@@ -4,6 +4,7 @@
 // even where GoogleTest is not installed.
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "engine/quant/quant.hpp"
 
@@ -14,9 +15,22 @@ struct CompareResult {
   std::string first_mismatch;  // empty when every output matched
 };
 
-// Random weights (every 7th row scaled by 1e-6; with `special`, float-format subnormals, signed
-// zeros and large values), 8 random activation rows, then every width 1..8 on the device against
-// the generic CPU Fast dot (quant::dot with Isa{Generic, Fast}), bit for bit. Needs a usable device.
+// The comparison's host inputs: rows weight rows of row_bytes each (random, every 7th row scaled
+// by 1e-6; with `special`, float-format subnormals, signed zeros and large values) and 8
+// activation rows of act_row_bytes each, quantized to the format's vec_dot_type. The CUDA-thread
+// emulator's test (tests/engine/cuda/emulated_matvec_test.cpp) runs the kernels on them too.
+struct MatvecInputs {
+  size_t row_bytes = 0, act_row_bytes = 0;
+  std::vector<uint8_t> w, act;
+};
+MatvecInputs matvec_inputs(quant::Type type, int64_t rows, int64_t cols, bool special, uint32_t seed);
+
+// The reference: the generic CPU Fast dot (quant::dot with Isa{Generic, Fast}) of weight row r
+// and activation row t.
+float reference_dot(quant::Type type, const MatvecInputs& in, int64_t cols, int64_t r, int t);
+
+// matvec_inputs, then every width 1..8 on the device against reference_dot, bit for bit. Needs a
+// usable device.
 CompareResult compare_matvec(quant::Type type, int64_t rows, int64_t cols, bool special, uint32_t seed);
 
 // The shapes both runners use: one row, partial thread blocks, block counts that are and are not

@@ -10,6 +10,7 @@
 // memory, then every thread adds row j into slice j mod 8 (a multiply, then an add: no FMA).
 #include <cstdint>
 
+#include "engine/cuda/kernels/dynamic_shared.cuh"
 #include "engine/cuda/kernels/float_dot_block.cuh"
 #include "engine/quant/fast_math.hpp"
 
@@ -32,7 +33,7 @@ extern "C" __global__ void __launch_bounds__(1024)
                      float* out) {
   namespace fast = ds4::quant::fast;
   namespace arith = ds4::quant::arith;
-  extern __shared__ float tile[];
+  DS4_DYNAMIC_SHARED(float, tile);
   __shared__ float shared_m, shared_den;
   const int h = static_cast<int>(blockIdx.x), tid = static_cast<int>(threadIdx.x);
   const int nt = static_cast<int>(blockDim.x);  // a multiple of 32, so every tile starts at slice 0

@@ -1,0 +1,175 @@
+// The real device kernels of RMSNorm, sink attention, RoPE, the elementwise functions and the
+// bandwidth probe's copy (engine/cuda/kernels/*.cuh), run on the CPU by the CUDA-thread emulator (cuda_emulator.hpp)
+// with the launch shapes of engine/cuda/*.cpp, against the CPU's Fast functions bit for bit
+// (docs/arithmetic.md): the parallel decomposition is checked here on every machine, the device's
+// own rounding only where cuda_gpu_tests find a GPU. Shapes are small (one fiber per CUDA thread)
+// but keep the tails: rows not multiples of 8, several tiles of attention's pass 2, 1..3 heads.
+#include "tests/engine/cuda/cuda_emulator.hpp"
+// The kernels, after the emulator's definitions.
+#include "engine/cuda/kernels/attention.cuh"
+#include "engine/cuda/kernels/elementwise.cuh"
+#include "engine/cuda/kernels/rms_norm.cuh"
+#include "engine/cuda/kernels/rope.cuh"
+#include "engine/cuda/kernels/stream_copy.cuh"
+//
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "engine/kernels/thread_pool.hpp"
+#include "engine/model/attention.hpp"
+#include "engine/model/rms_norm.hpp"
+#include "engine/model/rope.hpp"
+#include "engine/quant/fast_math.hpp"
+#include "engine/quant/quant.hpp"
+#include "tests/engine/cuda/gpu_test_support.hpp"
+
+namespace {
+using namespace ds4::cuda::test;
+namespace emu = ds4::cuda::emu;
+
+TEST(EmulatedKernels, RmsNormMatchesTheCpuFastOrder) {
+  std::mt19937 rng(30);
+  ds4::model::Exec ex;
+  ex.exact = false;
+  ex.isa = ds4::quant::best_isa();
+  for (int64_t n : {512, 100, 33, 8, 1})
+    for (int64_t rows : {1, 3}) {
+      const auto x = randn(rng, size_t(rows * n), 2.0f), w = randn(rng, size_t(n), 1.0f);
+      std::vector<float> want(x.size()), want_nw(x.size()), got(x.size()), got_nw = x;
+      for (int64_t t = 0; t < rows; t++) {
+        ds4::model::rms_norm(ex, want.data() + t * n, x.data() + t * n, w.data(), uint64_t(n), 1e-6f);
+        ds4::model::rms_norm(ex, want_nw.data() + t * n, x.data() + t * n, nullptr, uint64_t(n), 1e-6f);
+      }
+      emu::launch(unsigned(rows), 256, 0, [&] { ds4_rms_norm(x.data(), w.data(), got.data(), n, 1e-6f); });
+      emu::launch(unsigned(rows), 256, 0, [&] { ds4_rms_norm(got_nw.data(), nullptr, got_nw.data(), n, 1e-6f); });
+      EXPECT_EQ(first_difference(got, want), "") << "n " << n << ", " << rows << " rows";
+      EXPECT_EQ(first_difference(got_nw, want_nw), "") << "in place, no weight: n " << n << ", " << rows << " rows";
+    }
+}
+
+struct AttnShape {
+  uint32_t d, n_raw, raw_window, n_comp;
+  bool sparse;  // every third compressed row not allowed
+};
+
+TEST(EmulatedKernels, AttentionMatchesTheCpuFastOrder) {
+  std::mt19937 rng(30);
+  ds4::kernels::ThreadPool pool(1);
+  // d = 64 and 96 with more rows than threads: several tiles of pass 2.
+  const AttnShape shapes[] = {{512, 23, 17, 13, true},
+                              {96, 40, 32, 150, false},
+                              {64, 150, 100, 31, true},
+                              {512, 0, 128, 0, false},
+                              {96, 1, 128, 0, false}};
+  for (const AttnShape& s : shapes)
+    for (uint32_t H : {1u, 2u, 3u}) {
+      ds4::model::LayerState st;
+      st.ratio = s.n_comp ? 4 : 0;
+      st.head_dim = s.d;
+      st.raw_window = s.raw_window;
+      st.raw_cap = s.raw_window + 3;  // the ring wraps
+      st.raw.assign(size_t(st.raw_cap) * s.d, 0.0f);
+      for (uint32_t r = 0; r < s.n_raw; r++) {
+        const auto row = randn(rng, s.d, 0.3f);
+        std::memcpy(st.push_raw_slot(), row.data(), s.d * sizeof(float));
+      }
+      st.comp.init(s.d, s.n_comp + 1);
+      for (uint32_t r = 0; r < s.n_comp; r++) {
+        const auto row = randn(rng, s.d, 0.3f);
+        std::memcpy(st.comp.append(), row.data(), s.d * sizeof(float));
+      }
+      std::vector<uint8_t> allowed(s.n_comp);
+      for (uint32_t r = 0; r < s.n_comp; r++) allowed[r] = !s.sparse || r % 3 != 1;
+      const auto q = randn(rng, size_t(H) * s.d, 0.6f);
+      auto sinks = randn(rng, H, 1.0f);
+      if (H == 3) sinks[2] = 30.0f;  // a sink above every score: m is the sink
+      std::vector<float> want(size_t(H) * s.d), got(want.size());
+      ds4::model::attend_fast(st, q.data(), H, sinks.data(), allowed.data(), ds4::quant::best_isa(), pool, want.data());
+
+      // The launches of engine/cuda/attention.cpp.
+      std::vector<const float*> rows;
+      for (uint32_t r = 0; r < st.n_visible_raw(); r++) rows.push_back(st.visible_raw_row(r));
+      for (uint32_t r = 0; r < s.n_comp; r++)
+        if (allowed[r]) rows.push_back(st.comp.row(r));
+      const int32_t n = int32_t(rows.size());
+      std::vector<float> scores(size_t(n) * H + 1);
+      const float scale = 1.0f / std::sqrt(float(s.d));
+      if (n > 0)
+        emu::launch(unsigned(n) * H, 256, 0,
+                    [&] { ds4_attn_scores(q.data(), rows.data(), int32_t(H), int64_t(s.d), scale, scores.data()); });
+      const unsigned threads = (s.d + 31) / 32 * 32;
+      emu::launch(H, threads, threads * sizeof(float), [&] {
+        ds4_attn_combine(scores.data(), rows.data(), n, int32_t(H), int32_t(s.d), sinks.data(), got.data());
+      });
+      EXPECT_EQ(first_difference(got, want), "") << "d " << s.d << ", " << n << " rows, " << H << " heads";
+    }
+}
+
+TEST(EmulatedKernels, RopeMatchesTheCpuRotation) {
+  std::mt19937 rng(30);
+  ds4::model::ModelConfig c;
+  c.rope_base = 10000;
+  c.compress_rope_base = 160000;
+  c.rope_scale_factor = 16;
+  c.rope_orig_ctx = 65536;
+  c.yarn_beta_fast = 32;
+  c.yarn_beta_slow = 1;
+  c.compress_ratio = {0, 4};  // layer 0 plain RoPE, layer 1 YaRN
+  const std::vector<uint32_t> positions = {0, 1, 77, 4096, 65535, 1000000};
+  const int64_t T = int64_t(positions.size());
+  for (auto [head_dim, n_rot] : {std::pair{512u, 64u}, std::pair{96u, 96u}})
+    for (uint32_t layer : {0u, 1u})
+      for (bool inverse : {false, true})
+        for (uint32_t H : {1u, 3u, 64u}) {
+          c.head_dim = head_dim;
+          c.n_rot = n_rot;
+          const ds4::model::RopeParams p = ds4::model::rope_params_for_layer(c, layer);
+          const auto x = randn(rng, size_t(T) * H * head_dim, 1.0f);
+          std::vector<float> want = x, got = x, cs(size_t(T) * n_rot);
+          for (int64_t t = 0; t < T; t++) {
+            ds4::model::rope_angles(p, positions[t], inverse, false, cs.data() + t * n_rot);
+            ds4::model::rope_apply(want.data() + t * H * head_dim, H, head_dim, n_rot, cs.data() + t * n_rot);
+          }
+          const int64_t pairs = T * H * (n_rot / 2);  // engine/cuda/rope.cpp: one thread a pair, 256 a block
+          const int32_t hd = int32_t(head_dim), nr = int32_t(n_rot);  // clang < 16 cannot capture a binding
+          emu::launch(unsigned((pairs + 255) / 256), 256, 0,
+                      [&] { ds4_rope(got.data(), cs.data(), T, int32_t(H), hd, nr); });
+          EXPECT_EQ(first_difference(got, want), "") << "head_dim " << head_dim << ", layer " << layer
+                                                     << (inverse ? ", inverse" : "") << ", " << H << " heads";
+        }
+}
+
+TEST(EmulatedKernels, ElementwiseDispatchesTheCpuFunctions) {
+  namespace fast = ds4::quant::fast;
+  std::vector<float> in;
+  for (int i = -3000; i <= 3000; i++) in.push_back(float(i) * 0.04f + 1e-3f);  // [-120, 120], not a block multiple
+  for (float x : {0.0f, -0.0f, std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(), 1e-30f,
+                  -1e-30f, 88.7228394f, -103.97f, 20.0f, -20.0f})
+    in.push_back(x);
+  const int64_t n = int64_t(in.size());
+  float (*const host[])(float) = {fast::exp, fast::sigmoid, fast::sigmoid_stable, fast::silu, fast::softplus};
+  for (int32_t op = 0; op < 5; op++) {
+    std::vector<float> want(in.size()), got(in.size());
+    for (size_t i = 0; i < in.size(); i++) want[i] = host[op](in[i]);
+    emu::launch(unsigned((n + 255) / 256), 256, 0, [&] { ds4_elementwise(op, in.data(), got.data(), n); });
+    EXPECT_EQ(first_difference(got, want), "") << "op " << op;
+  }
+}
+
+// A grid smaller than the words: the grid-stride loop covers them all, and nothing past them.
+TEST(EmulatedKernels, StreamCopyCoversEveryWord) {
+  for (uint64_t n : {1u, 37u, 1000u}) {
+    std::vector<uint4> src(n + 1), dst(n + 1, uint4{7, 7, 7, 7});
+    for (uint64_t i = 0; i <= n; i++) src[i] = {unsigned(i), unsigned(2 * i), unsigned(3 * i), unsigned(~i)};
+    emu::launch(3, 64, 0, [&] { ds4_stream_copy(src.data(), dst.data(), n); });
+    for (uint64_t i = 0; i < n; i++) ASSERT_EQ(std::memcmp(&dst[i], &src[i], sizeof(uint4)), 0) << "word " << i;
+    EXPECT_EQ(dst[n].x, 7u) << "copied past the end";
+  }
+}
+
+}  // namespace
