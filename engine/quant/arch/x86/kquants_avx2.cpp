@@ -5,8 +5,11 @@
 // to the generic kernels of that order.
 #include <immintrin.h>
 
+#include <cstring>
+
 #include "engine/quant/arch/block_orders.hpp"
 #include "engine/quant/arch/x86/avx2_util.hpp"
+#include "engine/quant/arch/x86/block_groups.hpp"
 #include "engine/quant/arch/x86/kernels_avx2.hpp"
 #include "engine/quant/blocks.hpp"
 #include "engine/quant/formats.hpp"
@@ -110,29 +113,57 @@ void dot_q2_k_multi(const void* w, const void* act, size_t act_stride, int n_act
   }
 }
 
+// Q4_K's twelve packed 6-bit scale bytes -> the eight sub-block scales (bytes 0-7) and the
+// eight mins (bytes 8-15), unpack_q4_k_scales done with four 32-bit word operations.
+inline __m128i q4_k_scales_mins(const uint8_t* packed12) {
+  constexpr uint32_t k6 = 0x3f3f3f3f, k4 = 0x0f0f0f0f, k2 = 0x03030303;
+  uint32_t u[3];
+  std::memcpy(u, packed12, 12);
+  const uint32_t m47 = ((u[2] >> 4) & k4) | (((u[1] >> 6) & k2) << 4);
+  const uint32_t m03 = u[1] & k6;
+  const uint32_t s47 = (u[2] & k4) | (((u[0] >> 6) & k2) << 4);
+  return _mm_set_epi32(static_cast<int>(m47), static_cast<int>(m03), static_cast<int>(s47),
+                       static_cast<int>(u[0] & k6));
+}
+
+// pshufb controls broadcasting int16 lane j of a 128-bit half to every int16 lane.
+struct WordBroadcasts {
+  __m256i ctl[8];
+  WordBroadcasts() {
+    for (int j = 0; j < 8; j++) ctl[j] = _mm256_set1_epi16(static_cast<short>((2 * j + 1) << 8 | 2 * j));
+  }
+};
+
+// Block i of a Q4_K row: the packed partials of isum (lanes 0-3) and summs (4-7), both exact.
+[[gnu::always_inline]] inline __m256i q4_k_parts(const BlockQ4_K& x, const BlockQ8_K& y, const WordBroadcasts& wb) {
+  const __m256i m4 = _mm256_set1_epi8(0x0f);
+  const __m256i sm = _mm256_cvtepu8_epi16(q4_k_scales_mins(x.scales));  // int16: scales 0-7, mins 8-15
+  const __m256i bs = load32(y.bsums);
+  const __m128i pair_sums = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
+  const __m128i summs = _mm_madd_epi16(_mm256_extracti128_si256(sm, 1), pair_sums);
+  const __m256i scales = _mm256_broadcastsi128_si256(_mm256_castsi256_si128(sm));
+  __m256i acc0 = _mm256_setzero_si256(), acc1 = _mm256_setzero_si256();
+#pragma GCC unroll 4
+  for (int c = 0; c < 4; c++) {
+    const __m256i bits = load32(x.qs + 32 * c);
+    const __m256i plo = _mm256_maddubs_epi16(_mm256_and_si256(bits, m4), load32(y.qs + 64 * c));
+    const __m256i phi =
+        _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(bits, 4), m4), load32(y.qs + 64 * c + 32));
+    acc0 = _mm256_add_epi32(acc0, _mm256_madd_epi16(plo, _mm256_shuffle_epi8(scales, wb.ctl[2 * c])));
+    acc1 = _mm256_add_epi32(acc1, _mm256_madd_epi16(phi, _mm256_shuffle_epi8(scales, wb.ctl[2 * c + 1])));
+  }
+  return avx2::pack_parts(_mm256_add_epi32(acc0, acc1), summs);
+}
+
 template <class Sum>
 float dot_q4_k(const void* w, const void* act, int64_t n) {
   const BlockQ4_K* x = static_cast<const BlockQ4_K*>(w);
   const BlockQ8_K* y = static_cast<const BlockQ8_K*>(act);
-  const __m256i m4 = _mm256_set1_epi8(0x0f);
-  Sum sum;
-  for (int64_t i = 0; i < n / QK_K; i++) {
-    uint8_t sc[8], m[8];
-    unpack_q4_k_scales(x[i].scales, sc, m);
-    int summs = 0;
-    for (int j = 0; j < 8; j++) summs += m[j] * (y[i].bsums[2 * j] + y[i].bsums[2 * j + 1]);
-    __m256i acc = _mm256_setzero_si256();
-    for (int c = 0; c < 4; c++) {
-      const __m256i bits = load32(x[i].qs + 32 * c);
-      const __m256i lo = _mm256_and_si256(bits, m4);
-      const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(bits, 4), m4);
-      const __m256i plo = _mm256_maddubs_epi16(lo, load32(y[i].qs + 64 * c));
-      const __m256i phi = _mm256_maddubs_epi16(hi, load32(y[i].qs + 64 * c + 32));
-      acc = _mm256_add_epi32(acc, _mm256_madd_epi16(plo, _mm256_set1_epi16(sc[2 * c])));
-      acc = _mm256_add_epi32(acc, _mm256_madd_epi16(phi, _mm256_set1_epi16(sc[2 * c + 1])));
-    }
-    sum.kquant(i, y[i].d, avx2::h2f(x[i].d), avx2::h2f(x[i].dmin), avx2::hsum_i32(acc), summs);
-  }
+  static const WordBroadcasts wb;
+  avx2::GroupSum<Sum> sum;
+  avx2::groups8(
+      n / QK_K, [&](int64_t i) { return q4_k_parts(x[i], y[i], wb); }, &x->d, sizeof(BlockQ4_K), &y->d,
+      sizeof(BlockQ8_K), [&](const avx2::Group8& g) { sum.kquant(g); });
   return sum.result();
 }
 
