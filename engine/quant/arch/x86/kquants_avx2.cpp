@@ -34,38 +34,40 @@ struct PairShuffles {
   }
 };
 
+// Block i of a Q2_K row: the packed partials of isum (lanes 0-3) and summs (4-7), both exact.
+[[gnu::always_inline]] inline __m256i q2_k_parts(const BlockQ2_K& x, const BlockQ8_K& y, const PairShuffles& sh) {
+  const __m256i m3 = _mm256_set1_epi8(3);
+  const __m128i m4 = _mm_set1_epi8(0x0f);
+  const __m128i scb = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x.scales));
+  const __m256i mins = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(scb, 4), m4));
+  const __m256i summs = _mm256_madd_epi16(mins, load32(y.bsums));
+  const __m256i scales = _mm256_broadcastsi128_si256(_mm_and_si128(scb, m4));
+  __m256i acc0 = _mm256_setzero_si256(), acc1 = _mm256_setzero_si256();
+#pragma GCC unroll 2
+  for (int half = 0; half < 2; half++) {
+    const __m256i bits = load32(x.qs + 32 * half);
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; k++) {
+      const __m256i q = _mm256_and_si256(_mm256_srli_epi16(bits, 2 * k), m3);
+      const __m256i p = _mm256_maddubs_epi16(q, load32(y.qs + 128 * half + 32 * k));
+      const __m256i sc16 = _mm256_shuffle_epi8(scales, sh.ctl[4 * half + k]);
+      __m256i& acc = k % 2 ? acc1 : acc0;  // two independent add chains
+      acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p, sc16));
+    }
+  }
+  const __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(summs), _mm256_extracti128_si256(summs, 1));
+  return avx2::pack_parts(_mm256_add_epi32(acc0, acc1), s4);
+}
+
 template <class Sum>
 float dot_q2_k(const void* w, const void* act, int64_t n) {
   const BlockQ2_K* x = static_cast<const BlockQ2_K*>(w);
   const BlockQ8_K* y = static_cast<const BlockQ8_K*>(act);
-  const __m256i m3 = _mm256_set1_epi8(3);
-  const __m128i m4 = _mm_set1_epi8(0x0f);
   static const PairShuffles shuffles;
-  Sum sum;
-  for (int64_t i = 0; i < n / QK_K; i++) {
-    const __m128i scb = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x[i].scales));
-    const __m256i mins = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(scb, 4), m4));
-    const __m256i summs_v = _mm256_madd_epi16(mins, load32(y[i].bsums));
-    const __m256i scales = _mm256_broadcastsi128_si256(_mm_and_si128(scb, m4));
-    __m256i acc = _mm256_setzero_si256();
-    const int8_t* q8 = y[i].qs;
-    for (int half = 0; half < 2; half++) {
-      const __m256i bits = load32(x[i].qs + 32 * half);
-      for (int k = 0; k < 4; k++) {
-        const __m256i q = _mm256_and_si256(_mm256_srli_epi16(bits, 2 * k), m3);
-        const __m256i p = _mm256_maddubs_epi16(q, load32(q8));
-        const __m256i sc16 = _mm256_shuffle_epi8(scales, shuffles.ctl[4 * half + k]);
-        acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p, sc16));
-        q8 += 32;
-      }
-    }
-    const __m256i both = _mm256_hadd_epi32(acc, summs_v);  // lanes 0,1,4,5: isum; 2,3,6,7: summs
-    alignas(32) int32_t l[8];
-    _mm256_store_si256(reinterpret_cast<__m256i*>(l), both);
-    const int isum = l[0] + l[1] + l[4] + l[5];
-    const int summs = l[2] + l[3] + l[6] + l[7];
-    sum.kquant(i, y[i].d, avx2::h2f(x[i].d), avx2::h2f(x[i].dmin), isum, summs);
-  }
+  avx2::GroupSum<Sum> sum;
+  avx2::groups8(
+      n / QK_K, [&](int64_t i) { return q2_k_parts(x[i], y[i], shuffles); }, &x->d, sizeof(BlockQ2_K), &y->d,
+      sizeof(BlockQ8_K), [&](const avx2::Group8& g) { sum.kquant(g); });
   return sum.result();
 }
 
