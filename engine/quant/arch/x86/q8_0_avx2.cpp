@@ -39,10 +39,12 @@ struct Mxfp4Weights {
     return _mm256_castsi256_ps(_mm256_blendv_epi8(normal, tiny, _mm256_cmpgt_epi32(_mm256_set1_epi32(2), e)));
   }
   const void* block(int64_t b) const { return w + b; }
+  // The 16 bytes in both halves, shifted right by 0 (low half) and 4 (high half) in one srlv:
+  // low nibbles then high nibbles, as table indices.
   __m256i values(int64_t b) const {
-    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w[b].qs));
-    const __m128i m = _mm_set1_epi8(0x0f);
-    const __m256i idx = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), m), _mm_and_si128(q, m));
+    const __m256i q = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w[b].qs)));
+    const __m256i idx =
+        _mm256_and_si256(_mm256_srlv_epi32(q, _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4)), _mm256_set1_epi8(0x0f));
     return _mm256_shuffle_epi8(table, idx);
   }
 };
