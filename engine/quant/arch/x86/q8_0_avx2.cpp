@@ -69,7 +69,8 @@ float dot_blocks32(const W& w, const BlockQ8_0Act* x, int64_t nb) {
 // fl(scale_w * d_x_t) and the exact integer block sums as floats. Both orders' multi-row kernels
 // start from these; they differ only in how the products enter the sums.
 template <class W>
-std::pair<__m256, __m256> block_rows8(const W& w, const BlockQ8_0Act* const x[8], int64_t b) {
+[[gnu::always_inline]] inline std::pair<__m256, __m256> block_rows8(const W& w, const BlockQ8_0Act* const x[8],
+                                                                    int64_t b) {
   const __m256i wv = w.values(b);
   const __m256i aw = _mm256_sign_epi8(wv, wv);
   __m256i v[8];
