@@ -27,7 +27,8 @@ struct SerialSum {
 
 // Blocks must arrive in ascending order (each slice then takes its blocks in order): block b goes
 // to slice b mod 8. For the 256-element formats the integer work per block dwarfs the indexed
-// accumulator; the 32-element ones vectorise the slices instead (x86/q8_0_avx2.cpp).
+// accumulator (NEON); the AVX2 kernels vectorise the slices instead, eight blocks per step
+// (x86/q8_0_avx2.cpp, x86/block_groups.hpp).
 struct SlicedSum {
   float acc[fast::kSlices] = {};
   void blocks32(int64_t b, float scale, float dx, int32_t isum) {

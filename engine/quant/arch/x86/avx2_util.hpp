@@ -4,6 +4,7 @@
 #include <immintrin.h>
 
 #include <cstdint>
+#include <cstring>
 
 namespace ds4::quant::detail::avx2 {
 
@@ -32,6 +33,29 @@ inline __m256i hsum8_i32(const __m256i v[8]) {
   const __m256i lo = _mm256_permute2x128_si256(a, b, 0x20);
   const __m256i hi = _mm256_permute2x128_si256(a, b, 0x31);
   return _mm256_add_epi32(lo, hi);
+}
+
+// The dword at p of each of eight records `stride` bytes apart (lanes k >= live: 0, not read),
+// built in registers: storing them one by one and reloading them as a vector would miss the
+// store-to-load forwarding and hold up the float steps that wait on them.
+inline __m256i dwords8(const void* p, int stride, int live) {
+  const auto* c = static_cast<const char*>(p);
+  const auto at = [&](int k) {
+    int32_t d = 0;
+    if (k < live) std::memcpy(&d, c + k * stride, 4);
+    return d;
+  };
+  __m128i lo = _mm_cvtsi32_si128(at(0)), hi = _mm_cvtsi32_si128(at(4));
+  lo = _mm_insert_epi32(lo, at(1), 1), hi = _mm_insert_epi32(hi, at(5), 1);
+  lo = _mm_insert_epi32(lo, at(2), 2), hi = _mm_insert_epi32(hi, at(6), 2);
+  lo = _mm_insert_epi32(lo, at(3), 3), hi = _mm_insert_epi32(hi, at(7), 3);
+  return _mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1);
+}
+
+// Eight f16 values in the low halves of dwords -> f32 (exact).
+inline __m256 f16_low8(__m256i dw) {
+  const __m256i p = _mm256_packus_epi32(_mm256_and_si256(dw, _mm256_set1_epi32(0xffff)), _mm256_setzero_si256());
+  return _mm256_cvtph_ps(_mm256_castsi256_si128(_mm256_permute4x64_epi64(p, 0x08)));
 }
 
 // int8 x int8 dot of 32 lanes as 8 int32 partial sums. Exact provided no lane of `act` is

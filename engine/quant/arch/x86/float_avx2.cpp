@@ -45,28 +45,42 @@ struct BF16Weights {
 // ---- Fast order (docs/arithmetic.md §float-dot): blocks of 32 products, each reduced by the
 // halving tree; eight slices of blocks, each summed in order; the pairwise tree of the slices.
 
-// The four product vectors of 32-element block b (elements 8k..8k+7 in v[k]); a short last block
-// is padded with +0.0 products, as the contract says.
-template <class Weights>
-void block_products(Weights w, const float* x, int64_t n, int64_t b, __m256 v[4]) {
-  const int64_t i0 = b * 32;
-  if (i0 + 32 <= n) {
-    for (int k = 0; k < 4; k++) v[k] = _mm256_mul_ps(w.load8(i0 + 8 * k), _mm256_loadu_ps(x + i0 + 8 * k));
-    return;
-  }
-  alignas(32) float p[32];
-  for (int i = 0; i < 32; i++) p[i] = i0 + i < n ? w.at(i0 + i) * x[i0 + i] : 0.0f;
-  for (int k = 0; k < 4; k++) v[k] = _mm256_load_ps(p + 8 * k);
-}
-
 // The first two halvings of a block (i with i+16, then i+8): eight values left.
 inline __m256 halve32(const __m256 v[4]) { return _mm256_add_ps(_mm256_add_ps(v[0], v[2]), _mm256_add_ps(v[1], v[3])); }
+
+// halve32 of the complete block at element i0: inlined, so a group's eight blocks stay in
+// registers (an out-of-line call per block spilled them all).
+template <class Weights>
+[[gnu::always_inline]] inline __m256 full_block(Weights w, const float* x, int64_t i0) {
+  __m256 v[4];
+#pragma GCC unroll 4
+  for (int k = 0; k < 4; k++) v[k] = _mm256_mul_ps(w.load8(i0 + 8 * k), _mm256_loadu_ps(x + i0 + 8 * k));
+  return halve32(v);
+}
+
+// halve32 of block b where it may be short or past the end: missing products are +0.0, as the
+// contract says (a block wholly past the end is all +0.0). Kept out of line: only the tail uses it.
+template <class Weights>
+[[gnu::noinline]] __m256 tail_block(Weights w, const float* x, int64_t n, int64_t b) {
+  const int64_t i0 = b * 32;
+  alignas(32) float p[32];
+  for (int i = 0; i < 32; i++) p[i] = i0 + i < n ? w.at(i0 + i) * x[i0 + i] : 0.0f;
+  __m256 v[4];
+  for (int k = 0; k < 4; k++) v[k] = _mm256_load_ps(p + 8 * k);
+  return halve32(v);
+}
+
+template <class Weights>
+[[gnu::always_inline]] inline __m256 any_block(Weights w, const float* x, int64_t n, int64_t b) {
+  return b * 32 + 32 <= n ? full_block(w, x, b * 32) : tail_block(w, x, n, b);
+}
 
 // The last three halvings (i with i+4, i+2, i+1) of eight blocks at once: u[s] holds block s's
 // eight values; lane s of the result is block s's value. Each add pairs the same two values the
 // scalar tree pairs; only the lanes they sit in differ.
-inline __m256 finish8(const __m256 u[8]) {
+[[gnu::always_inline]] inline __m256 finish8(const __m256 u[8]) {
   __m256 a[4];  // a[k] = [block k's 4 values | block k+4's 4 values] after the i+4 halving
+#pragma GCC unroll 4
   for (int k = 0; k < 4; k++)
     a[k] = _mm256_add_ps(_mm256_permute2f128_ps(u[k], u[k + 4], 0x20), _mm256_permute2f128_ps(u[k], u[k + 4], 0x31));
   // i+2: [k0 v0,v1, k1 v0,v1 | ...] for the pairs (0,1) and (2,3)
@@ -80,23 +94,23 @@ inline __m256 finish8(const __m256 u[8]) {
 }
 
 // One row: eight consecutive blocks are one block of every slice, so each step reads the next 256
-// elements in order and lane s of finish8 is slice s's block value. Blocks past the end add +0.0,
-// which leaves an accumulator unchanged (it is never -0).
+// elements in order and lane s of finish8 is slice s's block value. Complete groups of eight
+// run branch-free; in the last group, blocks past the end add +0.0, which leaves an accumulator
+// unchanged (it is never -0).
 template <class Weights>
 float dot_fast(Weights w, const float* x, int64_t n) {
   const int64_t nb = (n + 31) / 32;
   __m256 acc = _mm256_setzero_ps();
-  for (int64_t b = 0; b < nb; b += 8) {
+  int64_t b = 0;
+  for (; (b + 8) * 32 <= n; b += 8) {
+    __m256 u[8];  // unrolled: the eight block vectors stay in registers
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; k++) u[k] = full_block(w, x, (b + k) * 32);
+    acc = _mm256_add_ps(acc, finish8(u));
+  }
+  if (b < nb) {
     __m256 u[8];
-    for (int k = 0; k < 8; k++) {
-      if (b + k < nb) {
-        __m256 v[4];
-        block_products(w, x, n, b + k, v);
-        u[k] = halve32(v);
-      } else {
-        u[k] = _mm256_setzero_ps();
-      }
-    }
+    for (int k = 0; k < 8; k++) u[k] = b + k < nb ? any_block(w, x, n, b + k) : _mm256_setzero_ps();
     acc = _mm256_add_ps(acc, finish8(u));
   }
   alignas(32) float lanes[8];
@@ -124,11 +138,8 @@ void dot_fast_multi(Weights w, const uint8_t* act, size_t stride, int n_act, int
     for (__m256& a : acc) a = _mm256_setzero_ps();
     const auto values = [&](int64_t b) {
       __m256 u[8];
-      for (int t = 0; t < 8; t++) {
-        __m256 v[4];
-        block_products(w, x[t], n, b, v);
-        u[t] = halve32(v);
-      }
+#pragma GCC unroll 8
+      for (int t = 0; t < 8; t++) u[t] = any_block(w, x[t], n, b);
       return finish8(u);
     };
     int64_t b = 0;

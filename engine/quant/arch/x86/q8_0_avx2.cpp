@@ -23,6 +23,7 @@ inline __m256i load32(const void* p) { return _mm256_loadu_si256(static_cast<con
 struct Q8_0Weights {
   const BlockQ8_0* w;
   float scale(int64_t b) const { return avx2::h2f(w[b].d); }
+  __m256 scales8(int64_t b, int live) const { return avx2::f16_low8(avx2::dwords8(&w[b].d, sizeof(BlockQ8_0), live)); }
   __m256i values(int64_t b) const { return load32(w[b].qs); }
   const void* block(int64_t b) const { return w + b; }
 };
@@ -31,11 +32,19 @@ struct Mxfp4Weights {
   const BlockMXFP4* w;
   __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kMxfp4Values)));
   float scale(int64_t b) const { return e8m0_to_f32_half(w[b].e); }
+  __m256 scales8(int64_t b, int live) const {  // e8m0_to_f32_half lane-wise
+    const __m256i e = _mm256_and_si256(avx2::dwords8(&w[b].e, sizeof(BlockMXFP4), live), _mm256_set1_epi32(0xff));
+    const __m256i tiny = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), e);
+    const __m256i normal = _mm256_slli_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(1)), 23);
+    return _mm256_castsi256_ps(_mm256_blendv_epi8(normal, tiny, _mm256_cmpgt_epi32(_mm256_set1_epi32(2), e)));
+  }
   const void* block(int64_t b) const { return w + b; }
+  // The 16 bytes in both halves, shifted right by 0 (low half) and 4 (high half) in one srlv:
+  // low nibbles then high nibbles, as table indices.
   __m256i values(int64_t b) const {
-    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w[b].qs));
-    const __m128i m = _mm_set1_epi8(0x0f);
-    const __m256i idx = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), m), _mm_and_si128(q, m));
+    const __m256i q = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w[b].qs)));
+    const __m256i idx =
+        _mm256_and_si256(_mm256_srlv_epi32(q, _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4)), _mm256_set1_epi8(0x0f));
     return _mm256_shuffle_epi8(table, idx);
   }
 };
@@ -60,7 +69,8 @@ float dot_blocks32(const W& w, const BlockQ8_0Act* x, int64_t nb) {
 // fl(scale_w * d_x_t) and the exact integer block sums as floats. Both orders' multi-row kernels
 // start from these; they differ only in how the products enter the sums.
 template <class W>
-std::pair<__m256, __m256> block_rows8(const W& w, const BlockQ8_0Act* const x[8], int64_t b) {
+[[gnu::always_inline]] inline std::pair<__m256, __m256> block_rows8(const W& w, const BlockQ8_0Act* const x[8],
+                                                                    int64_t b) {
   const __m256i wv = w.values(b);
   const __m256i aw = _mm256_sign_epi8(wv, wv);
   __m256i v[8];
@@ -102,29 +112,25 @@ void dot_blocks32_multi(const W& w, const uint8_t* act, size_t stride, int n_act
 
 // Fast order (docs/arithmetic.md §slices), one row: eight consecutive blocks are one block of every
 // slice, so the row is read in one sequential stream and the slices are the eight lanes of one
-// accumulator: per step one hsum8 of the integer sums and one vector FMA. In a last, partial
-// step the missing blocks get scale 0 and fma(0, 0, acc) leaves their lanes unchanged (acc is
-// never -0: it starts at +0 and an exact-zero sum rounds to +0).
+// accumulator: per step one hsum8 of the integer sums and one vector FMA, the eight scales
+// converted together in registers. Complete steps run branch-free; in a last, partial step the
+// missing blocks get integer sum 0 and activation scale 0, and fma(0, 0, acc) leaves their
+// lanes unchanged (acc is never -0: it starts at +0 and an exact-zero sum rounds to +0).
 template <class W>
 float dot_blocks32_fast(const W& w, const BlockQ8_0Act* x, int64_t nb) {
   __m256 acc = _mm256_setzero_ps();
-  for (int64_t b = 0; b < nb; b += 8) {
-    const int live = nb - b < 8 ? static_cast<int>(nb - b) : 8;
+  const auto step = [&](int64_t b, int live) __attribute__((always_inline)) {
     __m256i v[8];
-    alignas(32) float scale[8], dx[8];
-    for (int k = 0; k < 8; k++) {
-      if (k < live) {
-        v[k] = avx2::dot_i8_32(w.values(b + k), load32(x[b + k].qs));
-        scale[k] = w.scale(b + k);
-        dx[k] = x[b + k].d;
-      } else {
-        v[k] = _mm256_setzero_si256();
-        scale[k] = dx[k] = 0.0f;
-      }
-    }
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; k++)
+      v[k] = k < live ? avx2::dot_i8_32(w.values(b + k), load32(x[b + k].qs)) : _mm256_setzero_si256();
     const __m256 isum = _mm256_cvtepi32_ps(avx2::hsum8_i32(v));
-    acc = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_load_ps(scale), _mm256_load_ps(dx)), isum, acc);
-  }
+    const __m256 dx = _mm256_castsi256_ps(avx2::dwords8(&x[b].d, sizeof(BlockQ8_0Act), live));
+    acc = _mm256_fmadd_ps(_mm256_mul_ps(w.scales8(b, live), dx), isum, acc);
+  };
+  int64_t b = 0;
+  for (; b + 8 <= nb; b += 8) step(b, 8);
+  if (b < nb) step(b, static_cast<int>(nb - b));
   alignas(32) float lanes[8];
   _mm256_store_ps(lanes, acc);
   return fast::tree(lanes);
