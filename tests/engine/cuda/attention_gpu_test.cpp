@@ -14,48 +14,22 @@
 #include "engine/model/attention.hpp"
 #include "engine/quant/quant.hpp"
 #include "tests/engine/cuda/gpu_test_support.hpp"
+#include "tests/engine/cuda/stage_cases.hpp"
 
 namespace {
 using namespace ds4::cuda::test;
 using ds4::model::LayerState;
 
-struct Shape {
-  uint32_t d, n_raw, raw_window, n_comp;
-  bool sparse;  // every third compressed row not allowed
-};
-
-// A layer with n_raw rows pushed through a ring of raw_window + 3 slots (so it wraps) and n_comp
-// compressed rows.
-LayerState make_layer(std::mt19937& rng, const Shape& s) {
-  LayerState st;
-  st.ratio = s.n_comp ? 4 : 0;
-  st.head_dim = s.d;
-  st.raw_window = s.raw_window;
-  st.raw_cap = s.raw_window + 3;
-  st.raw.assign(size_t(st.raw_cap) * s.d, 0.0f);
-  for (uint32_t r = 0; r < s.n_raw; r++) {
-    const auto row = randn(rng, s.d, 0.3f);
-    std::memcpy(st.push_raw_slot(), row.data(), s.d * sizeof(float));
-  }
-  st.comp.init(s.d, s.n_comp + 1);
-  for (uint32_t r = 0; r < s.n_comp; r++) {
-    const auto row = randn(rng, s.d, 0.3f);
-    std::memcpy(st.comp.append(), row.data(), s.d * sizeof(float));
-  }
-  return st;
-}
-
 TEST(AttentionGpu, MatchesTheCpuFastOrderBitForBit) {
   SKIP_WITHOUT_GPU();
   std::mt19937 rng(30);
   ds4::kernels::ThreadPool pool(2);
-  const Shape shapes[] = {{512, 23, 17, 13, true},  {512, 5, 128, 0, false}, {96, 200, 128, 1000, false},
-                          {64, 700, 600, 77, true}, {512, 0, 128, 0, false}, {96, 1, 128, 0, false}};
-  for (const Shape& s : shapes)
+  const AttnShape shapes[] = {{512, 23, 17, 13, true},  {512, 5, 128, 0, false}, {96, 200, 128, 1000, false},
+                              {64, 700, 600, 77, true}, {512, 0, 128, 0, false}, {96, 1, 128, 0, false}};
+  for (const AttnShape& s : shapes)
     for (uint32_t H : {1u, 2u, 3u}) {
       const LayerState st = make_layer(rng, s);
-      std::vector<uint8_t> allowed(s.n_comp);
-      for (uint32_t r = 0; r < s.n_comp; r++) allowed[r] = !s.sparse || r % 3 != 1;
+      const std::vector<uint8_t> allowed = allowed_mask(s);
       const auto q = randn(rng, size_t(H) * s.d, 0.6f);
       auto sinks = randn(rng, H, 1.0f);
       if (H == 3) sinks[2] = 30.0f;  // a sink above every score: m is the sink

@@ -27,6 +27,7 @@
 #include "engine/quant/fast_math.hpp"
 #include "engine/quant/quant.hpp"
 #include "tests/engine/cuda/gpu_test_support.hpp"
+#include "tests/engine/cuda/stage_cases.hpp"
 
 namespace {
 using namespace ds4::cuda::test;
@@ -52,11 +53,6 @@ TEST(EmulatedKernels, RmsNormMatchesTheCpuFastOrder) {
     }
 }
 
-struct AttnShape {
-  uint32_t d, n_raw, raw_window, n_comp;
-  bool sparse;  // every third compressed row not allowed
-};
-
 TEST(EmulatedKernels, AttentionMatchesTheCpuFastOrder) {
   std::mt19937 rng(30);
   ds4::kernels::ThreadPool pool(1);
@@ -68,23 +64,8 @@ TEST(EmulatedKernels, AttentionMatchesTheCpuFastOrder) {
                               {96, 1, 128, 0, false}};
   for (const AttnShape& s : shapes)
     for (uint32_t H : {1u, 2u, 3u}) {
-      ds4::model::LayerState st;
-      st.ratio = s.n_comp ? 4 : 0;
-      st.head_dim = s.d;
-      st.raw_window = s.raw_window;
-      st.raw_cap = s.raw_window + 3;  // the ring wraps
-      st.raw.assign(size_t(st.raw_cap) * s.d, 0.0f);
-      for (uint32_t r = 0; r < s.n_raw; r++) {
-        const auto row = randn(rng, s.d, 0.3f);
-        std::memcpy(st.push_raw_slot(), row.data(), s.d * sizeof(float));
-      }
-      st.comp.init(s.d, s.n_comp + 1);
-      for (uint32_t r = 0; r < s.n_comp; r++) {
-        const auto row = randn(rng, s.d, 0.3f);
-        std::memcpy(st.comp.append(), row.data(), s.d * sizeof(float));
-      }
-      std::vector<uint8_t> allowed(s.n_comp);
-      for (uint32_t r = 0; r < s.n_comp; r++) allowed[r] = !s.sparse || r % 3 != 1;
+      const ds4::model::LayerState st = make_layer(rng, s);  // the ring wraps
+      const std::vector<uint8_t> allowed = allowed_mask(s);
       const auto q = randn(rng, size_t(H) * s.d, 0.6f);
       auto sinks = randn(rng, H, 1.0f);
       if (H == 3) sinks[2] = 30.0f;  // a sink above every score: m is the sink
@@ -112,23 +93,13 @@ TEST(EmulatedKernels, AttentionMatchesTheCpuFastOrder) {
 
 TEST(EmulatedKernels, RopeMatchesTheCpuRotation) {
   std::mt19937 rng(30);
-  ds4::model::ModelConfig c;
-  c.rope_base = 10000;
-  c.compress_rope_base = 160000;
-  c.rope_scale_factor = 16;
-  c.rope_orig_ctx = 65536;
-  c.yarn_beta_fast = 32;
-  c.yarn_beta_slow = 1;
-  c.compress_ratio = {0, 4};  // layer 0 plain RoPE, layer 1 YaRN
   const std::vector<uint32_t> positions = {0, 1, 77, 4096, 65535, 1000000};
   const int64_t T = int64_t(positions.size());
   for (auto [head_dim, n_rot] : {std::pair{512u, 64u}, std::pair{96u, 96u}})
     for (uint32_t layer : {0u, 1u})
       for (bool inverse : {false, true})
         for (uint32_t H : {1u, 3u, 64u}) {
-          c.head_dim = head_dim;
-          c.n_rot = n_rot;
-          const ds4::model::RopeParams p = ds4::model::rope_params_for_layer(c, layer);
+          const ds4::model::RopeParams p = ds4::model::rope_params_for_layer(rope_config(head_dim, n_rot), layer);
           const auto x = randn(rng, size_t(T) * H * head_dim, 1.0f);
           std::vector<float> want = x, got = x, cs(size_t(T) * n_rot);
           for (int64_t t = 0; t < T; t++) {

@@ -11,23 +11,10 @@
 #include "engine/model/model_config.hpp"
 #include "engine/model/rope.hpp"
 #include "tests/engine/cuda/gpu_test_support.hpp"
+#include "tests/engine/cuda/stage_cases.hpp"
 
 namespace {
 using namespace ds4::cuda::test;
-
-ds4::model::ModelConfig config(uint32_t head_dim, uint32_t n_rot) {
-  ds4::model::ModelConfig c;
-  c.head_dim = head_dim;
-  c.n_rot = n_rot;
-  c.rope_base = 10000;
-  c.compress_rope_base = 160000;
-  c.rope_scale_factor = 16;
-  c.rope_orig_ctx = 65536;
-  c.yarn_beta_fast = 32;
-  c.yarn_beta_slow = 1;
-  c.compress_ratio = {0, 4};  // layer 0 plain RoPE, layer 1 YaRN
-  return c;
-}
 
 TEST(RopeGpu, MatchesTheCpuRotationBitForBit) {
   SKIP_WITHOUT_GPU();
@@ -38,7 +25,7 @@ TEST(RopeGpu, MatchesTheCpuRotationBitForBit) {
     for (uint32_t layer : {0u, 1u})
       for (bool inverse : {false, true})
         for (uint32_t H : {1u, 3u, 64u}) {
-          const ds4::model::RopeParams p = ds4::model::rope_params_for_layer(config(head_dim, n_rot), layer);
+          const ds4::model::RopeParams p = ds4::model::rope_params_for_layer(rope_config(head_dim, n_rot), layer);
           const auto x = randn(rng, size_t(T) * H * head_dim, 1.0f);
           std::vector<float> want = x, cs(size_t(T) * n_rot);
           for (int64_t t = 0; t < T; t++) {
