@@ -10,9 +10,9 @@
 set -euo pipefail
 [ $# -ge 1 ] || { echo "usage: $0 MODEL [PROMPT]" >&2; exit 2; }
 MODEL=$1
-# The default asks the embedded agent model for a list it then repeats: the kind of output
-# prompt lookup drafts for. Its reply to code it should copy is short and not a copy.
-PROMPT=${2:-'Repeat this list exactly: apple, banana, cherry, date, elderberry, fig, grape, apple, banana, cherry, date, elderberry, fig, grape.'}
+# The default asks the embedded agent model to repeat a sentence, which it runs to the length
+# limit: the kind of output prompt lookup drafts for. Its reply to code it should copy is short and not a copy.
+PROMPT=${2:-'Repeat: the quick brown fox jumps over the lazy dog. the quick brown fox jumps over the lazy dog.'}
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
 DS4D=${DS4D:-$BUILD_DIR/daemon/ds4d}
