@@ -1,7 +1,7 @@
 #pragma once
 // Scalar numerics shared by every DS4 stage, written to reproduce antirez/ds4's CPU reference
-// bit for bit: f16 rounding (round to nearest even, as ds4's f32_to_f16), RMSNorm with the sum
-// of squares accumulated in double and the scale applied as (x * scale) * w, the branching
+// bit for bit: f16 rounding (round to nearest even, as ds4's f32_to_f16), RMSNorm's scale with
+// the sum of squares accumulated in double (rms_norm.hpp applies it in either mode), the branching
 // "stable" sigmoid used by silu and the output head, the plain 1/(1+e^-z) sigmoid of the HC
 // split, softplus with ds4's +-20 cut-offs, and the sequential f32 dot product.
 //
@@ -77,16 +77,6 @@ inline float rms_scale(const float* x, uint64_t n, float eps) {
   double ss = 0.0;
   for (uint64_t i = 0; i < n; i++) ss += double(x[i]) * x[i];
   return 1.0f / std::sqrt(float(ss / double(n)) + eps);
-}
-
-inline void rms_norm(float* out, const float* x, const float* w, uint64_t n, float eps) {
-  const float s = rms_scale(x, n, eps);
-  for (uint64_t i = 0; i < n; i++) out[i] = x[i] * s * w[i];
-}
-
-inline void rms_norm_no_weight(float* out, const float* x, uint64_t n, float eps) {
-  const float s = rms_scale(x, n, eps);
-  for (uint64_t i = 0; i < n; i++) out[i] = x[i] * s;
 }
 
 inline float sigmoid_stable(float x) {

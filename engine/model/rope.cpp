@@ -45,7 +45,10 @@ RopeParams rope_params_for_layer(const ModelConfig& cfg, uint32_t layer) {
     p.corr_dims[0] = std::max(0.0f, start);
     p.corr_dims[1] = std::min(float(n_dims - 1), end);
   }
-  // Once per layer (glibc's pow in binary64: a table, like the GPU's uploaded copy).
+  // Once per layer, not per token (glibc's pow and log; the GPU gets the table, like the angles).
+  p.mscale = p.attn_factor;
+  if (p.ext_factor != 0.0f) p.mscale *= 1.0f + 0.1f * std::log(1.0f / p.freq_scale);
+  p.theta_scale = std::pow(p.freq_base, -2.0f / float(p.n_rot));
   for (uint32_t k = 0; k < p.n_rot / 2 && k < 256; k++)
     p.freq[k] = std::pow(double(p.freq_base), -2.0 * double(k) / double(p.n_rot));
   return p;
@@ -56,21 +59,18 @@ namespace {
 // docs/arithmetic.md §rope: extrap = pos * freq[k], the YaRN mix in binary64, sin/cos of
 // fast_math.hpp rounded once to binary32, then ds4's magnitude scale in binary32.
 void rope_angles_fast(const RopeParams& p, uint32_t pos, bool inverse, float* cs) {
-  if (p.n_rot > 0 && p.freq[0] != 1.0) throw std::logic_error("rope: frequency table not set (rope_params_for_layer)");
   const float sin_sign = inverse ? -1.0f : 1.0f;
   for (uint32_t i = 0; i < p.n_rot; i += 2) {
     const double extrap = double(pos) * p.freq[i / 2];
     double theta = double(p.freq_scale) * extrap;
-    float mscale = p.attn_factor;
     if (p.ext_factor != 0.0f) {
       const double ramp_mix = double(yarn_ramp(p.corr_dims[0], p.corr_dims[1], int(i)) * p.ext_factor);
       theta = theta * (1.0 - ramp_mix) + extrap * ramp_mix;
-      mscale *= 1.0f + 0.1f * std::log(1.0f / p.freq_scale);
     }
     double s, c;
     quant::fast::sincos(theta, &s, &c);
-    cs[i] = float(c) * mscale;
-    cs[i + 1] = sin_sign * float(s) * mscale;
+    cs[i] = float(c) * p.mscale;
+    cs[i + 1] = sin_sign * float(s) * p.mscale;
   }
 }
 
@@ -78,22 +78,21 @@ void rope_angles_fast(const RopeParams& p, uint32_t pos, bool inverse, float* cs
 
 void rope_angles(const RopeParams& p, uint32_t pos, bool inverse, bool exact, float* cs) {
   if (p.n_rot > 512 || (p.n_rot & 1u)) throw std::logic_error("rope: unsupported rotary width");
+  if (p.n_rot > 0 && p.freq[0] != 1.0)
+    throw std::logic_error("rope: per-layer constants not set (rope_params_for_layer)");
   if (!exact) return rope_angles_fast(p, pos, inverse, cs);
-  const float theta_scale = std::pow(p.freq_base, -2.0f / float(p.n_rot));
   const float sin_sign = inverse ? -1.0f : 1.0f;
   float theta_extrap = float(pos);
   for (uint32_t i = 0; i < p.n_rot; i += 2) {
     const float theta_interp = p.freq_scale * theta_extrap;
     float theta = theta_interp;
-    float mscale = p.attn_factor;
     if (p.ext_factor != 0.0f) {
       const float ramp_mix = yarn_ramp(p.corr_dims[0], p.corr_dims[1], int(i)) * p.ext_factor;
       theta = theta_interp * (1.0f - ramp_mix) + theta_extrap * ramp_mix;
-      mscale *= 1.0f + 0.1f * std::log(1.0f / p.freq_scale);
     }
-    cs[i] = std::cos(theta) * mscale;
-    cs[i + 1] = sin_sign * std::sin(theta) * mscale;
-    theta_extrap *= theta_scale;
+    cs[i] = std::cos(theta) * p.mscale;
+    cs[i + 1] = sin_sign * std::sin(theta) * p.mscale;
+    theta_extrap *= p.theta_scale;
   }
 }
 

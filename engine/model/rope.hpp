@@ -17,7 +17,11 @@ struct RopeParams {
   uint32_t n_rot = 0;
   float freq_base = 0, freq_scale = 1, ext_factor = 0, attn_factor = 1;
   float corr_dims[2] = {0, 0};
-  double freq[256] = {};  // base^(-2k/n_rot) in binary64 (the Fast angles), set by rope_params_for_layer
+  // Per-layer constants, set by rope_params_for_layer: the magnitude scale (attn_factor times the
+  // YaRN factor), ds4's f32 angle ratio base^(-2/n_rot) (Exact) and base^(-2k/n_rot) in binary64
+  // (Fast).
+  float mscale = 1, theta_scale = 0;
+  double freq[256] = {};
 };
 
 RopeParams rope_params_for_layer(const ModelConfig& cfg, uint32_t layer);

@@ -126,6 +126,9 @@ __device__ void matvec_float(const typename Elem::T* __restrict__ w, int64_t row
 
 }  // namespace ds4::cuda::kernels
 
+// Instantiates M(N) for every width a matvec launch takes (1..kMaxMatvecWidth of matvec.hpp).
+#define DS4_MATVEC_FOR_WIDTHS(M) M(1) M(2) M(3) M(4) M(5) M(6) M(7) M(8)
+
 #define DS4_MATVEC_FLOAT(NAME, ELEM, N) \
   extern "C" __global__ void __launch_bounds__(128) \
       ds4_matvec_##NAME##_w##N(const ds4::quant::fast::ELEM::T* w, int64_t rows, int64_t cols, const float* act, \
@@ -140,13 +143,6 @@ __device__ void matvec_float(const typename Elem::T* __restrict__ w, int64_t row
   DS4_MATVEC_FLOAT(f16, F16Elem, N) \
   DS4_MATVEC_FLOAT(bf16, Bf16Elem, N) \
   DS4_MATVEC_FLOAT(f32, F32Elem, N)
-DS4_MATVEC_WIDTH(1)
-DS4_MATVEC_WIDTH(2)
-DS4_MATVEC_WIDTH(3)
-DS4_MATVEC_WIDTH(4)
-DS4_MATVEC_WIDTH(5)
-DS4_MATVEC_WIDTH(6)
-DS4_MATVEC_WIDTH(7)
-DS4_MATVEC_WIDTH(8)
+DS4_MATVEC_FOR_WIDTHS(DS4_MATVEC_WIDTH)
 #undef DS4_MATVEC_WIDTH
 #undef DS4_MATVEC_FLOAT

@@ -28,13 +28,8 @@ TEST(AttentionGpu, MatchesTheCpuFastOrderBitForBit) {
                               {64, 700, 600, 77, true}, {512, 0, 128, 0, false}, {96, 1, 128, 0, false}};
   for (const AttnShape& s : shapes)
     for (uint32_t H : {1u, 2u, 3u}) {
-      const LayerState st = make_layer(rng, s);
-      const std::vector<uint8_t> allowed = allowed_mask(s);
-      const auto q = randn(rng, size_t(H) * s.d, 0.6f);
-      auto sinks = randn(rng, H, 1.0f);
-      if (H == 3) sinks[2] = 30.0f;  // a sink above every score: m is the sink
-      std::vector<float> want(size_t(H) * s.d);
-      ds4::model::attend_fast(st, q.data(), H, sinks.data(), allowed.data(), ds4::quant::best_isa(), pool, want.data());
+      const AttnCase c = make_attn_case(rng, s, H, pool);
+      const LayerState& st = c.st;
 
       // The rows as the engine would hold them on the device: the ring and the store as they are.
       auto raw = upload(st.raw), comp = upload(st.comp.data);
@@ -44,14 +39,14 @@ TEST(AttentionGpu, MatchesTheCpuFastOrderBitForBit) {
       };
       for (uint32_t r = 0; r < st.n_visible_raw(); r++) addr.push_back(at(raw, st.raw.data(), st.visible_raw_row(r)));
       for (uint32_t r = 0; r < s.n_comp; r++)
-        if (allowed[r]) addr.push_back(at(comp, st.comp.data.data(), st.comp.row(r)));
+        if (c.allowed[r]) addr.push_back(at(comp, st.comp.data.data(), st.comp.row(r)));
       const int32_t n = int32_t(addr.size());
       ds4::cuda::DeviceBuffer rows(addr.empty() ? 8 : addr.size() * 8);
       if (n) rows.upload(addr.data(), addr.size() * 8);
-      auto dq = upload(q), dsinks = upload(sinks);
-      ds4::cuda::DeviceBuffer scores(sizeof(float) * (size_t(n) * H + 1)), out(want.size() * sizeof(float));
+      auto dq = upload(c.q), dsinks = upload(c.sinks);
+      ds4::cuda::DeviceBuffer scores(sizeof(float) * (size_t(n) * H + 1)), out(c.want.size() * sizeof(float));
       ds4::cuda::attention_fast(dq, rows, n, int32_t(H), int32_t(s.d), dsinks, scores, out);
-      EXPECT_EQ(first_difference(download(out, want.size()), want), "")
+      EXPECT_EQ(first_difference(download(out, c.want.size()), c.want), "")
           << "d " << s.d << ", " << n << " rows, " << H << " heads";
     }
 }

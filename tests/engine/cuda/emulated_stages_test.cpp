@@ -64,55 +64,39 @@ TEST(EmulatedKernels, AttentionMatchesTheCpuFastOrder) {
                               {96, 1, 128, 0, false}};
   for (const AttnShape& s : shapes)
     for (uint32_t H : {1u, 2u, 3u}) {
-      const ds4::model::LayerState st = make_layer(rng, s);  // the ring wraps
-      const std::vector<uint8_t> allowed = allowed_mask(s);
-      const auto q = randn(rng, size_t(H) * s.d, 0.6f);
-      auto sinks = randn(rng, H, 1.0f);
-      if (H == 3) sinks[2] = 30.0f;  // a sink above every score: m is the sink
-      std::vector<float> want(size_t(H) * s.d), got(want.size());
-      ds4::model::attend_fast(st, q.data(), H, sinks.data(), allowed.data(), ds4::quant::best_isa(), pool, want.data());
+      const AttnCase c = make_attn_case(rng, s, H, pool);  // the ring wraps
+      const ds4::model::LayerState& st = c.st;
+      std::vector<float> got(c.want.size());
 
       // The launches of engine/cuda/attention.cpp.
       std::vector<const float*> rows;
       for (uint32_t r = 0; r < st.n_visible_raw(); r++) rows.push_back(st.visible_raw_row(r));
       for (uint32_t r = 0; r < s.n_comp; r++)
-        if (allowed[r]) rows.push_back(st.comp.row(r));
+        if (c.allowed[r]) rows.push_back(st.comp.row(r));
       const int32_t n = int32_t(rows.size());
       std::vector<float> scores(size_t(n) * H + 1);
       const float scale = 1.0f / std::sqrt(float(s.d));
       if (n > 0)
         emu::launch(unsigned(n) * H, 256, 0,
-                    [&] { ds4_attn_scores(q.data(), rows.data(), int32_t(H), int64_t(s.d), scale, scores.data()); });
+                    [&] { ds4_attn_scores(c.q.data(), rows.data(), int32_t(H), int64_t(s.d), scale, scores.data()); });
       const unsigned threads = (s.d + 31) / 32 * 32;
       emu::launch(H, threads, threads * sizeof(float), [&] {
-        ds4_attn_combine(scores.data(), rows.data(), n, int32_t(H), int32_t(s.d), sinks.data(), got.data());
+        ds4_attn_combine(scores.data(), rows.data(), n, int32_t(H), int32_t(s.d), c.sinks.data(), got.data());
       });
-      EXPECT_EQ(first_difference(got, want), "") << "d " << s.d << ", " << n << " rows, " << H << " heads";
+      EXPECT_EQ(first_difference(got, c.want), "") << "d " << s.d << ", " << n << " rows, " << H << " heads";
     }
 }
 
 TEST(EmulatedKernels, RopeMatchesTheCpuRotation) {
   std::mt19937 rng(30);
-  const std::vector<uint32_t> positions = {0, 1, 77, 4096, 65535, 1000000};
-  const int64_t T = int64_t(positions.size());
-  for (auto [head_dim, n_rot] : {std::pair{512u, 64u}, std::pair{96u, 96u}})
-    for (uint32_t layer : {0u, 1u})
-      for (bool inverse : {false, true})
-        for (uint32_t H : {1u, 3u, 64u}) {
-          const ds4::model::RopeParams p = ds4::model::rope_params_for_layer(rope_config(head_dim, n_rot), layer);
-          const auto x = randn(rng, size_t(T) * H * head_dim, 1.0f);
-          std::vector<float> want = x, got = x, cs(size_t(T) * n_rot);
-          for (int64_t t = 0; t < T; t++) {
-            ds4::model::rope_angles(p, positions[t], inverse, false, cs.data() + t * n_rot);
-            ds4::model::rope_apply(want.data() + t * H * head_dim, H, head_dim, n_rot, cs.data() + t * n_rot);
-          }
-          const int64_t pairs = T * H * (n_rot / 2);  // engine/cuda/rope.cpp: one thread a pair, 256 a block
-          const int32_t hd = int32_t(head_dim), nr = int32_t(n_rot);  // clang < 16 cannot capture a binding
-          emu::launch(unsigned((pairs + 255) / 256), 256, 0,
-                      [&] { ds4_rope(got.data(), cs.data(), T, int32_t(H), hd, nr); });
-          EXPECT_EQ(first_difference(got, want), "") << "head_dim " << head_dim << ", layer " << layer
-                                                     << (inverse ? ", inverse" : "") << ", " << H << " heads";
-        }
+  for_each_rope_case(rng, [](const RopeCase& c) {
+    std::vector<float> got = c.x;
+    const int64_t pairs = c.T * c.H * (c.n_rot / 2);  // engine/cuda/rope.cpp: one thread a pair, 256 a block
+    emu::launch(unsigned((pairs + 255) / 256), 256, 0,
+                [&] { ds4_rope(got.data(), c.cs.data(), c.T, int32_t(c.H), int32_t(c.head_dim), int32_t(c.n_rot)); });
+    EXPECT_EQ(first_difference(got, c.want), "") << "head_dim " << c.head_dim << ", layer " << c.layer
+                                                 << (c.inverse ? ", inverse" : "") << ", " << c.H << " heads";
+  });
 }
 
 TEST(EmulatedKernels, ElementwiseDispatchesTheCpuFunctions) {

@@ -19,25 +19,13 @@ using namespace ds4::cuda::test;
 TEST(RopeGpu, MatchesTheCpuRotationBitForBit) {
   SKIP_WITHOUT_GPU();
   std::mt19937 rng(30);
-  const std::vector<uint32_t> positions = {0, 1, 77, 4096, 65535, 1000000};
-  const int64_t T = int64_t(positions.size());
-  for (auto [head_dim, n_rot] : {std::pair{512u, 64u}, std::pair{96u, 96u}})
-    for (uint32_t layer : {0u, 1u})
-      for (bool inverse : {false, true})
-        for (uint32_t H : {1u, 3u, 64u}) {
-          const ds4::model::RopeParams p = ds4::model::rope_params_for_layer(rope_config(head_dim, n_rot), layer);
-          const auto x = randn(rng, size_t(T) * H * head_dim, 1.0f);
-          std::vector<float> want = x, cs(size_t(T) * n_rot);
-          for (int64_t t = 0; t < T; t++) {
-            ds4::model::rope_angles(p, positions[t], inverse, false, cs.data() + t * n_rot);
-            ds4::model::rope_apply(want.data() + t * H * head_dim, H, head_dim, n_rot, cs.data() + t * n_rot);
-          }
-          auto dx = upload(x), dcs = upload(cs);
-          ds4::cuda::rope(dx, dcs, T, int32_t(H), int32_t(head_dim), int32_t(n_rot));
-          EXPECT_EQ(first_difference(download(dx, x.size()), want), "")
-              << "head_dim " << head_dim << ", layer " << layer << (inverse ? ", inverse" : "") << ", " << H
-              << " heads";
-        }
+  for_each_rope_case(rng, [](const RopeCase& c) {
+    auto dx = upload(c.x), dcs = upload(c.cs);
+    ds4::cuda::rope(dx, dcs, c.T, int32_t(c.H), int32_t(c.head_dim), int32_t(c.n_rot));
+    EXPECT_EQ(first_difference(download(dx, c.x.size()), c.want), "")
+        << "head_dim " << c.head_dim << ", layer " << c.layer << (c.inverse ? ", inverse" : "") << ", " << c.H
+        << " heads";
+  });
 }
 
 TEST(RopeGpu, RejectsBadShapes) {
