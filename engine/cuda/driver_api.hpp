@@ -61,6 +61,12 @@ struct DriverApi {
 // lacks a symbol, or cuInit fails (no device node, no GPU, driver/kernel module mismatch).
 const DriverApi* driver(std::string* why);
 
+// Makes driver() return `api` from now on instead of loading libcuda.so.1 (the CUDA-thread
+// emulator's host implementation of these entry points, tests/engine/cuda/emulated_driver.cpp, so
+// the launchers and everything above them run on machines without a GPU). Call it before the
+// first driver(), probe() or Device::open(): those cache what they found. `api` must outlive them.
+void replace_driver(const DriverApi* api);
+
 // Throws std::runtime_error("<what>: <driver's error name> (<code>)") when r != 0.
 void check(const DriverApi& api, CUresult r, const char* what);
 

@@ -16,6 +16,10 @@
 
 namespace ds4::cuda::test {
 
+// True when the device is the CUDA-thread emulator (cuda_emulated_gpu_tests): one fiber per CUDA
+// thread, so the tests leave out their largest, model-sized shapes there.
+inline bool on_emulator() { return probe().name == "CUDA-thread emulator"; }
+
 inline std::vector<float> randn(std::mt19937& rng, size_t n, float sd) {
   std::normal_distribution<float> d(0.0f, sd);
   std::vector<float> v(n);

@@ -8,15 +8,11 @@
 
 #include "engine/cuda/device.hpp"
 #include "engine/cuda/matvec.hpp"
+#include "tests/engine/cuda/gpu_test_support.hpp"
 #include "tools/cuda_check/matvec_compare.hpp"
 
 namespace {
 using ds4::quant::Type;
-
-// A macro, not a function: GTEST_SKIP returns from the function it is written in.
-#define SKIP_WITHOUT_GPU() \
-  if (!ds4::cuda::probe().usable) \
-  GTEST_SKIP() << "no usable CUDA device (" << ds4::cuda::probe().why_not << "): GPU comparison not run"
 
 class MatvecGpu : public ::testing::TestWithParam<Type> {};
 
@@ -24,6 +20,7 @@ TEST_P(MatvecGpu, BitIdenticalToGenericCpuFastDot) {
   SKIP_WITHOUT_GPU();
   uint32_t seed = 1;
   for (const auto& s : ds4::cuda_check::kShapes) {
+    if (ds4::cuda::test::on_emulator() && s.rows > 200) continue;  // the others keep every tail
     const auto r = ds4::cuda_check::compare_matvec(GetParam(), s.rows, ds4::cuda_check::shape_cols(GetParam(), s),
                                                    s.special, seed++);
     EXPECT_EQ(r.compared, static_cast<uint64_t>(s.rows) * 36);  // widths 1..8: 1+2+...+8 rows each

@@ -1,0 +1,136 @@
+// See emulated_driver.hpp. A fake device 0 ("CUDA-thread emulator", compute capability 9.0) whose
+// memory is aligned host memory and whose kernels run synchronously in the emulator, so events
+// time nothing (0 ms) and synchronisation has nothing to wait for. A launch with a 2-D/3-D grid or
+// block, or of a kernel the table lacks, fails with the driver's own error codes, as a real
+// device would refuse it; out-of-range copies are DeviceBuffer's to catch, as with the driver.
+#include "tests/engine/cuda/emulated_driver.hpp"
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "engine/cuda/driver_api.hpp"
+#include "tests/engine/cuda/cuda_emulator.hpp"
+#include "tests/engine/cuda/emulated_kernels.hpp"
+
+namespace ds4::cuda::emu {
+namespace {
+using namespace ds4::cuda::detail;
+
+constexpr CUresult kInvalidValue = 1, kOutOfMemory = 2, kNotFound = 500, kLaunchFailed = 719;
+constexpr size_t kMemory = size_t(4) << 30;  // what the fake device reports as its total
+
+struct Context {};
+Context context;
+struct Event {};
+Event event;
+
+CUresult init(unsigned) { return 0; }
+CUresult driver_version(int* v) { return *v = 13000, 0; }
+CUresult device_count(int* n) { return *n = 1, 0; }
+CUresult device_get(CUdevice* d, int ordinal) { return ordinal == 0 ? (*d = 0, 0) : kInvalidValue; }
+CUresult device_name(char* name, int len, CUdevice) {
+  std::strncpy(name, "CUDA-thread emulator", size_t(len) - 1);
+  return 0;
+}
+CUresult device_attribute(int* v, int attr, CUdevice) {
+  switch (attr) {
+    case kAttrComputeCapabilityMajor: return *v = 9, 0;
+    case kAttrComputeCapabilityMinor: return *v = 0, 0;
+    case kAttrMultiprocessorCount: return *v = 4, 0;
+    case kAttrL2CacheSize: return *v = 1 << 20, 0;
+    default: return kInvalidValue;
+  }
+}
+CUresult total_memory(size_t* bytes, CUdevice) { return *bytes = kMemory, 0; }
+CUresult ctx_retain(CUcontext* c, CUdevice) { return *c = reinterpret_cast<CUcontext>(&context), 0; }
+CUresult ctx_release(CUdevice) { return 0; }
+CUresult ctx_set(CUcontext) { return 0; }
+CUresult ctx_sync() { return 0; }
+CUresult module_load(CUmodule* m, const void*) { return *m = reinterpret_cast<CUmodule>(&context), 0; }
+CUresult module_unload(CUmodule) { return 0; }
+CUresult module_function(CUfunction* f, CUmodule, const char* name) {
+  const EmulatedKernel* k = find_kernel(name);
+  if (k == nullptr) return kNotFound;
+  *f = reinterpret_cast<CUfunction>(const_cast<EmulatedKernel*>(k));
+  return 0;
+}
+CUresult mem_alloc(CUdeviceptr* p, size_t bytes) {
+  void* m = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
+  if (m == nullptr) return kOutOfMemory;
+  *p = reinterpret_cast<CUdeviceptr>(m);
+  return 0;
+}
+CUresult mem_free(CUdeviceptr p) { return std::free(reinterpret_cast<void*>(p)), 0; }
+CUresult copy_to_device(CUdeviceptr dst, const void* src, size_t n) {
+  return std::memcpy(reinterpret_cast<void*>(dst), src, n), 0;
+}
+CUresult copy_to_host(void* dst, CUdeviceptr src, size_t n) {
+  return std::memcpy(dst, reinterpret_cast<const void*>(src), n), 0;
+}
+CUresult mem_set(CUdeviceptr dst, unsigned char v, size_t n) { return std::memset(reinterpret_cast<void*>(dst), v, n), 0; }
+CUresult launch_kernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                       unsigned shared, CUstream, void** params, void** extra) {
+  // The kernels use 1-D grids and blocks (blockIdx.x, threadIdx.x) and take their arguments in
+  // `params`; the emulator provides nothing else.
+  if (gy != 1 || gz != 1 || by != 1 || bz != 1 || extra != nullptr || bx == 0 || bx > 1024) return kInvalidValue;
+  if (gx == 0) return kInvalidValue;
+  const EmulatedKernel* k = reinterpret_cast<const EmulatedKernel*>(f);
+  launch(gx, bx, shared, [&] { k->call(params); });
+  return 0;
+}
+CUresult event_create(CUevent* e, unsigned) { return *e = reinterpret_cast<CUevent>(&event), 0; }
+CUresult event_record(CUevent, CUstream) { return 0; }
+CUresult event_sync(CUevent) { return 0; }
+CUresult event_elapsed(float* ms, CUevent, CUevent) { return *ms = 0.0f, 0; }
+CUresult event_destroy(CUevent) { return 0; }
+CUresult error_string(CUresult r, const char** s) {
+  switch (r) {
+    case kInvalidValue: *s = "CUDA_ERROR_INVALID_VALUE (emulator: only 1-D launches with kernel parameters)"; break;
+    case kOutOfMemory: *s = "CUDA_ERROR_OUT_OF_MEMORY"; break;
+    case kNotFound: *s = "CUDA_ERROR_NOT_FOUND (no such kernel in device_kernels.cu)"; break;
+    case kLaunchFailed: *s = "CUDA_ERROR_LAUNCH_FAILED"; break;
+    default: *s = nullptr; return kInvalidValue;
+  }
+  return 0;
+}
+
+DriverApi make_api() {
+  DriverApi a;
+  a.cuInit = init;
+  a.cuDriverGetVersion = driver_version;
+  a.cuDeviceGetCount = device_count;
+  a.cuDeviceGet = device_get;
+  a.cuDeviceGetName = device_name;
+  a.cuDeviceGetAttribute = device_attribute;
+  a.cuDeviceTotalMem = total_memory;
+  a.cuDevicePrimaryCtxRetain = ctx_retain;
+  a.cuDevicePrimaryCtxRelease = ctx_release;
+  a.cuCtxSetCurrent = ctx_set;
+  a.cuCtxSynchronize = ctx_sync;
+  a.cuModuleLoadData = module_load;
+  a.cuModuleUnload = module_unload;
+  a.cuModuleGetFunction = module_function;
+  a.cuMemAlloc = mem_alloc;
+  a.cuMemFree = mem_free;
+  a.cuMemcpyHtoD = copy_to_device;
+  a.cuMemcpyDtoH = copy_to_host;
+  a.cuMemsetD8 = mem_set;
+  a.cuLaunchKernel = launch_kernel;
+  a.cuEventCreate = event_create;
+  a.cuEventRecord = event_record;
+  a.cuEventSynchronize = event_sync;
+  a.cuEventElapsedTime = event_elapsed;
+  a.cuEventDestroy = event_destroy;
+  a.cuGetErrorString = error_string;
+  return a;
+}
+
+}  // namespace
+
+void install_driver() {
+  static const DriverApi api = make_api();
+  replace_driver(&api);
+}
+
+}  // namespace ds4::cuda::emu

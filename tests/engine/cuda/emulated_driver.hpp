@@ -1,0 +1,14 @@
+#pragma once
+// The CUDA driver API as the CUDA-thread emulator provides it: installs host implementations of
+// the entry points engine/cuda/driver_api.hpp lists, so Device, DeviceBuffer and every launcher in
+// engine/cuda run unchanged on a machine without a GPU. Memory is host memory (a device pointer is
+// the host address), kernels are the real .cuh sources compiled by the host compiler and found by
+// name (emulated_kernels.cpp), launches run in cuda_emulator.cpp's fibers, synchronously.
+// docs/cuda.md §emulated-driver says what this checks and what it cannot.
+
+namespace ds4::cuda::emu {
+
+// Call before anything asks for the device (probe, Device::open, DeviceBuffer); idempotent.
+void install_driver();
+
+}  // namespace ds4::cuda::emu

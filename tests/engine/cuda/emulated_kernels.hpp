@@ -1,0 +1,16 @@
+#pragma once
+// Every kernel of engine/cuda/kernels/device_kernels.cu compiled for the CUDA-thread emulator, by
+// its C name, with a caller that unpacks cuLaunchKernel's argument array into the kernel's
+// parameter types (the table is generated from the preprocessed kernel sources at build time).
+
+namespace ds4::cuda::emu {
+
+struct EmulatedKernel {
+  const char* name;
+  void (*call)(void** args);  // args: one pointer per parameter, as for cuLaunchKernel
+};
+
+// The kernel named `name`, or null when device_kernels.cu has none.
+const EmulatedKernel* find_kernel(const char* name);
+
+}  // namespace ds4::cuda::emu
