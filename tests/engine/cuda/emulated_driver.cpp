@@ -68,7 +68,9 @@ CUresult copy_to_device(CUdeviceptr dst, const void* src, size_t n) {
 CUresult copy_to_host(void* dst, CUdeviceptr src, size_t n) {
   return std::memcpy(dst, reinterpret_cast<const void*>(src), n), 0;
 }
-CUresult mem_set(CUdeviceptr dst, unsigned char v, size_t n) { return std::memset(reinterpret_cast<void*>(dst), v, n), 0; }
+CUresult mem_set(CUdeviceptr dst, unsigned char v, size_t n) {
+  return std::memset(reinterpret_cast<void*>(dst), v, n), 0;
+}
 CUresult launch_kernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                        unsigned shared, CUstream, void** params, void** extra) {
   // The kernels use 1-D grids and blocks (blockIdx.x, threadIdx.x) and take their arguments in
