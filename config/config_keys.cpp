@@ -137,7 +137,7 @@ std::vector<ConfigKey> build() {
   b.add(
       "model.pin", "none|lock|cuda",
       "keep the weights resident: none (page cache only), lock (MAP_POPULATE + mlock; needs "
-      "LimitMEMLOCK=infinity), cuda (cudaHostRegister via libcudart.so)",
+      "LimitMEMLOCK=infinity), cuda (CUDA host registration of the mapping through the driver, libcuda.so.1)",
       [](Config& c, const std::string& v) {
         const std::string s = choice(v, {"none", "lock", "cuda"});
         c.model.pin = s == "none" ? PinMode::None : s == "lock" ? PinMode::Lock : PinMode::Cuda;

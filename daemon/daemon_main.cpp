@@ -18,7 +18,7 @@ namespace {
 constexpr const char* kDescription =
     "ds4d - DeepSeek V4 Flash inference daemon with an OpenAI-compatible HTTP API\n\n"
     "Loads the model GGUF (model.path), pins its weights (--pin: none, lock = MAP_POPULATE + mlock,\n"
-    "cuda = cudaHostRegister through libcudart.so loaded at run time), and serves /v1/chat/completions,\n"
+    "cuda = CUDA host registration through the driver, libcuda.so.1), and serves /v1/chat/completions,\n"
     "/v1/completions, /v1/models, /health and /metrics on server.host:server.port. The port is open\n"
     "during the load: /health answers 503 \"Loading model\" until the model is ready.\n\n"
     "Memory: every memory.poll_ms it reads MemAvailable (memory.meminfo_path) and PSI memory pressure\n"

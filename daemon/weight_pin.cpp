@@ -1,7 +1,6 @@
-// mlock / cudaHostRegister of the weight mapping; see weight_pin.hpp.
+// mlock / CUDA host registration of the weight mapping; see weight_pin.hpp.
 #include "daemon/weight_pin.hpp"
 
-#include <dlfcn.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 
@@ -14,20 +13,7 @@
 namespace ds4::daemon {
 namespace {
 
-// From cuda_runtime_api.h (values are part of the stable CUDA ABI).
-constexpr unsigned kCudaHostRegisterMapped = 0x02;
-constexpr unsigned kCudaHostRegisterReadOnly = 0x08;
-using CudaHostRegisterFn = int (*)(void*, size_t, unsigned);
-using CudaHostUnregisterFn = int (*)(void*);
-using CudaGetErrorStringFn = const char* (*)(int);
-
 std::string limit_text(rlim_t v) { return v == RLIM_INFINITY ? "unlimited" : planner::format_gib(v); }
-
-void* open_cudart() {
-  for (const char* name : {"libcudart.so", "libcudart.so.12", "libcudart.so.11.0"})
-    if (void* h = dlopen(name, RTLD_NOW | RTLD_LOCAL)) return h;
-  return nullptr;
-}
 
 }  // namespace
 
@@ -51,42 +37,21 @@ WeightPin WeightPin::pin(config::PinMode mode, const void* base, size_t bytes) {
     }
     return p;
   }
-  void* h = open_cudart();
-  if (h == nullptr) {
+  try {
+    p.registration_ = cuda::HostRegistration(base, bytes);
+  } catch (const std::exception& e) {
     p.mode_ = config::PinMode::None;
-    throw PinError(std::string("--pin cuda: cannot load libcudart.so (") + dlerror() +
-                   "); install the CUDA runtime or use --pin lock");
+    throw PinError(std::string("--pin cuda: ") + e.what() + " (use --pin lock or --pin none)");
   }
-  auto reg = reinterpret_cast<CudaHostRegisterFn>(dlsym(h, "cudaHostRegister"));
-  auto err_str = reinterpret_cast<CudaGetErrorStringFn>(dlsym(h, "cudaGetErrorString"));
-  if (reg == nullptr) {
-    dlclose(h);
-    p.mode_ = config::PinMode::None;
-    throw PinError("--pin cuda: libcudart.so has no cudaHostRegister");
-  }
-  const int rc = reg(const_cast<void*>(base), bytes, kCudaHostRegisterMapped | kCudaHostRegisterReadOnly);
-  if (rc != 0) {
-    const std::string why = err_str ? err_str(rc) : ("error " + std::to_string(rc));
-    dlclose(h);
-    p.mode_ = config::PinMode::None;
-    throw PinError("--pin cuda: cudaHostRegister of " + planner::format_gib(bytes) + " failed: " + why +
-                   " (the device must support host registration; try --pin lock)");
-  }
-  p.cudart_ = h;
   return p;
 }
 
 void WeightPin::release() noexcept {
   if (mode_ == config::PinMode::Lock && base_ != nullptr) munlock(base_, bytes_);
-  if (mode_ == config::PinMode::Cuda && cudart_ != nullptr) {
-    if (auto unreg = reinterpret_cast<CudaHostUnregisterFn>(dlsym(cudart_, "cudaHostUnregister")))
-      unreg(const_cast<void*>(base_));
-    dlclose(cudart_);
-  }
+  registration_ = cuda::HostRegistration();
   mode_ = config::PinMode::None;
   base_ = nullptr;
   bytes_ = 0;
-  cudart_ = nullptr;
 }
 
 WeightPin::~WeightPin() { release(); }
@@ -95,7 +60,7 @@ WeightPin::WeightPin(WeightPin&& o) noexcept
     : mode_(std::exchange(o.mode_, config::PinMode::None)),
       base_(std::exchange(o.base_, nullptr)),
       bytes_(std::exchange(o.bytes_, 0)),
-      cudart_(std::exchange(o.cudart_, nullptr)) {}
+      registration_(std::move(o.registration_)) {}
 
 WeightPin& WeightPin::operator=(WeightPin&& o) noexcept {
   if (this != &o) {
@@ -103,7 +68,7 @@ WeightPin& WeightPin::operator=(WeightPin&& o) noexcept {
     mode_ = std::exchange(o.mode_, config::PinMode::None);
     base_ = std::exchange(o.base_, nullptr);
     bytes_ = std::exchange(o.bytes_, 0);
-    cudart_ = std::exchange(o.cudart_, nullptr);
+    registration_ = std::move(o.registration_);
   }
   return *this;
 }

@@ -6,16 +6,15 @@
 //         see the truth (docs/memory.md §memavailable-and-mapped-weights). Limited by RLIMIT_MEMLOCK (8 MiB under
 //         systemd 252 by default): the unit needs LimitMEMLOCK=infinity, or the supervisor raises the limit for the
 //         daemon while it is still root.
-//   cuda  cudaHostRegister(Mapped|ReadOnly) of the whole mapping, so the GPU reads the weights
-//         zero-copy. libcudart.so is loaded with dlopen at run time, so ds4d builds and runs
-//         without CUDA installed; the driver pins without RLIMIT_MEMLOCK accounting.
-// A failure throws PinError with a message that names the limit or the missing library and what
-// to change.
+//   cuda  CUDA host registration of the whole mapping through the dlopen'd driver (no CUDA
+//         runtime needed), so the GPU reads the weights in place (docs/cuda.md §placement).
+// A failure throws PinError naming the limit or what is missing, and what to change.
 #include <cstddef>
 #include <stdexcept>
 #include <string>
 
 #include "config/config.hpp"
+#include "engine/cuda/host_registration.hpp"
 
 namespace ds4::daemon {
 
@@ -43,7 +42,7 @@ class WeightPin {
   config::PinMode mode_ = config::PinMode::None;
   const void* base_ = nullptr;
   size_t bytes_ = 0;
-  void* cudart_ = nullptr;  // dlopen handle (cuda mode)
+  cuda::HostRegistration registration_;  // cuda mode
 };
 
 }  // namespace ds4::daemon

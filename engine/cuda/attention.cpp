@@ -8,8 +8,8 @@
 
 namespace ds4::cuda {
 
-void attention_fast(const DeviceBuffer& q, const DeviceBuffer& rows, int32_t n, int32_t n_head, int32_t d,
-                    const DeviceBuffer& sinks, DeviceBuffer& scores, DeviceBuffer& out) {
+void attention_fast(DeviceSpan q, DeviceSpan rows, int32_t n, int32_t n_head, int32_t d, DeviceSpan sinks,
+                    DeviceSpan scores, DeviceSpan out) {
   const auto floats = [](int64_t k) { return sizeof(float) * static_cast<size_t>(k); };
   const int64_t pairs = int64_t(n) * n_head;
   if (n < 0 || n_head <= 0 || d <= 0 || d > 1024 || pairs > (int64_t(1) << 31) - 1 ||

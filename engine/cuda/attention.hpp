@@ -12,7 +12,7 @@ namespace ds4::cuda {
 // sinks: n_head floats. scores: scratch of at least n x n_head floats. out: n_head x d floats.
 // d at most 1024. Throws std::invalid_argument on bad shapes or buffers too small. Asynchronous
 // (two launches on the same stream).
-void attention_fast(const DeviceBuffer& q, const DeviceBuffer& rows, int32_t n, int32_t n_head, int32_t d,
-                    const DeviceBuffer& sinks, DeviceBuffer& scores, DeviceBuffer& out);
+void attention_fast(DeviceSpan q, DeviceSpan rows, int32_t n, int32_t n_head, int32_t d, DeviceSpan sinks,
+                    DeviceSpan scores, DeviceSpan out);
 
 }  // namespace ds4::cuda

@@ -55,6 +55,13 @@ DeviceInfo probe_once() {
   api->cuDeviceGetAttribute(&l2, detail::kAttrL2CacheSize, dev);
   d.l2_bytes = static_cast<size_t>(l2);
   api->cuDeviceTotalMem(&d.total_memory, dev);
+  const auto flag = [&](int attr) {
+    int v = 0;
+    return api->cuDeviceGetAttribute(&v, attr, dev) == 0 && v != 0;
+  };
+  d.integrated = flag(detail::kAttrIntegrated);
+  d.host_pointer_mapped = flag(detail::kAttrHostPointerForRegisteredMem);
+  d.read_only_register = flag(detail::kAttrReadOnlyHostRegisterSupported);
   // Cubins exist for sm_90 and sm_121a; PTX (compute_121) JIT-compiles only on >= 12.1.
   const int cc = d.cc_major * 10 + d.cc_minor;
   if (cc < 90) {
@@ -73,6 +80,13 @@ bool compiled_in() { return detail::embedded_kernels().size != 0; }
 DeviceInfo probe() {
   static const DeviceInfo info = probe_once();
   return info;
+}
+
+DeviceSpan DeviceSpan::sub(size_t offset, size_t n) const {
+  if (offset > size || n > size - offset)
+    throw std::out_of_range("DeviceSpan: " + std::to_string(n) + " bytes at " + std::to_string(offset) +
+                            " past the end of " + std::to_string(size));
+  return {address + offset, n};
 }
 
 DeviceBuffer::DeviceBuffer(size_t bytes) : bytes_(bytes) {
@@ -150,6 +164,12 @@ void Device::launch(const char* name, unsigned grid, unsigned block, unsigned sh
     it = impl_->functions.emplace(name, f).first;
   }
   check(a, a.cuLaunchKernel(it->second, grid, 1, 1, block, 1, 1, shared_bytes, nullptr, args, nullptr), name);
+}
+
+size_t Device::free_memory() {
+  size_t free_bytes = 0, total = 0;
+  check(*impl_->api, impl_->api->cuMemGetInfo(&free_bytes, &total), "cuMemGetInfo");
+  return free_bytes;
 }
 
 void Device::synchronize() { check(*impl_->api, impl_->api->cuCtxSynchronize(), "cuCtxSynchronize"); }

@@ -17,6 +17,9 @@ struct DeviceInfo {
   int sm_count = 0;
   size_t total_memory = 0, l2_bytes = 0;
   int driver_version = 0;
+  bool integrated = false;           // the GPU shares the host's memory (GB10): weights stay in place
+  bool host_pointer_mapped = false;  // registered host memory has the same address on the device
+  bool read_only_register = false;   // host registration may be read-only (a read-only file mapping)
 };
 
 // True when this binary was built with the CUDA kernels (-DDS4D_CUDA=ON).
@@ -25,7 +28,18 @@ bool compiled_in();
 // Device 0: loads the driver on first use; never throws.
 DeviceInfo probe();
 
-// A GPU buffer; freed on destruction.
+// A range of device memory that something else owns (a DeviceBuffer, a registered host mapping):
+// what the launchers take, so weights read in place and buffers allocated here look the same.
+struct DeviceSpan {
+  uint64_t address = 0;
+  size_t size = 0;
+  uint64_t ptr() const { return address; }
+  size_t bytes() const { return size; }
+  // The n bytes at `offset`; throws std::out_of_range past the end.
+  DeviceSpan sub(size_t offset, size_t n) const;
+};
+
+// A GPU buffer; freed on destruction. Converts to the DeviceSpan of all of it.
 class DeviceBuffer {
  public:
   DeviceBuffer() = default;
@@ -37,6 +51,7 @@ class DeviceBuffer {
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
   uint64_t ptr() const { return ptr_; }
   size_t bytes() const { return bytes_; }
+  operator DeviceSpan() const { return {ptr_, bytes_}; }
   void upload(const void* src, size_t bytes, size_t offset = 0);
   void download(void* dst, size_t bytes, size_t offset = 0) const;
 
@@ -54,6 +69,8 @@ class Device {
   // Launches kernel `name` with a 1D grid; args as for cuLaunchKernel. Throws on a launch error.
   void launch(const char* name, unsigned grid, unsigned block, unsigned shared_bytes, void** args);
   void synchronize();
+  // Bytes the device has free now (cuMemGetInfo).
+  size_t free_memory();
   // Milliseconds `fn` takes on the device, measured with events around it (fn launches kernels).
   template <class F>
   float time_ms(F&& fn) {

@@ -26,6 +26,11 @@ constexpr int kAttrComputeCapabilityMajor = 75;  // CU_DEVICE_ATTRIBUTE_COMPUTE_
 constexpr int kAttrComputeCapabilityMinor = 76;
 constexpr int kAttrMultiprocessorCount = 16;
 constexpr int kAttrL2CacheSize = 38;
+constexpr int kAttrIntegrated = 18;                   // shares the host's memory (GB10)
+constexpr int kAttrHostPointerForRegisteredMem = 91;  // registered memory at the host's address
+constexpr int kAttrReadOnlyHostRegisterSupported = 113;
+constexpr unsigned kHostRegisterDeviceMap = 0x02;  // CU_MEMHOSTREGISTER_DEVICEMAP
+constexpr unsigned kHostRegisterReadOnly = 0x08;   // CU_MEMHOSTREGISTER_READ_ONLY
 
 struct DriverApi {
   CUresult (*cuInit)(unsigned) = nullptr;
@@ -47,6 +52,10 @@ struct DriverApi {
   CUresult (*cuMemcpyHtoD)(CUdeviceptr, const void*, size_t) = nullptr;
   CUresult (*cuMemcpyDtoH)(void*, CUdeviceptr, size_t) = nullptr;
   CUresult (*cuMemsetD8)(CUdeviceptr, unsigned char, size_t) = nullptr;
+  CUresult (*cuMemGetInfo)(size_t*, size_t*) = nullptr;
+  CUresult (*cuMemHostRegister)(void*, size_t, unsigned) = nullptr;
+  CUresult (*cuMemHostUnregister)(void*) = nullptr;
+  CUresult (*cuMemHostGetDevicePointer)(CUdeviceptr*, void*, unsigned) = nullptr;
   CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream,
                              void**, void**) = nullptr;
   CUresult (*cuEventCreate)(CUevent*, unsigned) = nullptr;

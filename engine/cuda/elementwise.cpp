@@ -6,7 +6,7 @@
 
 namespace ds4::cuda {
 
-void elementwise(ElementwiseOp op, const DeviceBuffer& in, DeviceBuffer& out, int64_t n) {
+void elementwise(ElementwiseOp op, DeviceSpan in, DeviceSpan out, int64_t n) {
   if (n < 0 || in.bytes() < sizeof(float) * static_cast<size_t>(n) ||
       out.bytes() < sizeof(float) * static_cast<size_t>(n))
     throw std::invalid_argument("CUDA elementwise: " + std::to_string(n) + " elements do not fit the buffers (" +

@@ -11,6 +11,6 @@ enum class ElementwiseOp : int32_t { Exp = 0, Sigmoid = 1, SigmoidStable = 2, Si
 
 // out[i] = op(in[i]) for i < n (both device buffers of at least n floats; std::invalid_argument
 // otherwise). Asynchronous: download (or Device::synchronize) waits.
-void elementwise(ElementwiseOp op, const DeviceBuffer& in, DeviceBuffer& out, int64_t n);
+void elementwise(ElementwiseOp op, DeviceSpan in, DeviceSpan out, int64_t n);
 
 }  // namespace ds4::cuda

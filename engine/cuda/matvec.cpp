@@ -29,9 +29,8 @@ bool float_format(quant::Type type) {
   return type == quant::Type::F32 || type == quant::Type::F16 || type == quant::Type::BF16;
 }
 
-}  // namespace
-
-DeviceWeight upload_weight(quant::Type type, const void* data, int64_t rows, int64_t cols) {
+// The bytes of a rows x cols weight of `type`; throws for a type without a kernel or a bad shape.
+size_t weight_bytes(quant::Type type, int64_t rows, int64_t cols) {
   if (kernel_prefix(type) == nullptr)
     throw std::invalid_argument(std::string("CUDA matvec: no device kernel for ") +
                                 std::string(quant::type_info(type).name));
@@ -39,13 +38,36 @@ DeviceWeight upload_weight(quant::Type type, const void* data, int64_t rows, int
   if (rows <= 0 || cols <= 0 || cols % block != 0)
     throw std::invalid_argument("CUDA matvec: bad shape " + std::to_string(rows) + "x" + std::to_string(cols) +
                                 " for " + std::string(quant::type_info(type).name));
-  const size_t bytes = static_cast<size_t>(quant::row_bytes(type, static_cast<uint64_t>(cols))) * rows;
-  DeviceWeight w{type, rows, cols, DeviceBuffer(bytes)};
-  w.data.upload(data, bytes);
+  return static_cast<size_t>(quant::row_bytes(type, static_cast<uint64_t>(cols))) * rows;
+}
+
+}  // namespace
+
+DeviceWeight upload_weight(quant::Type type, const void* data, int64_t rows, int64_t cols) {
+  const size_t bytes = weight_bytes(type, rows, cols);
+  DeviceWeight w{type, rows, cols, {}, DeviceBuffer(bytes)};
+  w.owned.upload(data, bytes);
+  w.data = w.owned;
   return w;
 }
 
-void matvec(const DeviceWeight& w, const DeviceBuffer& act, size_t act_row_bytes, int n, DeviceBuffer& out) {
+DeviceWeight weight_over(quant::Type type, DeviceSpan data, int64_t rows, int64_t cols) {
+  const size_t bytes = weight_bytes(type, rows, cols);
+  if (data.bytes() != bytes)
+    throw std::invalid_argument("CUDA matvec: " + std::to_string(data.bytes()) + " bytes are not a " +
+                                std::to_string(rows) + "x" + std::to_string(cols) + " " +
+                                std::string(quant::type_info(type).name) + " weight (" + std::to_string(bytes) + ")");
+  return DeviceWeight{type, rows, cols, data, {}};
+}
+
+DeviceWeight map_weight(quant::Type type, const HostRegistration& reg, const void* data, int64_t rows, int64_t cols) {
+  const size_t bytes = weight_bytes(type, rows, cols);
+  const auto* first = static_cast<const unsigned char*>(data);
+  reg.device_address(first + bytes - 1);  // throws when the last byte is outside
+  return DeviceWeight{type, rows, cols, {reg.device_address(first), bytes}, {}};
+}
+
+void matvec(const DeviceWeight& w, DeviceSpan act, size_t act_row_bytes, int n, DeviceSpan out) {
   if (n < 1 || n > kMaxMatvecWidth)
     throw std::invalid_argument("CUDA matvec: width " + std::to_string(n) + " outside 1.." +
                                 std::to_string(kMaxMatvecWidth));

@@ -8,8 +8,8 @@
 namespace ds4::cuda {
 
 // For each of `rows` rows of n floats (row t at float offset t * n): out = (x * r) * w with
-// r = 1 / sqrt(mean(x^2) + eps), or x * r without the weight (w null). out may be the same buffer
+// r = 1 / sqrt(mean(x^2) + eps), or x * r without the weight (w empty: DeviceSpan{}). out may be the same buffer
 // as x. Throws std::invalid_argument when a buffer is too small. Asynchronous.
-void rms_norm(const DeviceBuffer& x, const DeviceBuffer* w, DeviceBuffer& out, int64_t rows, int64_t n, float eps);
+void rms_norm(DeviceSpan x, DeviceSpan w, DeviceSpan out, int64_t rows, int64_t n, float eps);
 
 }  // namespace ds4::cuda

@@ -6,7 +6,7 @@
 
 namespace ds4::cuda {
 
-void rope(DeviceBuffer& x, const DeviceBuffer& cs, int64_t rows, int32_t n_head, int32_t head_dim, int32_t n_rot) {
+void rope(DeviceSpan x, DeviceSpan cs, int64_t rows, int32_t n_head, int32_t head_dim, int32_t n_rot) {
   const auto bytes = [](int64_t k) { return sizeof(float) * static_cast<size_t>(k); };
   if (rows < 0 || n_head <= 0 || n_rot < 0 || (n_rot & 1) || n_rot > head_dim ||
       x.bytes() < bytes(rows * n_head * head_dim) || cs.bytes() < bytes(rows * n_rot))

@@ -61,7 +61,7 @@ class GgufFile {
   uint32_t version() const { return version_; }
   uint32_t alignment() const { return alignment_; }
   uint64_t data_offset() const { return data_offset_; }  // file offset of the data section
-  // The whole file image (mapping base and length), e.g. for mlock or cudaHostRegister.
+  // The whole file image (mapping base and length), e.g. for mlock or CUDA host registration.
   const std::byte* base() const { return base_; }
   uint64_t size() const { return size_; }
 

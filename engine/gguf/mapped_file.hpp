@@ -3,7 +3,7 @@
 // the mapping and hands out pointers into it for tensor data, so a 81 GiB model costs no copy and
 // its pages come from the page cache on demand. MAP_POPULATE (prefault every page at map time) is
 // an option for the daemon, which wants the whole model resident before it reports ready; it can
-// also mlock() or cudaHostRegister() the range given by data()/size().
+// also mlock() or CUDA-register the range given by data()/size().
 #include <cstddef>
 #include <cstdint>
 #include <string>

@@ -54,9 +54,10 @@ ds4::cuda::DeviceWeight big_weight(Type type, int64_t cols, size_t bytes) {
       ds4::quant::quantize_row(type, row.data(), chunk_w.data() + r * rb, cols, nullptr);
     }
   }
-  ds4::cuda::DeviceWeight w{type, rows, cols, ds4::cuda::DeviceBuffer(rb * rows)};
-  for (size_t off = 0; off < w.data.bytes(); off += chunk_w.size())
-    w.data.upload(chunk_w.data(), std::min(chunk_w.size(), w.data.bytes() - off), off);
+  ds4::cuda::DeviceWeight w{type, rows, cols, {}, ds4::cuda::DeviceBuffer(rb * rows)};
+  for (size_t off = 0; off < w.owned.bytes(); off += chunk_w.size())
+    w.owned.upload(chunk_w.data(), std::min(chunk_w.size(), w.owned.bytes() - off), off);
+  w.data = w.owned;
   return w;
 }
 

@@ -1,5 +1,6 @@
-// See emulated_driver.hpp. A fake device 0 ("CUDA-thread emulator", compute capability 9.0) whose
-// memory is aligned host memory and whose kernels run synchronously in the emulator, so events
+// See emulated_driver.hpp. A fake device 0 ("CUDA-thread emulator", compute capability 9.0,
+// integrated like GB10: registered host memory keeps its address) whose memory (4 GiB) is aligned
+// host memory and whose kernels run synchronously in the emulator, so events
 // time nothing (0 ms) and synchronisation has nothing to wait for. A launch with a 2-D/3-D grid or
 // block, or of a kernel the table lacks, fails with the driver's own error codes, as a real
 // device would refuse it; out-of-range copies are DeviceBuffer's to catch, as with the driver.
@@ -7,6 +8,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <string>
 
 #include "engine/cuda/driver_api.hpp"
@@ -18,12 +20,16 @@ namespace {
 using namespace ds4::cuda::detail;
 
 constexpr CUresult kInvalidValue = 1, kOutOfMemory = 2, kNotFound = 500, kLaunchFailed = 719;
+constexpr CUresult kAlreadyRegistered = 712, kNotRegistered = 713;
 constexpr size_t kMemory = size_t(4) << 30;  // what the fake device reports as its total
 
 struct Context {};
 Context context;
 struct Event {};
 Event event;
+std::map<const char*, size_t> registered;  // host ranges: base -> bytes
+size_t allocated = 0;
+std::map<CUdeviceptr, size_t> allocations;
 
 CUresult init(unsigned) { return 0; }
 CUresult driver_version(int* v) { return *v = 13000, 0; }
@@ -39,6 +45,9 @@ CUresult device_attribute(int* v, int attr, CUdevice) {
     case kAttrComputeCapabilityMinor: return *v = 0, 0;
     case kAttrMultiprocessorCount: return *v = 4, 0;
     case kAttrL2CacheSize: return *v = 1 << 20, 0;
+    case kAttrIntegrated:  // its memory is the host's, as on GB10
+    case kAttrHostPointerForRegisteredMem:
+    case kAttrReadOnlyHostRegisterSupported: return *v = 1, 0;
     default: return kInvalidValue;
   }
 }
@@ -56,12 +65,42 @@ CUresult module_function(CUfunction* f, CUmodule, const char* name) {
   return 0;
 }
 CUresult mem_alloc(CUdeviceptr* p, size_t bytes) {
-  void* m = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
+  const size_t rounded = (bytes + 255) / 256 * 256;
+  void* m = allocated + rounded <= kMemory ? std::aligned_alloc(256, rounded) : nullptr;
   if (m == nullptr) return kOutOfMemory;
   *p = reinterpret_cast<CUdeviceptr>(m);
+  allocations[*p] = rounded;
+  allocated += rounded;
   return 0;
 }
-CUresult mem_free(CUdeviceptr p) { return std::free(reinterpret_cast<void*>(p)), 0; }
+CUresult mem_free(CUdeviceptr p) {
+  const auto it = allocations.find(p);
+  if (it == allocations.end()) return kInvalidValue;
+  allocated -= it->second;
+  allocations.erase(it);
+  std::free(reinterpret_cast<void*>(p));
+  return 0;
+}
+CUresult mem_info(size_t* free_bytes, size_t* total) {
+  *free_bytes = kMemory - allocated;
+  *total = kMemory;
+  return 0;
+}
+CUresult host_register(void* p, size_t bytes, unsigned flags) {
+  const char* b = static_cast<const char*>(p);
+  if (bytes == 0 || (flags & ~(kHostRegisterDeviceMap | kHostRegisterReadOnly | 1u)) != 0) return kInvalidValue;
+  for (const auto& [base, n] : registered)
+    if (b < base + n && base < b + bytes) return kAlreadyRegistered;
+  registered[b] = bytes;
+  return 0;
+}
+CUresult host_unregister(void* p) { return registered.erase(static_cast<const char*>(p)) == 1 ? 0 : kNotRegistered; }
+CUresult host_device_pointer(CUdeviceptr* d, void* p, unsigned flags) {
+  const char* q = static_cast<const char*>(p);
+  for (const auto& [base, n] : registered)
+    if (flags == 0 && q >= base && q < base + n) return *d = reinterpret_cast<CUdeviceptr>(p), 0;
+  return kInvalidValue;
+}
 CUresult copy_to_device(CUdeviceptr dst, const void* src, size_t n) {
   return std::memcpy(reinterpret_cast<void*>(dst), src, n), 0;
 }
@@ -92,6 +131,8 @@ CUresult error_string(CUresult r, const char** s) {
     case kOutOfMemory: *s = "CUDA_ERROR_OUT_OF_MEMORY"; break;
     case kNotFound: *s = "CUDA_ERROR_NOT_FOUND (no such kernel in device_kernels.cu)"; break;
     case kLaunchFailed: *s = "CUDA_ERROR_LAUNCH_FAILED"; break;
+    case kAlreadyRegistered: *s = "CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED"; break;
+    case kNotRegistered: *s = "CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED"; break;
     default: *s = nullptr; return kInvalidValue;
   }
   return 0;
@@ -118,6 +159,10 @@ DriverApi make_api() {
   a.cuMemcpyHtoD = copy_to_device;
   a.cuMemcpyDtoH = copy_to_host;
   a.cuMemsetD8 = mem_set;
+  a.cuMemGetInfo = mem_info;
+  a.cuMemHostRegister = host_register;
+  a.cuMemHostUnregister = host_unregister;
+  a.cuMemHostGetDevicePointer = host_device_pointer;
   a.cuLaunchKernel = launch_kernel;
   a.cuEventCreate = event_create;
   a.cuEventRecord = event_record;

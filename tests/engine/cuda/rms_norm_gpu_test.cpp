@@ -32,9 +32,9 @@ TEST(RmsNormGpu, MatchesTheCpuFastOrderBitForBit) {
       }
       auto dx = upload(x), dw = upload(w);
       ds4::cuda::DeviceBuffer dout(x.size() * sizeof(float));
-      ds4::cuda::rms_norm(dx, &dw, dout, rows, n, kEps);
+      ds4::cuda::rms_norm(dx, dw, dout, rows, n, kEps);
       EXPECT_EQ(first_difference(download(dout, x.size()), want), "") << "n " << n << ", " << rows << " rows";
-      ds4::cuda::rms_norm(dx, nullptr, dx, rows, n, kEps);  // in place, no weight
+      ds4::cuda::rms_norm(dx, {}, dx, rows, n, kEps);  // in place, no weight
       EXPECT_EQ(first_difference(download(dx, x.size()), want_nw), "")
           << "no weight, n " << n << ", " << rows << " rows";
     }
@@ -43,8 +43,8 @@ TEST(RmsNormGpu, MatchesTheCpuFastOrderBitForBit) {
 TEST(RmsNormGpu, RejectsBuffersTooSmall) {
   SKIP_WITHOUT_GPU();
   ds4::cuda::DeviceBuffer x(64 * sizeof(float)), w(16 * sizeof(float));
-  EXPECT_THROW(ds4::cuda::rms_norm(x, &w, x, 2, 32, 1e-6f), std::invalid_argument);
-  EXPECT_THROW(ds4::cuda::rms_norm(x, nullptr, x, 3, 32, 1e-6f), std::invalid_argument);
+  EXPECT_THROW(ds4::cuda::rms_norm(x, w, x, 2, 32, 1e-6f), std::invalid_argument);
+  EXPECT_THROW(ds4::cuda::rms_norm(x, {}, x, 3, 32, 1e-6f), std::invalid_argument);
 }
 
 }  // namespace
