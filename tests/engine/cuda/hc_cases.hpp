@@ -5,6 +5,7 @@
 // over the f16 table), and activation rows for the quantizers (ties, zero blocks, equal |x|).
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -84,7 +85,7 @@ inline std::vector<float> embed_reference(const std::vector<uint16_t>& table, co
 
 // rows x n activations (n a multiple of 32): normal rows at several scales, then per whole 256
 // floats of the array one special pattern by their index: an all-zero block, exact halves (max 127: ties to even),
-// equal |x| of both signs (the first one sets Q8_K's sign), a block of -0 and tiny values.
+// equal |x| of both signs (the first one sets Q8_K's sign), -0 and tiny values, a NaN and an inf.
 inline std::vector<float> activation_rows(std::mt19937& rng, int64_t rows, int64_t n) {
   std::vector<float> x(size_t(rows * n));
   for (int64_t r = 0; r < rows; r++) {
@@ -109,6 +110,10 @@ inline std::vector<float> activation_rows(std::mt19937& rng, int64_t rows, int64
         break;
       case 4:
         for (int j = 0; j < 256; j++) xb[j] = j % 2 ? -0.0f : 1e-20f * float(j % 7);
+        break;
+      case 5:  // NaN and inf round to 0 on every CPU and on the device
+        xb[3] = std::numeric_limits<float>::quiet_NaN();
+        xb[100] = -std::numeric_limits<float>::infinity();
         break;
       default: break;
     }
