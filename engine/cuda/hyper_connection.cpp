@@ -1,7 +1,8 @@
-// Launches kernels/hyper_connection.cuh: 256 threads a block; one block per token (pre, head
-// collapse) or per token and stream (post).
+// Launches kernels/hyper_connection.cuh: 256 threads a block; a row (a token; a token and stream
+// for post) is split over up to one block per 256 elements while the rows are few.
 #include "engine/cuda/hyper_connection.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -25,12 +26,21 @@ void fits(const char* what, const char* buffer, const DeviceBuffer& b, size_t by
 
 constexpr unsigned kBlock = 256;
 
+// Blocks per row: enough to give a decode step's few rows about 1024 blocks, at most one thread
+// per element. The bits do not depend on it.
+int32_t parts_for(int64_t rows, int64_t n_embd) {
+  const int64_t per_element = (n_embd + kBlock - 1) / kBlock, fill = (1024 + rows - 1) / rows;
+  return static_cast<int32_t>(std::max<int64_t>(1, std::min(per_element, fill)));
+}
+
 }  // namespace
 
 void hc_pre(const DeviceBuffer& H, const DeviceBuffer& mix, const DeviceBuffer& scale, const DeviceBuffer& base,
             int64_t T, int64_t n_hc, int64_t n_embd, int32_t sinkhorn_iters, float hc_eps, DeviceBuffer& split,
             DeviceBuffer& x) {
   check_shape("hc_pre", T, n_hc, n_embd);
+  if (sinkhorn_iters < 1)
+    throw std::invalid_argument("CUDA hc_pre: " + std::to_string(sinkhorn_iters) + " Sinkhorn iterations");
   const int64_t mixn = (2 + n_hc) * n_hc;
   fits("hc_pre", "H", H, floats(T * n_hc * n_embd));
   fits("hc_pre", "mix", mix, floats(T * mixn));
@@ -41,8 +51,9 @@ void hc_pre(const DeviceBuffer& H, const DeviceBuffer& mix, const DeviceBuffer& 
   if (T == 0) return;
   uint64_t hp = H.ptr(), mp = mix.ptr(), sp = scale.ptr(), bp = base.ptr(), op = split.ptr(), xp = x.ptr();
   auto n = static_cast<int32_t>(n_hc);
-  void* args[] = {&hp, &mp, &sp, &bp, &n, &sinkhorn_iters, &hc_eps, &n_embd, &op, &xp};
-  Device::open().launch("ds4_hc_pre", static_cast<unsigned>(T), kBlock, 0, args);
+  int32_t parts = parts_for(T, n_embd);
+  void* args[] = {&hp, &mp, &sp, &bp, &n, &sinkhorn_iters, &hc_eps, &n_embd, &parts, &op, &xp};
+  Device::open().launch("ds4_hc_pre", static_cast<unsigned>(T * parts), kBlock, 0, args);
 }
 
 void hc_post(const DeviceBuffer& y, const DeviceBuffer& H, const DeviceBuffer& split, int64_t T, int64_t n_hc,
@@ -56,8 +67,9 @@ void hc_post(const DeviceBuffer& y, const DeviceBuffer& H, const DeviceBuffer& s
   if (T == 0) return;
   uint64_t yp = y.ptr(), hp = H.ptr(), sp = split.ptr(), op = out_H.ptr();
   auto n = static_cast<int32_t>(n_hc);
-  void* args[] = {&yp, &hp, &sp, &n, &n_embd, &op};
-  Device::open().launch("ds4_hc_post", static_cast<unsigned>(T * n_hc), kBlock, 0, args);
+  int32_t parts = parts_for(T * n_hc, n_embd);
+  void* args[] = {&yp, &hp, &sp, &n, &n_embd, &parts, &op};
+  Device::open().launch("ds4_hc_post", static_cast<unsigned>(T * n_hc * parts), kBlock, 0, args);
 }
 
 void hc_head_collapse(const DeviceBuffer& pre, const DeviceBuffer& scale, const DeviceBuffer& base,
@@ -71,8 +83,9 @@ void hc_head_collapse(const DeviceBuffer& pre, const DeviceBuffer& scale, const 
   if (T == 0) return;
   uint64_t pp = pre.ptr(), sp = scale.ptr(), bp = base.ptr(), hp = H.ptr(), yp = y.ptr();
   auto n = static_cast<int32_t>(n_hc);
-  void* args[] = {&pp, &sp, &bp, &hp, &n, &hc_eps, &n_embd, &yp};
-  Device::open().launch("ds4_hc_head", static_cast<unsigned>(T), kBlock, 0, args);
+  int32_t parts = parts_for(T, n_embd);
+  void* args[] = {&pp, &sp, &bp, &hp, &n, &hc_eps, &n_embd, &parts, &yp};
+  Device::open().launch("ds4_hc_head", static_cast<unsigned>(T * parts), kBlock, 0, args);
 }
 
 }  // namespace ds4::cuda

@@ -18,52 +18,69 @@ struct FastHcMath {
   DS4_HD float sigmoid_stable(float x) { return quant::fast::sigmoid_stable(x); }
 };
 
+// The steps of the split, each on data no other step of its phase touches, so the device runs
+// the lines of a phase on parallel threads with the bits of the serial order below.
+// pre[i] = sigmoid(mix[i] * scale[0] + base[i]) + eps.
+template <class Math>
+DS4_HD float pre_weight(const float* mix, const float* scale, const float* base, float eps, uint32_t i) {
+  using quant::arith::add;
+  return add(Math::sigmoid(add(quant::arith::mul(mix[i], scale[0]), base[i])), eps);
+}
+
+// post[i] = 2 / (1 + exp(-(mix[n + i] * scale[1] + base[n + i]))).
+template <class Math>
+DS4_HD float post_weight(const float* mix, const float* scale, const float* base, uint32_t n, uint32_t i) {
+  using quant::arith::add;
+  const float z = add(quant::arith::mul(mix[n + i], scale[1]), base[n + i]);
+  return quant::fast::div(2.0f, add(1.0f, Math::exp(-z)));
+}
+
+// Source row b of comb (c[a + b*n], a < n): softmax over a of mix * scale[2] + base, then + eps.
+template <class Math>
+DS4_HD void comb_row(const float* mix, const float* scale, const float* base, uint32_t n, float eps, uint32_t b,
+                     float* c) {
+  using quant::arith::add;
+  using quant::arith::mul;
+  float mx = -1.0e30f;
+  for (uint32_t a = 0; a < n; a++) {
+    const uint32_t idx = a + b * n;
+    const float v = add(mul(mix[2 * n + idx], scale[2]), base[2 * n + idx]);
+    c[idx] = v;
+    if (v > mx) mx = v;
+  }
+  float sum = 0.0f;
+  for (uint32_t a = 0; a < n; a++) {
+    const float v = Math::exp(quant::fast::sub(c[a + b * n], mx));
+    c[a + b * n] = v;
+    sum = add(sum, v);
+  }
+  const float inv = quant::fast::div(1.0f, sum);
+  for (uint32_t a = 0; a < n; a++) c[a + b * n] = add(mul(c[a + b * n], inv), eps);
+}
+
+// One Sinkhorn line (elements line[i * step], i < n) divided by (its sum + eps). A column
+// phase is lines c + o with step n, a row phase lines c + o * n with step 1, o < n.
+DS4_HD void normalise_line(float* line, uint32_t n, uint32_t step, float eps) {
+  using quant::arith::add;
+  float sum = 0.0f;
+  for (uint32_t i = 0; i < n; i++) sum = add(sum, line[i * step]);
+  const float inv = quant::fast::div(1.0f, add(sum, eps));
+  for (uint32_t i = 0; i < n; i++) line[i * step] = quant::arith::mul(line[i * step], inv);
+}
+
 // From the (2 + n) * n mix logits: pre[n], post[n], comb[n * n] (comb[dst + src * n]), in ds4's
-// order; Math is the mode's exp and sigmoid. n <= 16 (the caller checks).
+// order; Math is the mode's exp and sigmoid. n <= 16 (the caller checks). The column phase,
+// then iters - 1 rounds of a row phase and a column phase.
 template <class Math>
 DS4_HD void split(const float* mix, const float* scale, const float* base, uint32_t n, uint32_t iters, float eps,
                   float* pre, float* post, float* c) {
-  using quant::arith::add;
-  using quant::arith::mul;
-  using quant::fast::div;
-  const float pre_scale = scale[0], post_scale = scale[1], comb_scale = scale[2];
-  for (uint32_t i = 0; i < n; i++) pre[i] = add(Math::sigmoid(add(mul(mix[i], pre_scale), base[i])), eps);
-  for (uint32_t i = 0; i < n; i++) {
-    const float z = add(mul(mix[n + i], post_scale), base[n + i]);
-    post[i] = div(2.0f, add(1.0f, Math::exp(-z)));
-  }
-  // Softmax over the contiguous (destination) index within each source row b: c[a + b*n].
-  for (uint32_t b = 0; b < n; b++) {
-    float mx = -1.0e30f;
-    for (uint32_t a = 0; a < n; a++) {
-      const uint32_t idx = a + b * n;
-      const float v = add(mul(mix[2 * n + idx], comb_scale), base[2 * n + idx]);
-      c[idx] = v;
-      if (v > mx) mx = v;
-    }
-    float sum = 0.0f;
-    for (uint32_t a = 0; a < n; a++) {
-      const float v = Math::exp(quant::fast::sub(c[a + b * n], mx));
-      c[a + b * n] = v;
-      sum = add(sum, v);
-    }
-    const float inv = div(1.0f, sum);
-    for (uint32_t a = 0; a < n; a++) c[a + b * n] = add(mul(c[a + b * n], inv), eps);
-  }
-  // For each line of c (element o * line_stride + i * step, i < n): divide by (its sum + eps).
-  auto normalise = [&](uint32_t line_stride, uint32_t step) {
-    for (uint32_t o = 0; o < n; o++) {
-      float* line = c + o * line_stride;
-      float sum = 0.0f;
-      for (uint32_t i = 0; i < n; i++) sum = add(sum, line[i * step]);
-      const float inv = div(1.0f, add(sum, eps));
-      for (uint32_t i = 0; i < n; i++) line[i * step] = mul(line[i * step], inv);
-    }
-  };
-  normalise(1, n);  // for each a: divide by (sum over b + eps)
+  for (uint32_t i = 0; i < n; i++) pre[i] = pre_weight<Math>(mix, scale, base, eps, i);
+  for (uint32_t i = 0; i < n; i++) post[i] = post_weight<Math>(mix, scale, base, n, i);
+  for (uint32_t b = 0; b < n; b++) comb_row<Math>(mix, scale, base, n, eps, b, c);
+  for (uint32_t o = 0; o < n; o++) normalise_line(c + o, n, n, eps);
   for (uint32_t it = 1; it < iters; it++) {
-    normalise(n, 1);  // for each b: divide by (sum over a + eps)
-    normalise(1, n);
+    for (uint32_t o = 0; o < n; o++) normalise_line(c + o * n, n, 1, eps);
+    for (uint32_t o = 0; o < n; o++) normalise_line(c + o, n, n, eps);
   }
 }
 

@@ -2,7 +2,8 @@
 // run on the CPU by the CUDA-thread emulator with the launch shapes of engine/cuda/{embed,
 // hyper_connection}.cpp, against the CPU's Fast functions bit for bit: the embedding (with an
 // out-of-range id), HC pre (Sinkhorn split + weighted sum), HC post and the output head's stream
-// collapse. n_hc 4 (DS4's), 1, 3 and 16; widths below, at and above a block of 256 threads.
+// collapse. n_hc 4 (DS4's), 1, 3 and 16; widths below, at and above a block of 256 threads; one
+// and three blocks a row.
 #include "tests/engine/cuda/cuda_emulator.hpp"
 // The kernels, after the emulator's definitions.
 #include "engine/cuda/kernels/embed.cuh"
@@ -30,22 +31,26 @@ TEST(EmulatedResidual, HcPrePostAndHeadMatchTheCpu) {
     const HcCase c = make_hc_case(rng, s.T, s.n_hc, s.n_embd);
     const auto where =
         "T " + std::to_string(s.T) + ", n_hc " + std::to_string(s.n_hc) + ", n_embd " + std::to_string(s.n_embd);
-    std::vector<float> split(c.split.size()), x(c.x.size()), post_H(c.post_H.size()), head_y(c.head_y.size());
     const int64_t D = s.n_embd;
     const auto n = int32_t(s.n_hc);
-    emu::launch(unsigned(s.T), 256, 0, [&] {
-      ds4_hc_pre(c.H.data(), c.mix.data(), c.scale.data(), c.base.data(), n, int32_t(c.iters), c.eps, D, split.data(),
-                 x.data());
-    });
-    EXPECT_EQ(first_difference(split, c.split), "") << "split, " << where;
-    EXPECT_EQ(first_difference(x, c.x), "") << "x, " << where;
-    emu::launch(unsigned(s.T * s.n_hc), 256, 0,
-                [&] { ds4_hc_post(c.y.data(), c.H.data(), split.data(), n, D, post_H.data()); });
-    EXPECT_EQ(first_difference(post_H, c.post_H), "") << "post, " << where;
-    emu::launch(unsigned(s.T), 256, 0, [&] {
-      ds4_hc_head(c.head_pre.data(), c.head_scale.data(), c.head_base.data(), c.H.data(), n, c.eps, D, head_y.data());
-    });
-    EXPECT_EQ(first_difference(head_y, c.head_y), "") << "head, " << where;
+    for (int32_t parts : {1, 3}) {  // blocks per row: 3 leaves some with no element at n_embd 33 and 64
+      std::vector<float> split(c.split.size()), x(c.x.size()), post_H(c.post_H.size()), head_y(c.head_y.size());
+      const auto at = where + ", " + std::to_string(parts) + " blocks a row";
+      emu::launch(unsigned(s.T * parts), 256, 0, [&] {
+        ds4_hc_pre(c.H.data(), c.mix.data(), c.scale.data(), c.base.data(), n, int32_t(c.iters), c.eps, D, parts,
+                   split.data(), x.data());
+      });
+      EXPECT_EQ(first_difference(split, c.split), "") << "split, " << at;
+      EXPECT_EQ(first_difference(x, c.x), "") << "x, " << at;
+      emu::launch(unsigned(s.T * s.n_hc * parts), 256, 0,
+                  [&] { ds4_hc_post(c.y.data(), c.H.data(), split.data(), n, D, parts, post_H.data()); });
+      EXPECT_EQ(first_difference(post_H, c.post_H), "") << "post, " << at;
+      emu::launch(unsigned(s.T * parts), 256, 0, [&] {
+        ds4_hc_head(c.head_pre.data(), c.head_scale.data(), c.head_base.data(), c.H.data(), n, c.eps, D, parts,
+                    head_y.data());
+      });
+      EXPECT_EQ(first_difference(head_y, c.head_y), "") << "head, " << at;
+    }
   }
 }
 

@@ -1,8 +1,8 @@
 // The device's residual-stream kernels through their launchers (engine/cuda/{embed,
 // hyper_connection}.cpp) against the CPU's Fast functions, bit for bit: embedding (and its error
 // word), HC pre, HC post and the head's stream collapse at DS4's n_hc = 4 and width 4096, at
-// 1..8 and 64 tokens (each token's bits must not depend on the batch), and at odd shapes. Skips
-// with the reason where no GPU is usable.
+// 1..8, 64 and 300 tokens (a token's bits must not depend on the batch or the blocks a row the
+// launcher picks), and at odd shapes. Skips with the reason where no GPU is usable.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -24,8 +24,8 @@ TEST(HcGpu, PrePostAndHeadMatchTheCpuBitForBit) {
     int64_t T;
     uint32_t n_hc, n_embd;
   };
-  for (const Shape& s : {Shape{1, 4, 4096}, Shape{5, 4, 4096}, Shape{8, 4, 4096}, Shape{64, 4, 4096}, Shape{3, 1, 33},
-                         Shape{2, 3, 1000}, Shape{2, 16, 300}}) {
+  for (const Shape& s : {Shape{1, 4, 4096}, Shape{5, 4, 4096}, Shape{8, 4, 4096}, Shape{64, 4, 4096},
+                         Shape{300, 4, 4096}, Shape{3, 1, 33}, Shape{2, 3, 1000}, Shape{2, 16, 300}}) {
     const HcCase c = make_hc_case(rng, s.T, s.n_hc, s.n_embd);
     const auto where =
         "T " + std::to_string(s.T) + ", n_hc " + std::to_string(s.n_hc) + ", n_embd " + std::to_string(s.n_embd);
