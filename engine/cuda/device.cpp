@@ -109,15 +109,22 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
   }
   return *this;
 }
-void DeviceBuffer::upload(const void* src, size_t bytes, size_t offset) {
-  if (offset + bytes > bytes_) throw std::out_of_range("DeviceBuffer::upload past the end of the buffer");
+void DeviceSpan::upload(const void* src, size_t bytes, size_t offset) const {
+  if (offset > size || bytes > size - offset) throw std::out_of_range("DeviceSpan::upload past the end of the memory");
   const DriverApi& a = api_or_throw();
-  check(a, a.cuMemcpyHtoD(ptr_ + offset, src, bytes), "cuMemcpyHtoD");
+  check(a, a.cuMemcpyHtoD(address + offset, src, bytes), "cuMemcpyHtoD");
+}
+void DeviceSpan::download(void* dst, size_t bytes, size_t offset) const {
+  if (offset > size || bytes > size - offset)
+    throw std::out_of_range("DeviceSpan::download past the end of the memory");
+  const DriverApi& a = api_or_throw();
+  check(a, a.cuMemcpyDtoH(dst, address + offset, bytes), "cuMemcpyDtoH");
+}
+void DeviceBuffer::upload(const void* src, size_t bytes, size_t offset) {
+  DeviceSpan(*this).upload(src, bytes, offset);
 }
 void DeviceBuffer::download(void* dst, size_t bytes, size_t offset) const {
-  if (offset + bytes > bytes_) throw std::out_of_range("DeviceBuffer::download past the end of the buffer");
-  const DriverApi& a = api_or_throw();
-  check(a, a.cuMemcpyDtoH(dst, ptr_ + offset, bytes), "cuMemcpyDtoH");
+  DeviceSpan(*this).download(dst, bytes, offset);
 }
 
 struct Device::Impl {

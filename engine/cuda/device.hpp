@@ -37,6 +37,9 @@ struct DeviceSpan {
   size_t bytes() const { return size; }
   // The n bytes at `offset`; throws std::out_of_range past the end.
   DeviceSpan sub(size_t offset, size_t n) const;
+  // Synchronous copies; throw std::out_of_range past the end, std::runtime_error from the driver.
+  void upload(const void* src, size_t bytes, size_t offset = 0) const;
+  void download(void* dst, size_t bytes, size_t offset = 0) const;
 };
 
 // A GPU buffer; freed on destruction. Converts to the DeviceSpan of all of it.

@@ -1,6 +1,7 @@
 // Output head; see output_head.hpp. Order follows ds4's output_hc_head_one / output_logits_one.
 #include "engine/model/output_head.hpp"
 
+#include "engine/model/hc_arith.hpp"
 #include "engine/model/hyper_connection.hpp"
 #include "engine/model/numerics.hpp"
 #include "engine/model/rms_norm.hpp"
@@ -22,8 +23,9 @@ void output_head(const Exec& ex, const ModelConfig& cfg, const HeadWeights& w, c
   for (int t = 0; t < T; t++) {
     float wt[16];
     for (uint32_t i = 0; i < n_hc; i++) {
-      const float z = s.pre[size_t(t) * n_hc + i] * scale + base[i];
-      wt[i] = (ex.exact ? ExactMath::sigmoid_stable(z) : FastMath::sigmoid_stable(z)) + cfg.hc_eps;
+      const float pre = s.pre[size_t(t) * n_hc + i];
+      wt[i] = ex.exact ? hc::head_weight<ExactMath>(pre, scale, base[i], cfg.hc_eps)
+                       : hc::head_weight<hc::FastHcMath>(pre, scale, base[i], cfg.hc_eps);
     }
     hc_weighted_sum(H + size_t(t) * hc, wt, D, n_hc, s.y.data() + size_t(t) * D);
     rms_norm(ex, s.norm.data() + size_t(t) * D, s.y.data() + size_t(t) * D, w.norm->f32(), D, cfg.rms_eps);

@@ -5,6 +5,7 @@
 // docs/quant.md §activation-quantization, §exact-order-of-the-integer-dots, §quantizers.
 #include <cmath>
 
+#include "engine/quant/act_quant.hpp"
 #include "engine/quant/blocks.hpp"
 #include "engine/quant/formats.hpp"
 
@@ -42,13 +43,10 @@ void quantize_act_q8_0(const float* src, void* dst, int64_t n) {
       const float ax = std::fabs(x[j]);
       if (ax > amax) amax = ax;
     }
-    const float d = amax / 127.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    const float d = act::q8_0_d(amax);
+    const float id = act::q8_0_inverse(d);
     y[i].d = d;
-    for (int j = 0; j < 32; j++) {
-      const int v = nearest_int(x[j] * id);
-      y[i].qs[j] = static_cast<int8_t>(v > 127 ? 127 : (v < -128 ? -128 : v));
-    }
+    for (int j = 0; j < 32; j++) y[i].qs[j] = act::to_int8(x[j], id);
   }
 }
 

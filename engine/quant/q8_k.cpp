@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "engine/quant/act_quant.hpp"
 #include "engine/quant/blocks.hpp"
 #include "engine/quant/formats.hpp"
 
@@ -36,17 +37,14 @@ void quantize_act_q8_k(const float* src, void* dst, int64_t n) {
       std::memset(&y[b], 0, sizeof(BlockQ8_K));
       continue;
     }
-    const float iscale = -127.0f / max;
-    for (int j = 0; j < QK_K; j++) {
-      const int v = nearest_int(iscale * x[j]);
-      y[b].qs[j] = static_cast<int8_t>(v > 127 ? 127 : (v < -128 ? -128 : v));
-    }
+    const float iscale = act::q8_k_iscale(max);
+    for (int j = 0; j < QK_K; j++) y[b].qs[j] = act::to_int8(x[j], iscale);
     for (int j = 0; j < QK_K / 16; j++) {
       int sum = 0;
       for (int i = 0; i < 16; i++) sum += y[b].qs[j * 16 + i];
       y[b].bsums[j] = static_cast<int16_t>(sum);
     }
-    y[b].d = 1.0f / iscale;
+    y[b].d = act::q8_k_d(iscale);
   }
 }
 
