@@ -232,20 +232,6 @@ Weights bind_weights(const gguf::GgufFile& f, const ModelConfig& c) {
 
 }  // namespace model
 
-kernels::WeightView model::Tensor::rows(int64_t row0, int64_t n) const {
-  const uint64_t rb = quant::row_bytes(type, ne[0]);
-  if (row0 < 0 || n < 0 || uint64_t(row0 + n) > ne[1] * (ndim > 2 ? ne[2] : 1))
-    throw std::out_of_range("rows out of range in tensor " + name);
-  return {type, data + uint64_t(row0) * rb, n, int64_t(ne[0])};
-}
-
-kernels::WeightView model::Tensor::expert(int64_t e) const {
-  if (ndim != 3 || e < 0 || uint64_t(e) >= ne[2])
-    throw std::out_of_range("expert index out of range in tensor " + name);
-  const uint64_t rb = quant::row_bytes(type, ne[0]);
-  return {type, data + uint64_t(e) * ne[1] * rb, int64_t(ne[1]), int64_t(ne[0])};
-}
-
 namespace {
 
 uint64_t fnv1a(uint64_t h, const void* p, size_t n) {

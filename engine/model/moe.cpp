@@ -2,7 +2,8 @@
 // expert's weights are streamed once per batch; every output element is still one dot product
 // of one weight row with one activation row, so a token's result does not depend on the batch
 // it was computed in. The per-token sum over experts runs in slot order from 0.0f, as ds4's
-// matvec_q2_k_accum_worker does.
+// matvec_q2_k_accum_worker does. The Fast order's router and SwiGLU arithmetic and the top-k are
+// moe_arith.hpp's, which the CUDA kernels run too.
 #include "engine/model/moe.hpp"
 
 #include <cmath>
@@ -10,6 +11,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "engine/model/moe_arith.hpp"
 #include "engine/model/numerics.hpp"
 
 namespace ds4::model {
@@ -18,32 +20,10 @@ void router_probs(const float* logits, uint32_t n_expert, bool exact, float* pro
   if (exact)
     for (uint32_t i = 0; i < n_expert; i++) probs[i] = std::sqrt(ExactMath::softplus(logits[i]));
   else
-    for (uint32_t i = 0; i < n_expert; i++) probs[i] = std::sqrt(FastMath::softplus(logits[i]));
+    for (uint32_t i = 0; i < n_expert; i++) probs[i] = moe_arith::router_prob(logits[i]);
 }
 
 namespace {
-
-void normalise_weights(RoutedChoice& c, uint32_t k, const float* probs, float scale) {
-  float sum = 0.0f;
-  for (uint32_t i = 0; i < k; i++) {
-    c.weight[i] = probs[c.expert[i]];
-    sum += c.weight[i];
-  }
-  if (sum < 6.103515625e-5f) sum = 6.103515625e-5f;
-  for (uint32_t i = 0; i < k; i++) c.weight[i] = c.weight[i] / sum * scale;
-}
-
-// ds4's topk_desc: insertion into a descending list; equal scores keep the earlier index first.
-void topk_desc(const float* score, uint32_t n, uint32_t k, int32_t* idx) {
-  for (uint32_t i = 0; i < k; i++) idx[i] = -1;
-  for (uint32_t i = 0; i < n; i++)
-    for (uint32_t j = 0; j < k; j++)
-      if (idx[j] < 0 || score[i] > score[idx[j]]) {
-        for (uint32_t m = k - 1; m > j; m--) idx[m] = idx[m - 1];
-        idx[j] = int32_t(i);
-        break;
-      }
-}
 
 // out = the rows src.row(pairs[i] / pairs_per_row) for i < pairs.size(): the activation rows of
 // one expert's (token, slot) pairs, contiguous so the expert's matmul reads them as one batch.
@@ -81,9 +61,9 @@ void route_token(const ModelConfig& cfg, const LayerWeights& lw, bool hash_layer
       for (uint32_t i = 0; i < cfg.n_expert; i++) sel[i] = probs[i] + b[i];
       score = sel;
     }
-    topk_desc(score, cfg.n_expert, k, out.expert);
+    moe_arith::topk_desc(score, cfg.n_expert, k, out.expert);
   }
-  normalise_weights(out, k, probs, cfg.expert_weight_scale);
+  moe_arith::normalise_weights(out.expert, k, probs, cfg.expert_weight_scale, out.weight);
 }
 
 void moe_forward(const Exec& ex, const ModelConfig& cfg, const LayerWeights& lw, bool hash_layer, float clamp,
@@ -130,7 +110,7 @@ void moe_forward(const Exec& ex, const ModelConfig& cfg, const LayerWeights& lw,
       if (ex.exact)
         for (uint32_t j = 0; j < F; j++) mid[j] = swiglu_clamped<ExactMath>(g[j], u[j], clamp) * w;
       else
-        for (uint32_t j = 0; j < F; j++) mid[j] = swiglu_clamped<FastMath>(g[j], u[j], clamp) * w;
+        for (uint32_t j = 0; j < F; j++) mid[j] = moe_arith::routed_mid(g[j], u[j], clamp, w);
     }
   }
 
@@ -168,7 +148,7 @@ void moe_forward(const Exec& ex, const ModelConfig& cfg, const LayerWeights& lw,
   matmul(ex, lw.ffn_up_shexp.view(), s.shq, s.sh_up.data());
   for (size_t i = 0; i < size_t(T) * Fs; i++)
     s.sh_mid[i] = ex.exact ? swiglu_clamped<ExactMath>(s.sh_gate[i], s.sh_up[i], clamp)
-                           : swiglu_clamped<FastMath>(s.sh_gate[i], s.sh_up[i], clamp);
+                           : moe_arith::swiglu(s.sh_gate[i], s.sh_up[i], clamp);
   project(ex, lw.ffn_down_shexp, s.sh_mid.data(), T, s.sh_out.data(), s.shq);
 
   for (int t = 0; t < T; t++) {

@@ -26,15 +26,13 @@ constexpr unsigned kFull = 0xffffffffu;
 // the slice applies the block update (the same value in all four). The slices meet in the tree
 // by three __shfl_xor_sync levels (xor 4, 8, 16 pair slice s with s^1, s^2, s^4; addition is
 // commutative, so both partners hold the same bits).
+// matvec_q8_0_row is one warp's row (wrow: its first block), out[t * out_stride] for activation t.
 template <int N>
-__device__ void matvec_q8_0(const uint8_t* __restrict__ w, int64_t rows, int64_t cols, const uint8_t* __restrict__ act,
-                            int64_t act_row_bytes, float* __restrict__ out) {
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int64_t row = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + warp;
-  if (row >= rows) return;
+__device__ void matvec_q8_0_row(const uint8_t* __restrict__ wrow, int64_t cols, const uint8_t* __restrict__ act,
+                                int64_t act_row_bytes, float* __restrict__ out, int64_t out_stride) {
+  const int lane = threadIdx.x % 32;
   const int64_t nb = cols / 32;
   const int s = lane / 4, quarter = lane % 4;
-  const uint8_t* wrow = w + row * nb * 34;
   float acc[N];
 #pragma unroll
   for (int t = 0; t < N; t++) acc[t] = 0.0f;
@@ -79,8 +77,16 @@ __device__ void matvec_q8_0(const uint8_t* __restrict__ w, int64_t rows, int64_t
     v = arith::add(v, __shfl_xor_sync(kFull, v, 4));
     v = arith::add(v, __shfl_xor_sync(kFull, v, 8));
     v = arith::add(v, __shfl_xor_sync(kFull, v, 16));
-    if (lane == 0) out[t * rows + row] = v;
+    if (lane == 0) out[t * out_stride] = v;
   }
+}
+
+template <int N>
+__device__ void matvec_q8_0(const uint8_t* __restrict__ w, int64_t rows, int64_t cols, const uint8_t* __restrict__ act,
+                            int64_t act_row_bytes, float* __restrict__ out) {
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
+  if (row >= rows) return;
+  matvec_q8_0_row<N>(w + row * (cols / 32) * 34, cols, act, act_row_bytes, out + row, rows);
 }
 
 // Float weight rows are `cols` elements of Elem::T (F16, BF16: halves; F32: floats); activation

@@ -21,19 +21,18 @@ namespace ds4::cuda::kernels {
 // MXFP4: 4 bytes = 8 elements). Two integer __shfl_xor_sync levels (exact) give the block's sums
 // in all four lanes, each applies the block update (the same bits in all four), and three float
 // __shfl_xor_sync levels are the slice tree (xor 4, 8, 16: slice s with s^1, s^2, s^4).
+// matvec_blocks_row is one warp's row (w: its first block), out[t * out_stride] for activation t.
 template <int N, class Block>
-__device__ void matvec_blocks(const uint8_t* __restrict__ w, int64_t rows, int64_t cols,
-                              const uint8_t* __restrict__ act, int64_t act_row_bytes, float* __restrict__ out) {
+__device__ void matvec_blocks_row(const uint8_t* __restrict__ w, int64_t cols, const uint8_t* __restrict__ act,
+                                  int64_t act_row_bytes, float* __restrict__ out, int64_t out_stride) {
   using Weight = typename Block::Weight;
   using Act = typename Block::Act;
   constexpr int kLanesPerBlock = 4, kPer = Block::kUnits / kLanesPerBlock;
   static_assert(Block::kUnits % kLanesPerBlock == 0 && fast::kSlices * kLanesPerBlock == 32);
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int64_t row = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + warp;
-  if (row >= rows) return;
+  const int lane = threadIdx.x % 32;
   const int64_t nb = cols / Block::kElems;
   const int s = lane / kLanesPerBlock, first = (lane % kLanesPerBlock) * kPer;
-  const Weight* wrow = reinterpret_cast<const Weight*>(w + row * nb * static_cast<int64_t>(sizeof(Weight)));
+  const Weight* wrow = reinterpret_cast<const Weight*>(w);
   float acc[N];
 #pragma unroll
   for (int t = 0; t < N; t++) acc[t] = 0.0f;
@@ -67,8 +66,17 @@ __device__ void matvec_blocks(const uint8_t* __restrict__ w, int64_t rows, int64
     v = arith::add(v, __shfl_xor_sync(kFull, v, 4));
     v = arith::add(v, __shfl_xor_sync(kFull, v, 8));
     v = arith::add(v, __shfl_xor_sync(kFull, v, 16));
-    if (lane == 0) out[t * rows + row] = Block::finish(v);
+    if (lane == 0) out[t * out_stride] = Block::finish(v);
   }
+}
+
+template <int N, class Block>
+__device__ void matvec_blocks(const uint8_t* __restrict__ w, int64_t rows, int64_t cols,
+                              const uint8_t* __restrict__ act, int64_t act_row_bytes, float* __restrict__ out) {
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
+  if (row >= rows) return;
+  const int64_t row_bytes = cols / Block::kElems * static_cast<int64_t>(sizeof(typename Block::Weight));
+  matvec_blocks_row<N, Block>(w + row * row_bytes, cols, act, act_row_bytes, out + row, rows);
 }
 
 }  // namespace ds4::cuda::kernels

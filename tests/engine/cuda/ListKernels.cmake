@@ -1,9 +1,11 @@
 # cmake -DIN=<preprocessed device_kernels.cu> -DOUT=<list.inc> -P ListKernels.cmake
 # Writes DS4_EMULATED_KERNEL(name) for every `extern "C" void ds4_...(` the preprocessor produced
-# (the emulator defines __global__ and __launch_bounds__ away), rewriting OUT only on change.
+# (the emulator makes __global__ `inline` and defines __launch_bounds__ away), rewriting OUT only
+# on change.
 cmake_policy(VERSION 3.25)
 file(READ ${IN} text)
-string(REGEX MATCHALL "extern \"C\"[ \t\r\n]+void[ \t\r\n]+ds4_[A-Za-z0-9_]+[ \t\r\n]*\\(" decls "${text}")
+string(REGEX MATCHALL "extern \"C\"[ \t\r\n]+(inline[ \t\r\n]+)?void[ \t\r\n]+ds4_[A-Za-z0-9_]+[ \t\r\n]*\\(" decls
+  "${text}")
 set(body "")
 set(seen "")
 foreach(d IN LISTS decls)

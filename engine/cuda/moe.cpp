@@ -1,0 +1,136 @@
+// Launches the MoE kernels of kernels/moe.cuh: the router one warp per token, the expert
+// matvecs four warps a block (a row each) with each pair's blocks together, the elementwise
+// steps 256 threads a block.
+#include "engine/cuda/moe.hpp"
+
+#include <stdexcept>
+#include <string>
+
+namespace ds4::cuda {
+namespace {
+
+const char* expert_kernel(quant::Type type) {
+  switch (type) {
+    case quant::Type::MXFP4: return "ds4_moe_matvec_mxfp4";
+    case quant::Type::Q2_K: return "ds4_moe_matvec_q2_k";
+    case quant::Type::Q4_K: return "ds4_moe_matvec_q4_k";
+    case quant::Type::IQ2_XXS: return "ds4_moe_matvec_iq2_xxs";
+    default: return nullptr;
+  }
+}
+
+void need(DeviceSpan b, size_t bytes, const char* what) {
+  if (b.bytes() < bytes)
+    throw std::invalid_argument(std::string("CUDA MoE: ") + what + " buffer of " + std::to_string(b.bytes()) +
+                                " bytes, need " + std::to_string(bytes));
+}
+
+constexpr unsigned kThreads = 256;
+
+size_t experts_bytes(quant::Type type, int64_t n_expert, int64_t rows, int64_t cols) {
+  if (expert_kernel(type) == nullptr)
+    throw std::invalid_argument(std::string("CUDA MoE: no expert kernel for ") +
+                                std::string(quant::type_info(type).name));
+  if (n_expert <= 0 || rows <= 0 || cols <= 0 || cols % quant::type_info(type).block_elems != 0)
+    throw std::invalid_argument("CUDA MoE: bad expert shape " + std::to_string(n_expert) + "x" + std::to_string(rows) +
+                                "x" + std::to_string(cols));
+  return size_t(quant::row_bytes(type, uint64_t(cols))) * size_t(rows) * size_t(n_expert);
+}
+
+}  // namespace
+
+DeviceExperts upload_experts(quant::Type type, const void* data, int64_t n_expert, int64_t rows, int64_t cols) {
+  const size_t bytes = experts_bytes(type, n_expert, rows, cols);
+  DeviceExperts w{type, n_expert, rows, cols, {}, DeviceBuffer(bytes)};
+  w.owned.upload(data, bytes);
+  w.data = w.owned;
+  return w;
+}
+
+DeviceExperts experts_over(quant::Type type, DeviceSpan data, int64_t n_expert, int64_t rows, int64_t cols) {
+  const size_t bytes = experts_bytes(type, n_expert, rows, cols);
+  if (data.bytes() != bytes)
+    throw std::invalid_argument("CUDA MoE: " + std::to_string(data.bytes()) + " bytes are not " +
+                                std::to_string(n_expert) + " experts of " + std::to_string(rows) + "x" +
+                                std::to_string(cols) + " " + std::string(quant::type_info(type).name) + " (" +
+                                std::to_string(bytes) + ")");
+  return DeviceExperts{type, n_expert, rows, cols, data, {}};
+}
+
+void moe_route(DeviceSpan logits, int T, const RouterArgs& a, DeviceSpan ids, DeviceSpan weights) {
+  if (T < 1 || a.n_expert < 1 || a.n_expert > 1024 || a.n_used < 1 || a.n_used > 32 || a.n_used > a.n_expert)
+    throw std::invalid_argument("CUDA MoE router: " + std::to_string(T) + " tokens, " + std::to_string(a.n_used) +
+                                " of " + std::to_string(a.n_expert) + " experts is outside the limits");
+  const size_t te = sizeof(float) * size_t(T) * size_t(a.n_expert), tk = 4 * size_t(T) * size_t(a.n_used);
+  need(logits, te, "logits");
+  if (a.probs.ptr()) need(a.probs, te, "probs");
+  need(ids, tk, "ids");
+  need(weights, tk, "weights");
+  if (a.bias.ptr()) need(a.bias, sizeof(float) * size_t(a.n_expert), "bias");
+  if (a.tid2eid.ptr()) {
+    if (!a.tokens.ptr() || a.n_vocab < 1)
+      throw std::invalid_argument("CUDA MoE router: tid2eid without tokens or n_vocab");
+    need(a.tid2eid, 4 * size_t(a.n_vocab) * size_t(a.n_used), "tid2eid");
+    need(a.tokens, 4 * size_t(T), "tokens");
+  }
+  if (a.error.ptr()) need(a.error, 4, "error");
+  uint64_t lp = logits.ptr(), bp = a.bias.ptr(), hp = a.tid2eid.ptr(), tp = a.tokens.ptr();
+  uint64_t pp = a.probs.ptr(), ip = ids.ptr(), wp = weights.ptr(), ep = a.error.ptr();
+  int32_t n_expert = a.n_expert, k = a.n_used;
+  int64_t n_vocab = a.n_vocab;
+  float scale = a.scale;
+  void* args[] = {&lp, &n_expert, &k, &bp, &hp, &n_vocab, &tp, &scale, &pp, &ip, &wp, &ep};
+  Device::open().launch("ds4_moe_route", unsigned(T), 32, 0, args);
+}
+
+void moe_expert_matvec(const DeviceExperts& w, DeviceSpan ids, int n_pairs, DeviceSpan act, size_t act_row_bytes,
+                       int pairs_per_act, DeviceSpan out) {
+  const char* name = expert_kernel(w.type);
+  if (name == nullptr) throw std::invalid_argument("CUDA MoE: no expert kernel for this weight format");
+  if (n_pairs < 1 || pairs_per_act < 1)
+    throw std::invalid_argument("CUDA MoE: " + std::to_string(n_pairs) + " pairs, " + std::to_string(pairs_per_act) +
+                                " per activation row");
+  const size_t row = quant::act_row_bytes(quant::traits(w.type).vec_dot_type, w.cols);
+  const int n_act = (n_pairs + pairs_per_act - 1) / pairs_per_act;
+  if (act_row_bytes < row || act_row_bytes % 4 != 0)
+    throw std::invalid_argument("CUDA MoE: activation rows " + std::to_string(act_row_bytes) + " bytes apart, need " +
+                                std::to_string(row) + " and a multiple of 4");
+  need(act, act_row_bytes * size_t(n_act - 1) + row, "activation");
+  need(ids, 4 * size_t(n_pairs), "ids");
+  need(out, sizeof(float) * size_t(n_pairs) * size_t(w.rows), "output");
+  uint64_t wp = w.data.ptr(), ip = ids.ptr(), ap = act.ptr(), op = out.ptr();
+  int64_t expert_bytes = int64_t(quant::row_bytes(w.type, uint64_t(w.cols))) * w.rows, rows = w.rows, cols = w.cols;
+  int64_t stride = int64_t(act_row_bytes);
+  int32_t n_expert = int32_t(w.n_expert), per = pairs_per_act;
+  void* args[] = {&wp, &expert_bytes, &n_expert, &rows, &cols, &ip, &ap, &stride, &per, &op};
+  const int64_t row_blocks = (w.rows + 3) / 4;  // kernels/matvec.cuh: four warps a block
+  Device::open().launch(name, unsigned(row_blocks * n_pairs), 128, 0, args);
+}
+
+void moe_swiglu(DeviceSpan gate, DeviceSpan up, DeviceSpan weights, int64_t n_rows, int64_t n_ff, float clamp,
+                DeviceSpan mid) {
+  const int64_t n = n_rows * n_ff;
+  if (n_rows < 1 || n_ff < 1) throw std::invalid_argument("CUDA MoE swiglu: empty shape");
+  need(gate, sizeof(float) * size_t(n), "gate");
+  need(up, sizeof(float) * size_t(n), "up");
+  need(mid, sizeof(float) * size_t(n), "mid");
+  if (weights.ptr()) need(weights, sizeof(float) * size_t(n_rows), "weights");
+  uint64_t gp = gate.ptr(), upp = up.ptr(), wp = weights.ptr(), mp = mid.ptr();
+  void* args[] = {&gp, &upp, &wp, &n_rows, &n_ff, &clamp, &mp};
+  Device::open().launch("ds4_moe_swiglu", unsigned((n + kThreads - 1) / kThreads), kThreads, 0, args);
+}
+
+void moe_sum(DeviceSpan down, DeviceSpan shared, int64_t T, int n_used, int64_t n_embd, DeviceSpan out) {
+  if (T < 1 || n_used < 1 || n_embd < 1) throw std::invalid_argument("CUDA MoE sum: empty shape");
+  const size_t tn = sizeof(float) * size_t(T) * size_t(n_embd);
+  need(down, tn * size_t(n_used), "down");
+  need(shared, tn, "shared");
+  need(out, tn, "output");
+  uint64_t dp = down.ptr(), sp = shared.ptr(), op = out.ptr();
+  int32_t k = n_used;
+  void* args[] = {&dp, &sp, &T, &k, &n_embd, &op};
+  const int64_t n = T * n_embd;
+  Device::open().launch("ds4_moe_sum", unsigned((n + kThreads - 1) / kThreads), kThreads, 0, args);
+}
+
+}  // namespace ds4::cuda

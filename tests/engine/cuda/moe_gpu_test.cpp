@@ -1,0 +1,213 @@
+// The device's MoE FFN (kernels/moe.cuh through engine/cuda/moe.cpp) and grouped output
+// projection (grouped_output.cpp) against the CPU's Fast functions, bit for bit: the whole
+// routed + shared FFN against model::moe_forward for T = 1..3 (the four routed formats, biased
+// top-k and hash routing, ties), the router on 256 and 300 experts against route_token, and
+// model::grouped_output. The re-quantizations between the steps are done on the CPU and uploaded
+// (the device activation quantizer is a separate stage). Skips with the reason where no GPU is usable.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "engine/cuda/grouped_output.hpp"
+#include "engine/cuda/matvec.hpp"
+#include "engine/cuda/moe.hpp"
+#include "tests/engine/cuda/moe_cases.hpp"
+
+namespace {
+using namespace ds4::cuda::test;
+using ds4::cuda::DeviceBuffer;
+using ds4::quant::Type;
+namespace cu = ds4::cuda;
+namespace model = ds4::model;
+
+DeviceBuffer upload_bytes(const void* p, size_t n) {
+  DeviceBuffer b(n);
+  b.upload(p, n);
+  return b;
+}
+DeviceBuffer upload_act(const model::QuantAct& a) { return upload_bytes(a.bytes.data(), a.row_bytes * a.rows); }
+
+template <class T>
+std::vector<T> fetch(const DeviceBuffer& b, size_t n) {
+  std::vector<T> v(n);
+  b.download(v.data(), n * sizeof(T));
+  return v;
+}
+
+TEST(MoeGpu, WholeFfnMatchesMoeForward) {
+  SKIP_WITHOUT_GPU();
+  std::mt19937 rng(30);
+  ds4::kernels::ThreadPool pool(1);
+  const MoeShape shapes[] = {
+      {Type::IQ2_XXS, 512, 256, 64, 6, false, false}, {Type::Q2_K, 256, 512, 40, 3, true, false},
+      {Type::MXFP4, 64, 96, 40, 4, false, true},      {Type::Q4_K, 256, 256, 9, 2, false, false},
+      {Type::IQ2_XXS, 256, 256, 256, 6, true, false}, {Type::Q2_K, 256, 256, 256, 6, false, true}};
+  int T = 0;
+  for (const MoeShape& s : shapes) {
+    T = T % 3 + 1;
+    if (on_emulator() && s.n_expert > 64) continue;  // EmulatedMoe covers the whole FFN there
+    MoeCase c;
+    make_moe_case(rng, s, T, pool, c);
+    const int64_t D = s.n_embd, F = s.n_ff, E = s.n_expert, K = s.n_used, P = T * K;
+    // Router: logits by the plain F16 matvec, then selection on the device.
+    const auto gate_inp = cu::upload_weight(Type::F16, c.gate_inp.data(), E, D);
+    auto xn = upload(c.xn);
+    DeviceBuffer logits(4 * T * E), probs(4 * T * E), ids(4 * P), weights(4 * P), error(4);
+    const int32_t zero = 0;
+    error.upload(&zero, 4);
+    cu::matvec(gate_inp, xn, 4 * D, T, logits);
+    cu::RouterArgs ra;
+    ra.n_expert = int32_t(E);
+    ra.n_used = int32_t(K);
+    ra.scale = c.cfg.expert_weight_scale;
+    DeviceBuffer bias, tid2eid, tokens;
+    if (s.hash) {
+      tid2eid = upload_bytes(c.tid2eid.data(), c.tid2eid.size() * 4);
+      tokens = upload_bytes(c.tokens.data(), c.tokens.size() * 4);
+      ra.tid2eid = tid2eid;
+      ra.tokens = tokens;
+      ra.n_vocab = c.n_vocab;
+    } else {
+      bias = upload(c.bias);
+      ra.bias = bias;
+    }
+    ra.error = error;
+    ra.probs = probs;
+    cu::moe_route(logits, T, ra, ids, weights);
+    EXPECT_EQ(first_difference(download(logits, size_t(T * E)), c.logits), "") << "router logits";
+    const auto got_ids = fetch<int32_t>(ids, size_t(P));
+    const auto got_w = download(weights, size_t(P));
+    EXPECT_EQ(fetch<int32_t>(error, 1)[0], 0);
+    for (int t = 0; t < T; t++)
+      for (int64_t k = 0; k < K; k++) {
+        EXPECT_EQ(got_ids[t * K + k], c.choice[t].expert[k]) << "token " << t << " slot " << k;
+        EXPECT_EQ(std::memcmp(&got_w[t * K + k], &c.choice[t].weight[k], 4), 0) << "token " << t << " slot " << k;
+      }
+
+    // Routed experts, the ids read on the device.
+    const auto gate_e = cu::upload_experts(s.expert_type, c.gate_exps.data(), E, F, D);
+    const auto up_e = cu::upload_experts(s.expert_type, c.up_exps.data(), E, F, D);
+    const auto down_e = cu::upload_experts(s.expert_type, c.down_exps.data(), E, D, F);
+    model::QuantAct xq, midq, shq;
+    model::quantize_rows(s.expert_type, c.xn.data(), T, D, xq);
+    auto dxq = upload_act(xq);
+    DeviceBuffer gate(4 * P * F), up(4 * P * F), mid(4 * P * F), down(4 * P * D);
+    cu::moe_expert_matvec(gate_e, ids, int(P), dxq, xq.row_bytes, int(K), gate);
+    cu::moe_expert_matvec(up_e, ids, int(P), dxq, xq.row_bytes, int(K), up);
+    cu::moe_swiglu(gate, up, weights, P, F, c.clamp, mid);
+    const auto hmid = download(mid, size_t(P * F));
+    model::quantize_rows(s.expert_type, hmid.data(), int(P), F, midq);
+    auto dmidq = upload_act(midq);
+    cu::moe_expert_matvec(down_e, ids, int(P), dmidq, midq.row_bytes, 1, down);
+
+    // Shared expert: the plain Q8_0 matvec.
+    const auto gsh = cu::upload_weight(Type::Q8_0, c.gate_sh.data(), F, D);
+    const auto ush = cu::upload_weight(Type::Q8_0, c.up_sh.data(), F, D);
+    const auto dsh = cu::upload_weight(Type::Q8_0, c.down_sh.data(), D, F);
+    model::quantize_rows(Type::Q8_0, c.xn.data(), T, D, shq);
+    auto dshq = upload_act(shq);
+    DeviceBuffer sg(4 * T * F), su(4 * T * F), smid(4 * T * F), sd(4 * T * D), out(4 * T * D);
+    cu::matvec(gsh, dshq, shq.row_bytes, T, sg);
+    cu::matvec(ush, dshq, shq.row_bytes, T, su);
+    cu::moe_swiglu(sg, su, {}, T, F, c.clamp, smid);
+    const auto hsmid = download(smid, size_t(T * F));
+    model::quantize_rows(Type::Q8_0, hsmid.data(), T, F, shq);
+    auto dsmq = upload_act(shq);
+    cu::matvec(dsh, dsmq, shq.row_bytes, T, sd);
+    cu::moe_sum(down, sd, T, int(K), D, out);
+    EXPECT_EQ(first_difference(download(out, size_t(T * D)), c.want), "")
+        << ds4::quant::type_info(s.expert_type).name << ", " << T << " tokens, " << E << " experts"
+        << (s.hash ? ", hash" : "");
+  }
+}
+
+TEST(MoeGpu, RouterMatchesRouteToken) {
+  SKIP_WITHOUT_GPU();
+  std::mt19937 rng(31);
+  for (uint32_t E : {256u, 300u, 1024u})
+    for (bool ties : {false, true}) {
+      const int T = 5;
+      const uint32_t K = 6;
+      auto logits = randn(rng, size_t(T) * E, 2.0f);
+      auto bias = randn(rng, E, 0.1f);
+      if (ties) {
+        for (auto& z : logits) z = float(int(z * 2.0f)) * 0.5f;
+        for (auto& b : bias) b = float(int(b * 20.0f)) * 0.0625f;
+      }
+      model::ModelConfig cfg;
+      cfg.n_expert = E;
+      cfg.n_expert_used = K;
+      cfg.expert_weight_scale = 2.5f;
+      model::LayerWeights lw;
+      lw.exp_probs_b = bind("exp_probs_b", Type::F32, {E}, bias.data(), bias.size() * 4);
+      std::vector<float> want_p(logits.size());
+      std::vector<model::RoutedChoice> want(T);
+      for (int t = 0; t < T; t++) {
+        model::router_probs(logits.data() + t * E, E, false, want_p.data() + t * E);
+        model::route_token(cfg, lw, false, 0, want_p.data() + t * E, want[t]);
+      }
+      auto dl = upload(logits), db = upload(bias);
+      DeviceBuffer probs(4 * T * E), ids(4 * T * K), weights(4 * T * K);
+      cu::RouterArgs ra;
+      ra.n_expert = int32_t(E);
+      ra.n_used = int32_t(K);
+      ra.scale = cfg.expert_weight_scale;
+      ra.bias = db;
+      ra.probs = probs;
+      cu::moe_route(dl, T, ra, ids, weights);
+      EXPECT_EQ(first_difference(download(probs, logits.size()), want_p), "") << E << " experts";
+      const auto gi = fetch<int32_t>(ids, size_t(T) * K);
+      const auto gw = download(weights, size_t(T) * K);
+      for (int t = 0; t < T; t++)
+        for (uint32_t k = 0; k < K; k++) {
+          EXPECT_EQ(gi[t * K + k], want[t].expert[k]) << E << " experts, token " << t << (ties ? ", ties" : "");
+          EXPECT_EQ(std::memcmp(&gw[t * K + k], &want[t].weight[k], 4), 0) << E << " experts, token " << t;
+        }
+    }
+}
+
+TEST(MoeGpu, GroupedOutputMatchesTheCpu) {
+  SKIP_WITHOUT_GPU();
+  std::mt19937 rng(32);
+  ds4::kernels::ThreadPool pool(1);
+  struct Shape {
+    uint32_t n_head, head_dim, n_group, rank;
+    int T;
+  };
+  // The last: DS4 Flash's shape (64 heads of 512, 8 groups of rank 1024).
+  for (const Shape& s : {Shape{4, 64, 2, 37, 1}, Shape{8, 32, 4, 16, 2}, Shape{6, 96, 3, 10, 3}, Shape{2, 64, 1, 5, 8},
+                         Shape{64, 512, 8, 1024, 1}, Shape{64, 512, 8, 1024, 3}}) {
+    if (on_emulator() && s.rank > 100) continue;  // model-sized: minutes of fibers
+    GroupedCase c;
+    make_grouped_case(rng, s.n_head, s.head_dim, s.n_group, s.rank, s.T, pool, c);
+    const auto w = cu::upload_weight(Type::Q8_0, c.w.data(), int64_t(s.n_group) * s.rank, c.cfg.group_dim());
+    auto act = upload_act(c.qa);
+    DeviceBuffer low(c.want.size() * 4);
+    cu::grouped_output(w, int(s.n_group), act, c.qa.row_bytes, s.T, low);
+    EXPECT_EQ(first_difference(download(low, c.want.size()), c.want), "")
+        << s.n_group << " groups of " << s.rank << ", " << s.T << " tokens";
+  }
+}
+
+TEST(MoeGpu, RejectsBadArguments) {
+  SKIP_WITHOUT_GPU();
+  DeviceBuffer small(16), logits(4 * 64);
+  cu::RouterArgs ra;
+  ra.n_expert = 64;
+  ra.n_used = 65;
+  EXPECT_THROW(cu::moe_route(logits, 1, ra, small, small), std::invalid_argument);
+  ra.n_used = 6;
+  EXPECT_THROW(cu::moe_route(logits, 1, ra, small, small), std::invalid_argument);
+  DeviceBuffer ids(4 * 6), weights(4 * 6);
+  ra.probs = small;
+  EXPECT_THROW(cu::moe_route(logits, 1, ra, ids, weights), std::invalid_argument);
+  std::vector<uint8_t> q8(34 * 4);
+  EXPECT_THROW(cu::upload_experts(Type::Q8_0, q8.data(), 1, 4, 32), std::invalid_argument);
+  const auto e = cu::upload_experts(Type::MXFP4, q8.data(), 2, 2, 32);  // 2 x 2 rows of 17 bytes
+  EXPECT_EQ(cu::experts_over(Type::MXFP4, e.data, 2, 2, 32).data.ptr(), e.data.ptr());
+  EXPECT_THROW(cu::experts_over(Type::MXFP4, e.data, 2, 3, 32), std::invalid_argument);
+}
+
+}  // namespace
