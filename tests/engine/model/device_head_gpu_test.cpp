@@ -15,35 +15,16 @@
 #include "engine/model/device/device_weights.hpp"
 #include "engine/model/model.hpp"
 #include "engine/model/model_impl.hpp"
-#include "tests/engine/model/tiny_cases.hpp"
+#include "tests/engine/model/device_test_support.hpp"
 
 namespace ds4 {
 namespace {
 
-#define SKIP_WITHOUT_GPU() \
-  if (!cuda::probe().usable) \
-  GTEST_SKIP() << "no usable CUDA device (" << cuda::probe().why_not << "): GPU comparison not run"
-
-std::shared_ptr<Model> fast_model() {
-  LoadOptions o;
-  o.arithmetic = Arithmetic::Fast;
-  o.threads = 1;
-  static auto m = Model::load(test::tiny_vectors_dir() / "model.gguf", o);
-  return m;
-}
-
-std::string first_difference(const std::vector<float>& got, const std::vector<float>& want) {
-  size_t bad = 0, first = 0;
-  for (size_t i = 0; i < got.size(); i++)
-    if (std::memcmp(&got[i], &want[i], sizeof(float)) != 0 && bad++ == 0) first = i;
-  if (bad == 0) return "";
-  return std::to_string(bad) + " of " + std::to_string(got.size()) + " differ; first at " + std::to_string(first) +
-         ": GPU " + std::to_string(got[first]) + ", CPU " + std::to_string(want[first]);
-}
+using test::device::first_difference;
 
 TEST(DeviceWeightsGpu, TensorsAreWhereTheMappingPutsThemInBothPlacements) {
   SKIP_WITHOUT_GPU();
-  const Model::Impl& m = fast_model()->impl();
+  const Model::Impl& m = test::device::fast_tiny()->impl();
   const model::Tensor& t = m.w.layers[0].attn_norm;  // F32, n_embd values
   for (const auto placement : {cuda::WeightPlacement::InPlace, cuda::WeightPlacement::Copied}) {
     const model::device::DeviceWeights dw(m.file.base(), m.file.size(), placement);
@@ -61,7 +42,7 @@ TEST(DeviceWeightsGpu, TensorsAreWhereTheMappingPutsThemInBothPlacements) {
 
 TEST(DeviceHeadGpu, OutputHeadMatchesTheCpuFastHeadBitForBit) {
   SKIP_WITHOUT_GPU();
-  const Model::Impl& m = fast_model()->impl();
+  const Model::Impl& m = test::device::fast_tiny()->impl();
   const model::ModelConfig& cfg = m.cfg;
   std::mt19937 rng(30);
   std::normal_distribution<float> nd(0.0f, 1.0f);
