@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "engine/model/compressor_pool.hpp"
 #include "engine/model/kv_format.hpp"
 #include "engine/model/numerics.hpp"
 #include "engine/model/rms_norm.hpp"
@@ -26,52 +27,12 @@ bool compressor_store(CompressorState& st, const float* kv, const float* score, 
 
 namespace {
 
+// Every channel through the shared step (compressor_pool.hpp), with the mode's exp.
 template <class Math>
 void pool_as(CompressorState& st, float* out) {
-  const uint32_t ratio = st.ratio, hd = st.head_dim, width = st.width;
-  const float* S = st.score.data();
-  const float* K = st.kv.data();
-  constexpr float kNegInf = -1.0e30f;
-  for (uint32_t j = 0; j < hd; j++) {
-    float mx = kNegInf;
-    if (ratio == 4) {
-      for (uint32_t r = 0; r < ratio; r++) {
-        const float sp = S[uint64_t(r) * width + j];
-        const float sc = S[uint64_t(ratio + r) * width + hd + j];
-        if (sp > mx) mx = sp;
-        if (sc > mx) mx = sc;
-      }
-    } else {
-      for (uint32_t r = 0; r < ratio; r++) {
-        const float s = S[uint64_t(r) * width + j];
-        if (s > mx) mx = s;
-      }
-    }
-    if (mx <= kNegInf * 0.5f) {
-      out[j] = 0.0f;
-      continue;
-    }
-    float denom = 0.0f, sum = 0.0f;
-    if (ratio == 4) {
-      for (uint32_t r = 0; r < ratio; r++) {
-        const uint64_t ip = uint64_t(r) * width + j;
-        const uint64_t ic = uint64_t(ratio + r) * width + hd + j;
-        const float wp = Math::exp(S[ip] - mx);
-        const float wc = Math::exp(S[ic] - mx);
-        denom += wp + wc;
-        sum += wp * K[ip];
-        sum += wc * K[ic];
-      }
-    } else {
-      for (uint32_t r = 0; r < ratio; r++) {
-        const uint64_t i = uint64_t(r) * width + j;
-        const float w = Math::exp(S[i] - mx);
-        denom += w;
-        sum += w * K[i];
-      }
-    }
-    out[j] = denom > 0.0f ? sum / denom : 0.0f;
-  }
+  const auto exp = [](float x) { return Math::exp(x); };
+  for (uint32_t j = 0; j < st.head_dim; j++)
+    out[j] = cmp::pool_channel(st.score.data(), st.kv.data(), st.ratio, st.head_dim, st.width, j, exp);
 }
 
 }  // namespace

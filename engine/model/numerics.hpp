@@ -14,6 +14,7 @@
 #include <cstring>
 
 #include "engine/quant/fast_math.hpp"
+#include "engine/quant/kv_sim.hpp"
 
 namespace ds4::model {
 
@@ -44,31 +45,8 @@ inline float f16_to_f32(uint16_t h) {
   return f;
 }
 
-inline uint16_t f32_to_f16(float f) {
-  uint32_t bits;
-  std::memcpy(&bits, &f, sizeof bits);
-  const uint32_t sign = (bits >> 16) & 0x8000u;
-  const int32_t exp = int32_t((bits >> 23) & 0xffu) - 127 + 15;
-  uint32_t mant = bits & 0x7fffffu;
-  if (exp <= 0) {
-    if (exp < -10) return uint16_t(sign);
-    mant |= 0x800000u;
-    const uint32_t shift = uint32_t(14 - exp);
-    uint32_t half_mant = mant >> shift;
-    const uint32_t round_bit = (mant >> (shift - 1)) & 1u;
-    const uint32_t sticky = mant & ((1u << (shift - 1)) - 1u);
-    if (round_bit && (sticky || (half_mant & 1u))) half_mant++;
-    return uint16_t(sign | half_mant);
-  }
-  if (exp >= 31) {
-    if (((bits >> 23) & 0xffu) == 0xffu && mant != 0) return uint16_t(sign | 0x7e00u);
-    return uint16_t(sign | 0x7c00u);
-  }
-  uint32_t half = sign | (uint32_t(exp) << 10) | (mant >> 13);
-  const uint32_t round = mant & 0x1fffu;
-  if (round > 0x1000u || (round == 0x1000u && (half & 1u))) half++;
-  return uint16_t(half);
-}
+// ds4's f32_to_f16 (round to nearest even), shared with the CUDA KV kernels.
+inline uint16_t f32_to_f16(float f) { return quant::kvsim::f32_to_f16(f); }
 
 inline float round_f16(float x) { return f16_to_f32(f32_to_f16(x)); }
 

@@ -3,10 +3,13 @@
 // with cuModuleGetFunction.
 #include "engine/cuda/kernels/act_quant.cuh"
 #include "engine/cuda/kernels/attention.cuh"
+#include "engine/cuda/kernels/compressor.cuh"
 #include "engine/cuda/kernels/elementwise.cuh"
 #include "engine/cuda/kernels/embed.cuh"
 #include "engine/cuda/kernels/grouped_output.cuh"
 #include "engine/cuda/kernels/hyper_connection.cuh"
+#include "engine/cuda/kernels/indexer.cuh"
+#include "engine/cuda/kernels/kv_format.cuh"
 #include "engine/cuda/kernels/matvec.cuh"
 #include "engine/cuda/kernels/matvec_blocks.cuh"
 #include "engine/cuda/kernels/moe.cuh"

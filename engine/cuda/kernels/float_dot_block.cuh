@@ -20,7 +20,7 @@ constexpr unsigned kAllLanes = 0xffffffffu;
 
 // Returns dot(a, b) of n elements in thread 0 (other threads: unspecified). `slices` is shared
 // memory for fast::kSlices floats. Every thread of the block must call it (it synchronises).
-__device__ float block_fast_dot(const float* a, const float* b, int64_t n, float* slices) {
+__device__ __forceinline__ float block_fast_dot(const float* a, const float* b, int64_t n, float* slices) {
   const int warp = static_cast<int>(threadIdx.x / 32), lane = static_cast<int>(threadIdx.x % 32);
   const int64_t nb = (n + fast::kFloatBlock - 1) / fast::kFloatBlock;
   float acc = 0.0f;

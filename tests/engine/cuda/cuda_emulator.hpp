@@ -90,3 +90,10 @@ inline int __dp4a(int a, int b, int c) {
 inline float __fsqrt_rn(float x) { return std::sqrt(x); }
 inline double __ddiv_rn(double a, double b) { return a / b; }
 inline float __double2float_rn(double x) { return static_cast<float>(x); }
+
+// Fibers switch only at barriers, so a plain read-modify-write is atomic here.
+inline unsigned atomicAdd(unsigned* p, unsigned v) {
+  const unsigned old = *p;
+  *p = old + v;
+  return old;
+}
