@@ -2,14 +2,15 @@
 // projection (grouped_output.cpp) against the CPU's Fast functions, bit for bit: the whole
 // routed + shared FFN against model::moe_forward for T = 1..3 (the four routed formats, biased
 // top-k and hash routing, ties), the router on 256 and 300 experts against route_token, and
-// model::grouped_output. The re-quantizations between the steps are done on the CPU and uploaded
-// (the device activation quantizer is a separate stage). Skips with the reason where no GPU is usable.
+// model::grouped_output. The whole FFN stays on the device: the re-quantizations between the
+// steps are the device activation quantizers (act_quant.hpp). Skips with the reason where no GPU is usable.
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <random>
 #include <vector>
 
+#include "engine/cuda/act_quant.hpp"
 #include "engine/cuda/grouped_output.hpp"
 #include "engine/cuda/matvec.hpp"
 #include "engine/cuda/moe.hpp"
@@ -90,32 +91,30 @@ TEST(MoeGpu, WholeFfnMatchesMoeForward) {
     const auto gate_e = cu::upload_experts(s.expert_type, c.gate_exps.data(), E, F, D);
     const auto up_e = cu::upload_experts(s.expert_type, c.up_exps.data(), E, F, D);
     const auto down_e = cu::upload_experts(s.expert_type, c.down_exps.data(), E, D, F);
-    model::QuantAct xq, midq, shq;
-    model::quantize_rows(s.expert_type, c.xn.data(), T, D, xq);
-    auto dxq = upload_act(xq);
+    const Type vdt = ds4::quant::traits(s.expert_type).vec_dot_type;  // Q8_K, or Q8_0 for MXFP4
+    const size_t xrb = ds4::quant::act_row_bytes(vdt, D), mrb = ds4::quant::act_row_bytes(vdt, F);
+    DeviceBuffer dxq(xrb * T), dmidq(mrb * P);
+    cu::quantize_activation(vdt, xn, T, D, dxq);
     DeviceBuffer gate(4 * P * F), up(4 * P * F), mid(4 * P * F), down(4 * P * D);
-    cu::moe_expert_matvec(gate_e, ids, int(P), dxq, xq.row_bytes, int(K), gate);
-    cu::moe_expert_matvec(up_e, ids, int(P), dxq, xq.row_bytes, int(K), up);
+    cu::moe_expert_matvec(gate_e, ids, int(P), dxq, xrb, int(K), gate);
+    cu::moe_expert_matvec(up_e, ids, int(P), dxq, xrb, int(K), up);
     cu::moe_swiglu(gate, up, weights, P, F, c.clamp, mid);
-    const auto hmid = download(mid, size_t(P * F));
-    model::quantize_rows(s.expert_type, hmid.data(), int(P), F, midq);
-    auto dmidq = upload_act(midq);
-    cu::moe_expert_matvec(down_e, ids, int(P), dmidq, midq.row_bytes, 1, down);
+    cu::quantize_activation(vdt, mid, P, F, dmidq);
+    cu::moe_expert_matvec(down_e, ids, int(P), dmidq, mrb, 1, down);
 
     // Shared expert: the plain Q8_0 matvec.
     const auto gsh = cu::upload_weight(Type::Q8_0, c.gate_sh.data(), F, D);
     const auto ush = cu::upload_weight(Type::Q8_0, c.up_sh.data(), F, D);
     const auto dsh = cu::upload_weight(Type::Q8_0, c.down_sh.data(), D, F);
-    model::quantize_rows(Type::Q8_0, c.xn.data(), T, D, shq);
-    auto dshq = upload_act(shq);
+    const size_t sxrb = ds4::quant::act_row_bytes(Type::Q8_0, D), smrb = ds4::quant::act_row_bytes(Type::Q8_0, F);
+    DeviceBuffer dshq(sxrb * T), dsmq(smrb * T);
+    cu::quantize_activation(Type::Q8_0, xn, T, D, dshq);
     DeviceBuffer sg(4 * T * F), su(4 * T * F), smid(4 * T * F), sd(4 * T * D), out(4 * T * D);
-    cu::matvec(gsh, dshq, shq.row_bytes, T, sg);
-    cu::matvec(ush, dshq, shq.row_bytes, T, su);
+    cu::matvec(gsh, dshq, sxrb, T, sg);
+    cu::matvec(ush, dshq, sxrb, T, su);
     cu::moe_swiglu(sg, su, {}, T, F, c.clamp, smid);
-    const auto hsmid = download(smid, size_t(T * F));
-    model::quantize_rows(Type::Q8_0, hsmid.data(), T, F, shq);
-    auto dsmq = upload_act(shq);
-    cu::matvec(dsh, dsmq, shq.row_bytes, T, sd);
+    cu::quantize_activation(Type::Q8_0, smid, T, F, dsmq);
+    cu::matvec(dsh, dsmq, smrb, T, sd);
     cu::moe_sum(down, sd, T, int(K), D, out);
     EXPECT_EQ(first_difference(download(out, size_t(T * D)), c.want), "")
         << ds4::quant::type_info(s.expert_type).name << ", " << T << " tokens, " << E << " experts"
