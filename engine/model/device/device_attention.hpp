@@ -1,0 +1,32 @@
+#pragma once
+// The attention sublayer on the device for T consecutive tokens of one context, as
+// engine/model/forward.cpp attention_sublayer orders it on the CPU in Fast mode (bit for bit): HC
+// pre, the batched q-LoRA, KV, compressor and indexer projections, then token by token RoPE, the
+// raw row into the ring, the compressors (ratio 4 and 128) and the indexer (ratio 4), sink
+// attention over the visible rows, inverse RoPE; the grouped output projection and HC post.
+#include <cstdint>
+
+#include "engine/cuda/device.hpp"
+#include "engine/model/device/device_kv_state.hpp"
+#include "engine/model/device/device_layer.hpp"
+#include "engine/model/device/device_weights.hpp"
+#include "engine/model/model_config.hpp"
+#include "engine/model/rope.hpp"
+#include "engine/model/weights.hpp"
+
+namespace ds4::model::device {
+
+struct AttentionScratch {
+  cuda::DeviceBuffer qr, qrn, q, kvr, kv, ckv, csc, ikv, isc, iq, iw, heads, low, attn_out, act;
+  cuda::DeviceBuffer pooled, cs, ccs, slot, cslot, visible, count, scores, mask, idx_scores, hq;
+};
+
+// Tokens at positions pos0 .. pos0 + T - 1 through one layer's attention: H (T x hc_dim) to
+// H_out (not H). `st` advances by T tokens. Synchronises once per token of a ratio-4 layer with
+// more indexer rows than top_k (the count of visible rows). Throws std::length_error past the
+// state's capacity, std::invalid_argument on bad shapes.
+void attention_sublayer(const DeviceWeights& dw, const ModelConfig& cfg, const LayerWeights& lw, const RopeParams& rope,
+                        DeviceLayerState& st, uint32_t pos0, cuda::DeviceSpan H, int T, cuda::DeviceSpan H_out,
+                        LayerScratch& ls, AttentionScratch& s);
+
+}  // namespace ds4::model::device
