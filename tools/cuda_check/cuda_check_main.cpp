@@ -2,7 +2,9 @@
 // the matvec kernels with the CPU bit for bit (every width, every shape of matvec_compare), then
 // measures in one run: the device's copy bandwidth (a grid-stride 16-byte copy, read + write
 // bytes) and each matvec kernel's weight bytes per second on a matrix far larger than L2, and
-// prints each as a ratio of the copy bandwidth. Exit status: 0 all identical, 1 a mismatch,
+// prints each as a ratio of the copy bandwidth; then the prefill GEMM (engine/cuda/gemm.hpp)
+// bit for bit against the CPU and the matvec, the int8 mma.sync peak (kernels/mma_peak.cuh) and
+// the GEMM's int8 throughput as a share of it. Exit status: 0 all identical, 1 a mismatch,
 // 2 no usable device (the reason printed).
 #include <algorithm>
 #include <cstdio>
@@ -13,8 +15,10 @@
 #include <vector>
 
 #include "engine/cuda/device.hpp"
+#include "engine/cuda/gemm.hpp"
 #include "engine/cuda/matvec.hpp"
 #include "engine/quant/quant.hpp"
+#include "tools/cuda_check/gemm_compare.hpp"
 #include "tools/cuda_check/matvec_compare.hpp"
 
 namespace {
@@ -78,6 +82,80 @@ double matvec_gbs(ds4::cuda::Device& dev, const ds4::cuda::DeviceWeight& w, int 
   return static_cast<double>(w.data.bytes()) * reps / (ms * 1e-3) / kGB;
 }
 
+// The int8 mma.sync rate in operations (2 per multiply-add) per second: 4 thread blocks of 8
+// warps per SM, each warp kMmaPeakChains (8) independent mma per iteration.
+double mma_peak_tops(ds4::cuda::Device& dev) {
+  const unsigned grid = static_cast<unsigned>(dev.info().sm_count) * 4, block = 256;
+  ds4::cuda::DeviceBuffer sink(sizeof(int32_t) * grid * block);
+  uint64_t out = sink.ptr();
+  int64_t iters = 256;
+  void* args[] = {&iters, &out};
+  dev.launch("ds4_mma_peak", grid, block, 0, args);  // warm up
+  iters = 1 << 16;
+  const float ms = dev.time_ms([&] { dev.launch("ds4_mma_peak", grid, block, 0, args); });
+  const double mmas = static_cast<double>(grid) * (block / 32) * static_cast<double>(iters) * 8;
+  return mmas * (2.0 * 16 * 8 * 32) / (ms * 1e-3) / 1e12;
+}
+
+// The GEMM's int8 operations per second (2·rows·cols·n) on w (a format with a tensor-core kernel)
+// and n activation rows.
+double gemm_tops(ds4::cuda::Device& dev, const ds4::cuda::DeviceWeight& w, int n) {
+  const int64_t cols = w.cols;
+  const Type vdt = ds4::quant::traits(w.type).vec_dot_type;
+  const size_t arb = ds4::quant::act_row_bytes(vdt, cols);
+  std::vector<uint8_t> act(arb * n);
+  std::vector<float> x(cols);
+  std::mt19937 rng(2);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  for (int t = 0; t < n; t++) {
+    for (auto& v : x) v = nd(rng);
+    ds4::quant::quantize_activation(vdt, x.data(), act.data() + t * arb, cols);
+  }
+  ds4::cuda::DeviceBuffer dact(act.size()), out(sizeof(float) * n * w.rows);
+  dact.upload(act.data(), act.size());
+  ds4::cuda::gemm(w, dact, arb, n, out);  // warm up
+  const int reps = 10;
+  const float ms = dev.time_ms([&] {
+    for (int i = 0; i < reps; i++) ds4::cuda::gemm(w, dact, arb, n, out);
+  });
+  return 2.0 * static_cast<double>(w.rows) * cols * n * reps / (ms * 1e-3) / 1e12;
+}
+
+// The GEMM's bits (every quantized format on tensor cores, F16 through the matvec fallback) and
+// its throughput.
+bool check_gemm(ds4::cuda::Device& dev) {
+  bool identical = true;
+  uint32_t seed = 11;
+  for (Type type : {Type::Q8_0, Type::MXFP4, Type::Q4_K, Type::Q2_K, Type::IQ2_XXS, Type::F16})
+    for (const auto& s : ds4::cuda_check::kGemmShapes) {
+      // The GoogleTest suite takes every shape; here the CPU side (quantizer, reference dots)
+      // of the 1030 x 4096 one would cost seconds per format against gpu-check's budget.
+      if (s.rows * s.cols > (int64_t{1} << 20)) continue;
+      const int64_t cols = ds4::cuda_check::shape_cols(type, {s.rows, s.cols, false});
+      const auto r = ds4::cuda_check::compare_gemm(type, s.rows, cols, s.n, seed++);
+      std::printf("bits gemm %-5s %5lldx%-5lld n %3d: %llu outputs, %llu differ from the CPU, %llu from matvec %s%s\n",
+                  std::string(ds4::quant::type_info(type).name).c_str(), static_cast<long long>(s.rows),
+                  static_cast<long long>(cols), s.n, static_cast<unsigned long long>(r.cpu.compared),
+                  static_cast<unsigned long long>(r.cpu.mismatched),
+                  static_cast<unsigned long long>(r.matvec.mismatched), r.cpu.first_mismatch.c_str(),
+                  r.matvec.first_mismatch.c_str());
+      identical = identical && r.cpu.mismatched == 0 && r.matvec.mismatched == 0;
+    }
+  const double peak = mma_peak_tops(dev);
+  std::printf("int8 mma.sync peak: %.0f TOPS (m16n8k32, registers only)\n", peak);
+  for (Type type : {Type::Q8_0, Type::MXFP4, Type::Q4_K, Type::Q2_K, Type::IQ2_XXS})
+    for (const int64_t rows : {int64_t{4096}, int64_t{32768}}) {
+      const ds4::cuda::DeviceWeight w = big_weight(type, 4096, ds4::quant::row_bytes(type, 4096) * rows);
+      for (const int n : {16, 64, 128, 512}) {
+        const double tops = gemm_tops(dev, w, n);
+        std::printf("gemm %-7s %5lldx4096, n %3d: %.1f TOPS = %.3f of the int8 mma peak\n",
+                    std::string(ds4::quant::type_info(type).name).c_str(), static_cast<long long>(rows), n, tops,
+                    tops / peak);
+      }
+    }
+  return identical;
+}
+
 int run() {
   const ds4::cuda::DeviceInfo info = ds4::cuda::probe();
   if (!info.usable) {
@@ -116,6 +194,7 @@ int run() {
                   gbs, gbs / copy);
     }
   }
+  identical = check_gemm(dev) && identical;
   std::printf("summary: bits %s; copy %.0f GB/s\n", identical ? "IDENTICAL" : "DIFFER", copy);
   return identical ? 0 : 1;
 }

@@ -15,7 +15,7 @@ namespace {
 constexpr quant::Isa kFastReference{quant::Arch::Generic, quant::Order::Fast};
 }  // namespace
 
-MatvecInputs matvec_inputs(quant::Type type, int64_t rows, int64_t cols, bool special, uint32_t seed) {
+MatvecInputs matvec_inputs(quant::Type type, int64_t rows, int64_t cols, bool special, uint32_t seed, int act_rows) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> nd(0.0f, 1.0f);
   MatvecInputs in;
@@ -46,7 +46,7 @@ MatvecInputs matvec_inputs(quant::Type type, int64_t rows, int64_t cols, bool sp
   }
   const quant::Type vdt = quant::traits(type).vec_dot_type;
   const size_t arb = in.act_row_bytes = quant::act_row_bytes(vdt, cols);
-  const int n = cuda::kMaxMatvecWidth;
+  const int n = act_rows;
   in.act.resize(arb * n);
   std::vector<float> x(cols);
   for (int t = 0; t < n; t++) {

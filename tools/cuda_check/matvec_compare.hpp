@@ -16,14 +16,15 @@ struct CompareResult {
 };
 
 // The comparison's host inputs: rows weight rows of row_bytes each (random, every 7th row scaled
-// by 1e-6; with `special`, float-format subnormals, signed zeros and large values) and 8
-// activation rows of act_row_bytes each, quantized to the format's vec_dot_type. The CUDA-thread
-// emulator's test (tests/engine/cuda/emulated_matvec_test.cpp) runs the kernels on them too.
+// by 1e-6; with `special`, float-format subnormals, signed zeros and large values) and act_rows
+// (default 8) activation rows of act_row_bytes each, row t random times t + 1, quantized to the
+// format's vec_dot_type. The CUDA-thread emulator's tests (tests/engine/cuda/emulated_*_test.cpp)
+// run the kernels on them too.
 struct MatvecInputs {
   size_t row_bytes = 0, act_row_bytes = 0;
   std::vector<uint8_t> w, act;
 };
-MatvecInputs matvec_inputs(quant::Type type, int64_t rows, int64_t cols, bool special, uint32_t seed);
+MatvecInputs matvec_inputs(quant::Type type, int64_t rows, int64_t cols, bool special, uint32_t seed, int act_rows = 8);
 
 // The reference: the generic CPU Fast dot (quant::dot with Isa{Generic, Fast}) of weight row r
 // and activation row t.

@@ -25,7 +25,8 @@ struct Gate {
 
 struct Warp {
   Gate gate;
-  uint64_t lanes[2][32] = {};  // double buffered: shuffle k uses lanes[k % 2]
+  uint64_t lanes[2][32] = {};    // double buffered: shuffle k uses lanes[k % 2]
+  uint32_t wide[2][32][8] = {};  // the same for gather()
 };
 
 namespace ctx = boost::context;
@@ -149,5 +150,23 @@ uint64_t exchange(uint64_t mine, unsigned src) {
 }
 
 void* dynamic_shared() { return state.dynamic.data(); }
+
+void gather(const uint32_t* mine, unsigned words, uint32_t* all) {
+  if (words > 8) {
+    std::fprintf(stderr, "cuda emulator: gather of %u words (at most 8)\n", words);
+    std::abort();
+  }
+  Fiber& f = *state.current;
+  Warp& w = state.warps[f.tid / 32];
+  uint32_t(*wide)[8] = w.wide[f.shuffles++ % 2];
+  std::memcpy(wide[f.tid % 32], mine, words * sizeof(uint32_t));
+  arrive(w.gate);
+  const unsigned lanes = std::min(32u, blockDim.x - 32 * (f.tid / 32));
+  if (lanes != 32 && words != 0) {
+    std::fprintf(stderr, "cuda emulator: gather in a partial warp\n");
+    std::abort();
+  }
+  for (unsigned l = 0; l < lanes && words != 0; l++) std::memcpy(all + l * words, wide[l], words * sizeof(uint32_t));
+}
 
 }  // namespace ds4::cuda::emu
