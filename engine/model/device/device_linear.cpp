@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "engine/cuda/act_quant.hpp"
+#include "engine/cuda/gemm.hpp"
 
 namespace ds4::model::device {
 
@@ -21,11 +22,7 @@ void project(const cuda::DeviceWeight& w, cuda::DeviceSpan x, int T, cuda::Devic
     a = cuda::DeviceSpan(act).sub(0, a_row * size_t(T));
     cuda::quantize_activation(vdt, x.sub(0, in_row * size_t(T)), T, int64_t(cols), a);
   }
-  for (int t0 = 0; t0 < T; t0 += cuda::kMaxMatvecWidth) {
-    const int n = T - t0 < cuda::kMaxMatvecWidth ? T - t0 : cuda::kMaxMatvecWidth;
-    cuda::matvec(w, a.sub(a_row * size_t(t0), a_row * size_t(n)), a_row, n,
-                 out.sub(out_row * size_t(t0), out_row * size_t(n)));
-  }
+  cuda::gemm(w, a, a_row, T, out.sub(0, out_row * size_t(T)));
 }
 
 }  // namespace ds4::model::device

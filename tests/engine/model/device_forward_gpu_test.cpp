@@ -1,9 +1,8 @@
 // The whole DS4 forward on the device (engine/model/device/device_forward.cpp) on the real
-// ds4-tiny model against the CPU's forward_batch in Fast mode, logits bit for bit: a prefill from
-// position 0 on the device, a context prefilled on the CPU continuing on the device (decode, then
-// a 4-token verify with every row's logits), and the device's state moved back to the CPU
-// continuing there. Skips with the reason where no GPU is usable; model_device_emulated_tests
-// runs it on the emulator.
+// ds4-tiny model against the CPU's forward_batch in Fast mode, logits bit for bit: a 12-token
+// prefill from position 0 on the device (the GEMM path), a context prefilled on the CPU continuing on the device
+// (decode, then a 4-token verify with every row's logits), and the device's state moved back to the CPU continuing
+// there. Skips with the reason where no GPU is usable; model_device_emulated_tests runs it on the emulator.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -44,10 +43,11 @@ TEST(DeviceForwardGpu, PrefillFromTheStartMatchesTheCpu) {
   const Model::Impl& m = test::device::fast_tiny()->impl();
   Cpu cpu(m);
   model::device::DeviceForward dev(m, cpu.layers, cuda::WeightPlacement::InPlace);
-  const std::vector<int32_t> prompt = {1, 17, 300, 5, 999, 42};
+  // 12 rows: the projections take the tensor-core GEMM (more than 8 rows).
+  const std::vector<int32_t> prompt = {1, 17, 300, 5, 999, 42, 7, 8, 1000, 64, 3, 511};
   EXPECT_EQ(first_difference(on_device(dev, m, prompt, 0, true), cpu.run(prompt, 0, true)), "");
   const std::vector<int32_t> bad = {3, int32_t(m.cfg.n_vocab)};
-  EXPECT_THROW(on_device(dev, m, bad, 6, false), std::out_of_range);
+  EXPECT_THROW(on_device(dev, m, bad, 12, false), std::out_of_range);
 }
 
 TEST(DeviceForwardGpu, ContextMovesBetweenCpuAndDeviceAndContinuesExactly) {
