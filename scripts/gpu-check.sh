@@ -4,8 +4,9 @@
 # quant formats, the thread pool, the CUDA backend, ds4-cuda-check and, when GoogleTest is
 # installed, the GPU tests) -- that configuration needs no Boost, spdlog, systemd or anything else
 # the full build does, because such a machine may lack the project's packages and cannot fetch
-# them. Then runs the GPU tests (where GoogleTest exists) and ds4-cuda-check: device facts, matvec
-# bits vs the CPU, copy bandwidth and the matvec kernels' GB/s over it. A few minutes on 16 cores.
+# them. Then runs the GPU tests (where GoogleTest exists), the device forward on ds4-tiny (where the
+# full configuration builds) and ds4-cuda-check: device facts, matvec and GEMM bits vs the CPU, copy
+# bandwidth, the kernels' GB/s and int8 TOPS over the measured peaks. A few minutes on 16 cores.
 #
 #   scripts/gpu-check.sh            # build in build-gpu/, write the log and summary to $OUT or ./gpu-check-out
 # Exit status: 0 when every comparison was bit-identical, else non-zero.
@@ -43,6 +44,25 @@ if [[ " ${targets[*]} " == *" cuda_gpu_tests "* ]]; then
   "$BUILD_DIR/tests/engine/cuda/cuda_gpu_tests" || status=1
 else
   step "GPU tests: GoogleTest not installed here; ds4-cuda-check below makes the same comparisons"
+fi
+
+# The device forward on the real ds4-tiny model (model_device_gpu_tests) needs the full
+# configuration (the GGUF reader, xxHash, ...): run where the project's packages and the vectors
+# are present, else say why not (the emulator runs the same tests in CI).
+VECTORS=${DS4D_DS4_VECTORS:-}
+for v in ../shared/vectors/ds4-tiny shared/vectors/ds4-tiny; do
+  [ -z "$VECTORS" ] && [ -f "$v/model.gguf" ] && VECTORS=$PWD/$v
+done
+if [ -n "$VECTORS" ] && cmake -S . -B "$BUILD_DIR-full" "${GEN[@]}" -DCMAKE_BUILD_TYPE=Release -DDS4D_CUDA=ON \
+     -DDS4D_NVCC="$NVCC" >"$OUT_DIR/configure-full.log" 2>&1; then
+  step "device forward on ds4-tiny (model_device_gpu_tests)"
+  if cmake --build "$BUILD_DIR-full" -j "$(nproc)" --target model_device_gpu_tests >"$OUT_DIR/build-full.log" 2>&1; then
+    DS4D_DS4_VECTORS=$VECTORS timeout 300 "$BUILD_DIR-full/tests/engine/model/model_device_gpu_tests" || status=1
+  else
+    echo "build failed (tail of $OUT_DIR/build-full.log):"; tail -20 "$OUT_DIR/build-full.log"; status=1
+  fi
+else
+  step "device forward on ds4-tiny: skipped (no vectors at \$DS4D_DS4_VECTORS or ../shared, or the full configuration failed: $OUT_DIR/configure-full.log)"
 fi
 
 step "ds4-cuda-check"
