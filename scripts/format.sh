@@ -23,9 +23,15 @@ if [ "$check" -eq 0 ]; then
   printf '%s\0' "${files[@]}" | xargs -0 -n 50 "$CLANG_FORMAT" -i --style=file
   exit 0
 fi
+# One clang-format per 100 files (its start-up, not the formatting, was most of the time when it
+# ran once a file); a batch that fails is checked file by file to name the files.
 bad=()
-for f in "${files[@]}"; do
-  "$CLANG_FORMAT" --style=file --dry-run --Werror "$f" >/dev/null 2>&1 || bad+=("$f")
+for ((i = 0; i < ${#files[@]}; i += 100)); do
+  batch=("${files[@]:i:100}")
+  "$CLANG_FORMAT" --style=file --dry-run --Werror "${batch[@]}" >/dev/null 2>&1 && continue
+  for f in "${batch[@]}"; do
+    "$CLANG_FORMAT" --style=file --dry-run --Werror "$f" >/dev/null 2>&1 || bad+=("$f")
+  done
 done
 if [ ${#bad[@]} -gt 0 ]; then
   printf 'not formatted: %s\n' "${bad[@]}"

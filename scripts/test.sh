@@ -6,7 +6,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
-bash scripts/build.sh
+# The fuzzers too, compiled by the same ninja run (docs/faults.md §fuzzing).
+BUILD_TARGETS="all ds4_fuzzers" bash scripts/build.sh
 ctest --test-dir "${BUILD_DIR:-build}" --output-on-failure --timeout "${DS4D_TEST_TIMEOUT:-1200}" -j "${JOBS:-$(nproc)}" "$@"
 if [ "${DS4D_SKIP_ARM64:-0}" != 1 ]; then
   bash scripts/test-arm64.sh

@@ -1,7 +1,7 @@
 // libFuzzer target for the GGUF reader. The claim under test: no byte string makes
 // GgufFile::from_memory (or the accessors of a file it accepted) read out of bounds, overflow,
 // allocate without limit, or throw anything but GgufError. Built with clang
-// -fsanitize=fuzzer,address,undefined by run_gguf_fuzz.sh; ASan turns any stray read into a crash.
+// -fsanitize=fuzzer,address,undefined by the ds4_fuzzers target; ASan turns any stray read into a crash.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
