@@ -6,11 +6,6 @@
 #include <string>
 
 namespace ds4::model::device {
-using cuda::DeviceBuffer;
-using cuda::DeviceSpan;
-using cuda::DeviceWeight;
-using cuda::HostRegistration;
-using cuda::WeightPlacement;
 
 DeviceWeights::DeviceWeights(const void* base, size_t bytes, WeightPlacement placement, const HostRegistration* pinned)
     : base_(static_cast<const unsigned char*>(base)), bytes_(bytes), placement_(placement) {
