@@ -110,15 +110,12 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
   return *this;
 }
 void DeviceSpan::upload(const void* src, size_t bytes, size_t offset) const {
-  if (offset > size || bytes > size - offset) throw std::out_of_range("DeviceSpan::upload past the end of the memory");
   const DriverApi& a = api_or_throw();
-  check(a, a.cuMemcpyHtoD(address + offset, src, bytes), "cuMemcpyHtoD");
+  check(a, a.cuMemcpyHtoD(sub(offset, bytes).address, src, bytes), "cuMemcpyHtoD");
 }
 void DeviceSpan::download(void* dst, size_t bytes, size_t offset) const {
-  if (offset > size || bytes > size - offset)
-    throw std::out_of_range("DeviceSpan::download past the end of the memory");
   const DriverApi& a = api_or_throw();
-  check(a, a.cuMemcpyDtoH(dst, address + offset, bytes), "cuMemcpyDtoH");
+  check(a, a.cuMemcpyDtoH(dst, sub(offset, bytes).address, bytes), "cuMemcpyDtoH");
 }
 void DeviceBuffer::upload(const void* src, size_t bytes, size_t offset) {
   DeviceSpan(*this).upload(src, bytes, offset);
@@ -171,12 +168,6 @@ void Device::launch(const char* name, unsigned grid, unsigned block, unsigned sh
     it = impl_->functions.emplace(name, f).first;
   }
   check(a, a.cuLaunchKernel(it->second, grid, 1, 1, block, 1, 1, shared_bytes, nullptr, args, nullptr), name);
-}
-
-size_t Device::free_memory() {
-  size_t free_bytes = 0, total = 0;
-  check(*impl_->api, impl_->api->cuMemGetInfo(&free_bytes, &total), "cuMemGetInfo");
-  return free_bytes;
 }
 
 void Device::synchronize() { check(*impl_->api, impl_->api->cuCtxSynchronize(), "cuCtxSynchronize"); }

@@ -72,8 +72,6 @@ class Device {
   // Launches kernel `name` with a 1D grid; args as for cuLaunchKernel. Throws on a launch error.
   void launch(const char* name, unsigned grid, unsigned block, unsigned shared_bytes, void** args);
   void synchronize();
-  // Bytes the device has free now (cuMemGetInfo).
-  size_t free_memory();
   // Milliseconds `fn` takes on the device, measured with events around it (fn launches kernels).
   template <class F>
   float time_ms(F&& fn) {

@@ -52,7 +52,6 @@ struct DriverApi {
   CUresult (*cuMemcpyHtoD)(CUdeviceptr, const void*, size_t) = nullptr;
   CUresult (*cuMemcpyDtoH)(void*, CUdeviceptr, size_t) = nullptr;
   CUresult (*cuMemsetD8)(CUdeviceptr, unsigned char, size_t) = nullptr;
-  CUresult (*cuMemGetInfo)(size_t*, size_t*) = nullptr;
   CUresult (*cuMemHostRegister)(void*, size_t, unsigned) = nullptr;
   CUresult (*cuMemHostUnregister)(void*) = nullptr;
   CUresult (*cuMemHostGetDevicePointer)(CUdeviceptr*, void*, unsigned) = nullptr;

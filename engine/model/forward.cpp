@@ -192,14 +192,19 @@ void block_forward(const Model::Impl& m, const BlockSpec& b, const RowSlot* rows
   ffn_sublayer(m, b, tokens, H_mid, T, H_out, s);
 }
 
+void check_token_ids(const ModelConfig& cfg, const int32_t* tokens, int T) {
+  for (int t = 0; t < T; t++)
+    if (tokens[t] < 0 || uint32_t(tokens[t]) >= cfg.n_vocab)
+      throw std::out_of_range("token id " + std::to_string(tokens[t]) + " is outside the vocabulary (" +
+                              std::to_string(cfg.n_vocab) + ")");
+}
+
 void embed_rows(const Model::Impl& m, const int32_t* tokens, int T, float* H) {
   const ModelConfig& cfg = m.cfg;
   const uint32_t D = cfg.n_embd, hc = cfg.hc_dim();
   const uint16_t* embd = m.w.token_embd.f16();
+  check_token_ids(cfg, tokens, T);
   for (int t = 0; t < T; t++) {
-    if (tokens[t] < 0 || uint32_t(tokens[t]) >= cfg.n_vocab)
-      throw std::out_of_range("token id " + std::to_string(tokens[t]) + " is outside the vocabulary (" +
-                              std::to_string(cfg.n_vocab) + ")");
     const uint16_t* row = embd + size_t(tokens[t]) * D;
     float* h0 = H + size_t(t) * hc;
     for (uint32_t i = 0; i < D; i++) h0[i] = f16_to_f32(row[i]);

@@ -43,6 +43,8 @@ BlockSpec block_spec(const Model::Impl& m, uint32_t il);
 
 // The initial HC state of T tokens: each embedding row copied into every stream. Throws
 // std::out_of_range for a token outside the vocabulary.
+// Throws std::out_of_range naming the first of the T ids outside [0, n_vocab).
+void check_token_ids(const ModelConfig& cfg, const int32_t* tokens, int T);
 void embed_rows(const Model::Impl& m, const int32_t* tokens, int T, float* H);
 
 // Final HC states of a sequence's recent positions (ContextOptions::keep_hidden), a ring tagged

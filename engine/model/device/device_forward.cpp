@@ -22,10 +22,7 @@ DeviceForward::DeviceForward(const Model::Impl& m, const std::vector<LayerState>
 void DeviceForward::forward(const int32_t* tokens, int T, uint32_t pos0, bool all_logits, float* logits) {
   const ModelConfig& cfg = m_.cfg;
   if (T <= 0) return;
-  for (int t = 0; t < T; t++)
-    if (tokens[t] < 0 || uint32_t(tokens[t]) >= cfg.n_vocab)
-      throw std::out_of_range("token id " + std::to_string(tokens[t]) + " is outside the vocabulary (" +
-                              std::to_string(cfg.n_vocab) + ")");
+  check_token_ids(cfg, tokens, T);
   const size_t hc = cfg.hc_dim();
   const cuda::DeviceSpan dtok = grown<int32_t>(tokens_, size_t(T)), error = grown<int32_t>(error_, 1);
   cuda::DeviceSpan H = grown(H_, size_t(T) * hc), mid = grown(H_mid_, size_t(T) * hc),

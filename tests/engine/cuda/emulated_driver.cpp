@@ -81,11 +81,6 @@ CUresult mem_free(CUdeviceptr p) {
   std::free(reinterpret_cast<void*>(p));
   return 0;
 }
-CUresult mem_info(size_t* free_bytes, size_t* total) {
-  *free_bytes = kMemory - allocated;
-  *total = kMemory;
-  return 0;
-}
 CUresult host_register(void* p, size_t bytes, unsigned flags) {
   const char* b = static_cast<const char*>(p);
   if (bytes == 0 || (flags & ~(kHostRegisterDeviceMap | kHostRegisterReadOnly | 1u)) != 0) return kInvalidValue;
@@ -159,7 +154,6 @@ DriverApi make_api() {
   a.cuMemcpyHtoD = copy_to_device;
   a.cuMemcpyDtoH = copy_to_host;
   a.cuMemsetD8 = mem_set;
-  a.cuMemGetInfo = mem_info;
   a.cuMemHostRegister = host_register;
   a.cuMemHostUnregister = host_unregister;
   a.cuMemHostGetDevicePointer = host_device_pointer;
