@@ -4,7 +4,6 @@
 
 #include <stdexcept>
 
-#include "engine/cuda/act_quant.hpp"
 #include "engine/cuda/hyper_connection.hpp"
 #include "engine/cuda/moe.hpp"
 #include "engine/cuda/rms_norm.hpp"
@@ -30,16 +29,6 @@ namespace {
 
 cuda::DeviceExperts experts(const DeviceWeights& dw, const Tensor& t) {
   return cuda::experts_over(t.type, dw.at(t), int64_t(t.ne[2]), int64_t(t.ne[1]), int64_t(t.ne[0]));
-}
-
-// The activation rows of `x` (n rows of cols floats) in `type`'s vec_dot layout in `buf`.
-cuda::DeviceSpan quantized(quant::Type weight_type, cuda::DeviceSpan x, int n, int64_t cols, cuda::DeviceBuffer& buf,
-                           size_t& row_bytes) {
-  const quant::Type vdt = quant::traits(weight_type).vec_dot_type;
-  row_bytes = quant::act_row_bytes(vdt, cols);
-  const cuda::DeviceSpan a = grown<uint8_t>(buf, row_bytes * size_t(n));
-  cuda::quantize_activation(vdt, x, n, cols, a);
-  return a;
 }
 
 }  // namespace
@@ -73,13 +62,13 @@ void ffn_sublayer(const DeviceWeights& dw, const ModelConfig& cfg, const LayerWe
   // Routed experts: gate/up of every (token, slot) pair by the ids on the device, the weighted
   // SwiGLU, the re-quantized hidden rows through down.
   size_t xq_row = 0, mq_row = 0;
-  const cuda::DeviceSpan xq = quantized(lw.ffn_gate_exps.type, xn, T, D, s.xq, xq_row);
+  const cuda::DeviceSpan xq = activation_rows(lw.ffn_gate_exps.type, xn, T, D, s.xq, xq_row);
   const cuda::DeviceSpan gate = grown(s.gate, size_t(P * F)), up = grown(s.up, size_t(P * F)),
                          mid = grown(s.mid, size_t(P * F)), down = grown(s.down, size_t(P * D));
   cuda::moe_expert_matvec(experts(dw, lw.ffn_gate_exps), ids, int(P), xq, xq_row, int(K), gate);
   cuda::moe_expert_matvec(experts(dw, lw.ffn_up_exps), ids, int(P), xq, xq_row, int(K), up);
   cuda::moe_swiglu(gate, up, weights, P, F, clamp, mid);
-  const cuda::DeviceSpan midq = quantized(lw.ffn_down_exps.type, mid, int(P), F, s.midq, mq_row);
+  const cuda::DeviceSpan midq = activation_rows(lw.ffn_down_exps.type, mid, int(P), F, s.midq, mq_row);
   cuda::moe_expert_matvec(experts(dw, lw.ffn_down_exps), ids, int(P), midq, mq_row, 1, down);
 
   // The shared expert (weight 1), then the sum and HC post.
