@@ -117,6 +117,10 @@ void DeviceSpan::download(void* dst, size_t bytes, size_t offset) const {
   const DriverApi& a = api_or_throw();
   check(a, a.cuMemcpyDtoH(dst, sub(offset, bytes).address, bytes), "cuMemcpyDtoH");
 }
+void DeviceSpan::copy_from(const DeviceSpan& src) const {
+  const DriverApi& a = api_or_throw();
+  if (src.size > 0) check(a, a.cuMemcpyDtoD(sub(0, src.size).address, src.address, src.size), "cuMemcpyDtoD");
+}
 void DeviceBuffer::upload(const void* src, size_t bytes, size_t offset) {
   DeviceSpan(*this).upload(src, bytes, offset);
 }
@@ -171,6 +175,12 @@ void Device::launch(const char* name, unsigned grid, unsigned block, unsigned sh
 }
 
 void Device::synchronize() { check(*impl_->api, impl_->api->cuCtxSynchronize(), "cuCtxSynchronize"); }
+
+size_t Device::free_memory() {
+  size_t free_bytes = 0, total = 0;
+  check(*impl_->api, impl_->api->cuMemGetInfo(&free_bytes, &total), "cuMemGetInfo");
+  return free_bytes;
+}
 
 uint64_t Device::record() {
   const DriverApi& a = *impl_->api;

@@ -40,6 +40,9 @@ struct DeviceSpan {
   // Synchronous copies; throw std::out_of_range past the end, std::runtime_error from the driver.
   void upload(const void* src, size_t bytes, size_t offset = 0) const;
   void download(void* dst, size_t bytes, size_t offset = 0) const;
+  // Copies src (all of it) to the start of this span, ordered with the kernels launched before;
+  // throws std::out_of_range when src is larger.
+  void copy_from(const DeviceSpan& src) const;
 };
 
 // A GPU buffer; freed on destruction. Converts to the DeviceSpan of all of it.
@@ -72,6 +75,8 @@ class Device {
   // Launches kernel `name` with a 1D grid; args as for cuLaunchKernel. Throws on a launch error.
   void launch(const char* name, unsigned grid, unsigned block, unsigned shared_bytes, void** args);
   void synchronize();
+  // Bytes the device has free now (cuMemGetInfo), for the placement (placement.hpp).
+  size_t free_memory();
   // Milliseconds `fn` takes on the device, measured with events around it (fn launches kernels).
   template <class F>
   float time_ms(F&& fn) {

@@ -102,6 +102,14 @@ CUresult copy_to_device(CUdeviceptr dst, const void* src, size_t n) {
 CUresult copy_to_host(void* dst, CUdeviceptr src, size_t n) {
   return std::memcpy(dst, reinterpret_cast<const void*>(src), n), 0;
 }
+CUresult copy_on_device(CUdeviceptr dst, CUdeviceptr src, size_t n) {
+  return std::memmove(reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), n), 0;
+}
+CUresult mem_info(size_t* free_bytes, size_t* total) {
+  *free_bytes = kMemory - allocated;
+  *total = kMemory;
+  return 0;
+}
 CUresult mem_set(CUdeviceptr dst, unsigned char v, size_t n) {
   return std::memset(reinterpret_cast<void*>(dst), v, n), 0;
 }
@@ -153,6 +161,8 @@ DriverApi make_api() {
   a.cuMemFree = mem_free;
   a.cuMemcpyHtoD = copy_to_device;
   a.cuMemcpyDtoH = copy_to_host;
+  a.cuMemcpyDtoD = copy_on_device;
+  a.cuMemGetInfo = mem_info;
   a.cuMemsetD8 = mem_set;
   a.cuMemHostRegister = host_register;
   a.cuMemHostUnregister = host_unregister;
