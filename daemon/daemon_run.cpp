@@ -76,6 +76,19 @@ struct LoadOutcome {
   }
 };
 
+// Device memory the CUDA placement keeps for the live contexts' state: the plan's KV per context
+// times max_batch (the device state mirrors the CPU's). 0 when the plan cannot be made (the
+// loader then fails on the model itself, or the placement keeps only its workspace).
+uint64_t device_reserve(const config::Config& cfg) {
+  try {
+    const planner::Plan plan = config::plan_for_config(cfg, host::read_meminfo(cfg.memory.meminfo_path).mem_total);
+    return plan.kv_bytes_per_context * cfg.server.max_batch.value_or(1);
+  } catch (const std::exception& e) {
+    spdlog::warn("device reserve: no memory plan ({}); the placement counts the workspace only", e.what());
+    return 0;
+  }
+}
+
 void load_model(const config::Config& cfg, serving::Service& service, std::shared_ptr<WorkerHeartbeat> heartbeat,
                 std::atomic<double>& progress, LoadOutcome& out) {
   int code = 0;
@@ -85,14 +98,23 @@ void load_model(const config::Config& cfg, serving::Service& service, std::share
     LoadOptions lo;
     lo.threads = cfg.model.threads;
     lo.populate = cfg.model.pin == config::PinMode::Lock;  // MAP_POPULATE before mlock
-    LoadedModel loaded = load_model(cfg.model.path, lo, [&](double f, std::string_view) {
-      progress.store(f);
-      service.set_load_progress(f);
-    });
+    lo.device_reserve_bytes = device_reserve(cfg);
+    LoadedModel loaded = load_model_on(
+        cfg.engine.backend, cfg.model.path, lo, [](const std::string& line) { spdlog::info("{}", line); },
+        [&](double f, std::string_view) {
+          progress.store(f);
+          service.set_load_progress(f);
+        });
     const auto& file = loaded.model->gguf();
-    pin = WeightPin::pin(cfg.model.pin, file.base(), file.size());
-    if (cfg.model.pin != config::PinMode::None)
-      spdlog::info("weights pinned ({}): {}", config::pin_mode_name(cfg.model.pin), planner::format_gib(pin.bytes()));
+    if (cfg.model.pin == config::PinMode::Cuda && loaded.model->info().device == ComputeDevice::Cuda) {
+      // The CUDA backend placed the weights itself (registered in place, or copied).
+      spdlog::info("--pin cuda: nothing more to do, the CUDA backend holds the weights ({})",
+                   loaded.model->info().placement);
+    } else {
+      pin = WeightPin::pin(cfg.model.pin, file.base(), file.size());
+      if (cfg.model.pin != config::PinMode::None)
+        spdlog::info("weights pinned ({}): {}", config::pin_mode_name(cfg.model.pin), planner::format_gib(pin.bytes()));
+    }
     ContextOptions co;
     co.context_length = static_cast<uint32_t>(cfg.model.context.value_or(0));
     std::shared_ptr<const Model> model = loaded.model;
@@ -210,11 +232,11 @@ int run_daemon(const config::Config& given) {
     return config::kExitConfigError;
   }
   const config::Config& cfg = *planned;
-  // --backend cuda is refused here, naming what is missing, rather than served from the CPU;
-  // auto logs its one line. A configuration error: the supervisor does not restart in a loop.
+  // --backend cuda without a usable GPU is refused here, before the load, naming what is missing,
+  // rather than served from the CPU (the loader logs the choice). A configuration error: the
+  // supervisor does not restart in a loop.
   try {
-    const cuda::BackendDecision backend = cuda::choose_backend(cfg.engine.backend);
-    if (!backend.log_line.empty()) spdlog::info("{}", backend.log_line);
+    if (cfg.engine.backend == cuda::Backend::Cuda) cuda::choose_backend(cfg.engine.backend);
   } catch (const std::exception& e) {
     spdlog::error("{}", e.what());
     notifier.status(std::string("Failed: ") + e.what());

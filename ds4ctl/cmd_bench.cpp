@@ -17,6 +17,7 @@
 #include "engine/cuda/backend_choice.hpp"
 #include "engine/gguf/gguf_reader.hpp"
 #include "engine/kernels/thread_pool.hpp"
+#include "engine/loaded_model/loaded_model.hpp"
 #include "engine/model/model.hpp"
 #include "engine/quant/quant.hpp"
 #include "engine/sampler/random.hpp"
@@ -124,9 +125,9 @@ std::vector<int32_t> synthetic_prompt(uint32_t n, uint32_t n_vocab) {
 }
 
 int run_bench(const BenchOptions& o) {
-  // --backend cuda is refused (naming what is missing) before anything runs on the CPU.
-  if (const auto d = ds4::cuda::choose_backend(ds4::cuda::parse_backend(o.backend)); !d.log_line.empty())
-    fmt::print(stderr, "{}\n", d.log_line);
+  // --backend cuda without a usable GPU is refused (naming what is missing) before anything runs.
+  const ds4::cuda::Backend backend = ds4::cuda::parse_backend(o.backend);
+  if (backend == ds4::cuda::Backend::Cuda) ds4::cuda::choose_backend(backend);
   ds4::kernels::ThreadPool probe_pool(o.threads);
   const double memory_gbs = ds4::kernels::measure_read_bandwidth_gbs(probe_pool);
   if (o.kernels) print_kernel_table(probe_pool, memory_gbs);
@@ -136,7 +137,9 @@ int run_bench(const BenchOptions& o) {
   load.threads = o.threads;
   load.arithmetic = o.exact ? ds4::Arithmetic::Exact : ds4::Arithmetic::Fast;
   const auto t_load = Clock::now();
-  std::shared_ptr<ds4::Model> model = ds4::Model::load(o.model_path, load);
+  std::shared_ptr<ds4::Model> model = ds4::load_model_on(backend, o.model_path, load, [](const std::string& l) {
+                                        fmt::print(stderr, "{}\n", l);
+                                      }).model;
   const ds4::ModelInfo& info = model->info();
   fmt::print(
       "model: {} ({} layers, {} experts x {} used, experts {}), {} threads, {} "
@@ -190,7 +193,7 @@ ds4ctl::Register reg{
       sub.add_option("-m,--model", o->model_path, "GGUF model file (optional with --kernels)")
           ->check(CLI::ExistingFile);
       sub.add_option("-t,--threads", o->threads, "Worker threads; 0 uses every core")->capture_default_str();
-      sub.add_option("--backend", o->backend, "auto, cpu or cuda (cuda: refused until the forward runs on the GPU)")
+      sub.add_option("--backend", o->backend, "auto, cpu or cuda (auto: the GPU when one is usable)")
           ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
           ->capture_default_str();
       sub.add_option_function<std::string>(

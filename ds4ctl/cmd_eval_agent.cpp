@@ -7,6 +7,7 @@
 // a model to its quality.
 #include <fmt/core.h>
 
+#include <filesystem>
 #include <fstream>
 #include <memory>
 
@@ -14,6 +15,8 @@
 #include "ds4ctl/command_registry.hpp"
 #include "ds4ctl/default_model.hpp"
 #include "ds4ctl/eval_agent/agent_eval.hpp"
+#include "engine/cuda/backend_choice.hpp"
+#include "engine/loaded_model/loaded_model.hpp"
 #include "engine/model/model.hpp"
 #include "engine/model/mtp.hpp"
 #include "gateway/serving/ds4_backend.hpp"
@@ -26,7 +29,8 @@ struct EvalArgs {
   double min_call = 0, min_answer = 0, min_plain = 0, min_dsml = 0;
   bool show = false, exact = false, free = false;
   unsigned threads = 0;
-  std::string drafter;  // none, ngram or mtp:FILE (config/drafter_spec.hpp)
+  std::string backend = "auto";  // engine/cuda/backend_choice.hpp
+  std::string drafter;           // none, ngram or mtp:FILE (config/drafter_spec.hpp)
   size_t k = 4;
 };
 
@@ -35,7 +39,12 @@ int run_eval(const EvalArgs& a) {
   ds4::LoadOptions lo;
   lo.threads = a.threads;
   lo.arithmetic = a.exact ? ds4::Arithmetic::Exact : ds4::Arithmetic::Fast;
-  const auto backend = ds4::serving::Ds4Backend::load(a.model, lo);
+  ds4::LoadedModel loaded = ds4::load_model_on(ds4::cuda::parse_backend(a.backend), a.model, lo,
+                                               [](const std::string& l) { fmt::print(stderr, "{}\n", l); });
+  const std::string id =
+      loaded.model->info().name.empty() ? std::filesystem::path(a.model).stem().string() : std::string();
+  const auto backend =
+      std::make_shared<ds4::serving::Ds4Backend>(std::move(loaded.model), std::move(loaded.tokenizer), id);
   // With a drafter the replies are the same; what changes is how many forwards they take.
   const ds4::config::DrafterSpec spec = ds4::config::parse_drafter(a.drafter);
   std::unique_ptr<ds4::serving::Drafter> drafter;
@@ -110,6 +119,9 @@ ds4ctl::Register reg{
                    "plain greedy decoding, the model alone (default: the server's token rules for tool requests: "
                    "DSML structure, declared tool and parameter names, no end inside a call)");
       sub.add_option("-t,--threads", a->threads, "worker threads; 0 uses every core");
+      sub.add_option("--backend", a->backend, "auto, cpu or cuda (auto: the GPU when one is usable)")
+          ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
+          ->capture_default_str();
       sub.add_option("--speculation-drafter", a->drafter,
                      "verify drafts while decoding (none, ngram, mtp:FILE); replies unchanged, acceptance reported");
       sub.add_option("--speculation-k", a->k, "drafts per verify")->capture_default_str();

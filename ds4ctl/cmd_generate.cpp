@@ -69,14 +69,13 @@ std::vector<int32_t> build_prompt(const Tokenizer& tok, const GenerateOptions& o
 }
 
 int run_generate(const GenerateOptions& o) {
-  // --backend cuda is refused (naming what is missing) before anything runs on the CPU.
-  if (const auto d = ds4::cuda::choose_backend(ds4::cuda::parse_backend(o.backend)); !d.log_line.empty())
-    fmt::print(stderr, "{}\n", d.log_line);
   ds4::LoadOptions load;
   load.threads = o.threads;
   load.arithmetic = o.exact ? ds4::Arithmetic::Exact : ds4::Arithmetic::Fast;
   const auto t_load = Clock::now();
-  ds4::LoadedModel loaded = ds4::load_model(o.model_path, load);
+  // --backend cuda without a usable GPU is refused (naming what is missing), never the CPU.
+  ds4::LoadedModel loaded = ds4::load_model_on(ds4::cuda::parse_backend(o.backend), o.model_path, load,
+                                               [](const std::string& l) { fmt::print(stderr, "{}\n", l); });
   const std::shared_ptr<ds4::Model> model = std::move(loaded.model);
   const Tokenizer& tok = loaded.tokenizer;
   const double load_s = seconds_since(t_load);
@@ -175,7 +174,7 @@ ds4ctl::Register reg{
           "Random seed (default: random, printed on stderr)");
       sub.add_flag("--chat", o->chat, "Render one non-thinking user turn: BOS <｜User｜>text<｜Assistant｜></think>");
       sub.add_option("-t,--threads", o->threads, "Worker threads; 0 uses every core")->capture_default_str();
-      sub.add_option("--backend", o->backend, "auto, cpu or cuda (cuda: refused until the forward runs on the GPU)")
+      sub.add_option("--backend", o->backend, "auto, cpu or cuda (auto: the GPU when one is usable)")
           ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
           ->capture_default_str();
       sub.add_flag("--exact", o->exact, "Exact arithmetic (bit-identical to the reference engine)");

@@ -3,13 +3,17 @@
 // verdict: 0 fits, 3 below the floor, 4 does not fit, 2 error. Defaults match ds4d's
 // configuration defaults (the budgets, live contexts included, are `auto`, resolved by the same
 // planner functions the supervisor and the daemon call), so `ds4ctl plan --model X` answers "will
-// ds4d start with X here, and with which context, hot cache and max batch?".
+// ds4d start with X here, and with which context, hot cache and max batch?". The last line says
+// which device would run it (--backend, as ds4d's) and where the weights would go for the GPU.
 #include <iostream>
 #include <memory>
 #include <optional>
 #include <string>
 
 #include "ds4ctl/command_registry.hpp"
+#include "engine/cuda/backend_choice.hpp"
+#include "engine/cuda/device.hpp"
+#include "engine/cuda/placement.hpp"
 #include "engine/planner/auto_budget.hpp"
 #include "engine/planner/byte_size.hpp"
 #include "engine/planner/max_batch.hpp"
@@ -28,6 +32,7 @@ struct PlanOptions {
   uint32_t prefill_cap = ds4::planner::kDefaultPrefillCap;
   uint64_t kv_per_token = 0;
   std::string kv_fixed;
+  std::string backend = "auto";
 };
 
 std::optional<uint64_t> size_or_none(const std::string& s) {
@@ -68,6 +73,34 @@ ds4::planner::BudgetChoice budget_choice(const PlanOptions& o) {
   c.max_batch = number_or_auto(o.max_batch, "--max-batch", "1.." + std::to_string(ds4::planner::kMaxBatchLimit), 1,
                                ds4::planner::kMaxBatchLimit);
   return c;
+}
+
+// The device line (docs/cuda.md §placement): the backend ds4d would pick with `backend`, and on a
+// GPU the weights' placement with the plan's KV of every live context as device state. False when
+// `cuda` was asked for and the model does not fit the device (the CPU is never put in its place).
+bool print_device(const std::string& backend, uint64_t weights, uint64_t state) {
+  namespace cuda = ds4::cuda;
+  const cuda::Backend requested = cuda::parse_backend(backend);
+  const cuda::BackendDecision d = cuda::choose_backend(requested);  // throws for cuda without a GPU
+  if (d.use == cuda::Backend::Cpu) {
+    std::cout << "device: CPU" << (d.log_line.empty() ? " (--backend cpu)" : " -- " + d.log_line) << "\n";
+    return true;
+  }
+  const cuda::DeviceInfo info = cuda::probe();
+  cuda::PlacementInput in;
+  in.weight_bytes = weights;
+  in.state_bytes = state;
+  in.workspace_bytes = cuda::kWorkspaceBytes;
+  in.free_bytes = cuda::Device::open().free_memory();
+  const cuda::Placement p = cuda::choose_placement(info, in);
+  if (p.weights == cuda::WeightPlacement::DoesNotFit) {
+    std::cout << "device: " << (requested == cuda::Backend::Cuda ? "does not fit " : "CPU, the model does not fit ")
+              << info.name << " -- " << p.reason << "\n";
+    return requested != cuda::Backend::Cuda;
+  }
+  std::cout << "device: CUDA on " << info.name << ", weights " << cuda::placement_name(p.weights) << " -- " << p.reason
+            << "\n";
+  return true;
 }
 
 int run_plan(const PlanOptions& o) {
@@ -115,7 +148,8 @@ int run_plan(const PlanOptions& o) {
   }
   const Plan plan = compute_plan(in);
   std::cout << render_report(plan);
-  return exit_code(plan.verdict);
+  const bool device_fits = print_device(o.backend, in.weights_bytes, plan.kv_bytes);
+  return device_fits ? exit_code(plan.verdict) : exit_code(Verdict::DoesNotFit);
 }
 
 ds4ctl::Register reg{
@@ -146,6 +180,9 @@ ds4ctl::Register reg{
       sub.add_option("--weights", o->weights, "without --model: weights size");
       sub.add_option("--kv-per-token", o->kv_per_token, "without --model: KV bytes per token (13760 for DS4 Flash)");
       sub.add_option("--kv-fixed", o->kv_fixed, "without --model: fixed KV bytes (rings, compressor states)");
+      sub.add_option("--backend", o->backend, "the device ds4d would use: auto, cpu or cuda (as engine.backend)")
+          ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
+          ->capture_default_str();
       return [o] {
         try {
           return run_plan(*o);

@@ -5,8 +5,9 @@
 # installed, the GPU tests) -- that configuration needs no Boost, spdlog, systemd or anything else
 # the full build does, because such a machine may lack the project's packages and cannot fetch
 # them. Then runs the GPU tests (where GoogleTest exists), the device forward on ds4-tiny (where the
-# full configuration builds) and ds4-cuda-check: device facts, matvec and GEMM bits vs the CPU, copy
-# bandwidth, the kernels' GB/s and int8 TOPS over the measured peaks. A few minutes on 16 cores.
+# full configuration builds), ds4-cuda-check (device facts, matvec and GEMM bits vs the CPU, copy
+# bandwidth, the kernels' GB/s and int8 TOPS over the measured peaks) and `ds4ctl bench` on a forged
+# model with --backend cuda and cpu. About ten minutes on 16 cores.
 #
 #   scripts/gpu-check.sh            # build in build-gpu/, write the log and summary to $OUT or ./gpu-check-out
 # Exit status: 0 when every comparison was bit-identical, else non-zero.
@@ -69,6 +70,26 @@ step "ds4-cuda-check"
 timeout 300 "$BUILD_DIR/tools/cuda_check/ds4-cuda-check" | tee "$OUT_DIR/summary.txt"
 rc=${PIPESTATUS[0]}
 [ "$rc" -eq 0 ] || status=$rc
+
+# The whole engine on both backends (docs/cuda.md §gpu-check): a forged bench model (1.1 GiB,
+# 470 MiB read per token: several times any L2), `ds4ctl bench` with --backend cuda (which runs
+# the self-check first) and --backend cpu on every core; decode GB/s over the copy bandwidth above.
+if [ -d "$BUILD_DIR-full" ] && cmake --build "$BUILD_DIR-full" -j "$(nproc)" --target ds4ctl >>"$OUT_DIR/build-full.log" 2>&1; then
+  CTL=$BUILD_DIR-full/ds4ctl/ds4ctl
+  step "forge the bench model"
+  timeout 240 "$CTL" forge --preset bench -o "$OUT_DIR/bench.gguf" >/dev/null || status=1
+  for b in cuda cpu; do
+    step "ds4ctl bench --backend $b"
+    timeout 240 "$CTL" bench -m "$OUT_DIR/bench.gguf" --backend "$b" --contexts 512,2048 --decode-tokens 32 \
+      | tee "$OUT_DIR/bench-$b.txt" || status=1
+  done
+  copy=$(sed -n 's/^summary: .*copy \([0-9.]*\) GB\/s/\1/p' "$OUT_DIR/summary.txt")
+  awk -v copy="$copy" '$1 == 2048 && copy > 0 { printf "decode at 2048 on the GPU: %s GB/s = %.3f of copy bandwidth (goal 0.85)\n", $5, $5 / copy }' \
+    "$OUT_DIR/bench-cuda.txt" | tee -a "$OUT_DIR/summary.txt"
+  rm -f "$OUT_DIR/bench.gguf"
+else
+  step "ds4ctl bench: skipped (no full configuration, or ds4ctl did not build: $OUT_DIR/build-full.log)"
+fi
 
 step "done: status $status"
 exit "$status"

@@ -14,6 +14,11 @@ namespace ds4::cuda {
 
 enum class WeightPlacement { InPlace, Copied, DoesNotFit };
 
+// Device memory for the forward's activations and scratch beyond the contexts' state: the
+// placement's workspace figure (the largest user, a 256-token prefill chunk's MoE buffers on
+// DS4 Flash, is well under it).
+constexpr uint64_t kWorkspaceBytes = uint64_t(512) << 20;
+
 struct PlacementInput {
   uint64_t weight_bytes = 0;     // the tensors the device forward reads
   uint64_t state_bytes = 0;      // device KV and compressor state of every live context

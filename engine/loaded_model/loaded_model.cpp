@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "engine/gguf/gguf_error.hpp"
+#include "engine/model/device/device_self_check.hpp"
 
 namespace ds4 {
 namespace {
@@ -36,6 +37,46 @@ LoadedModel load_model(const std::filesystem::path& path, const LoadOptions& opt
   } catch (const std::exception& e) {
     throw ModelLoadError(path, "tokenizer", reason_of(e, path));
   }
+}
+
+LoadedModel load_model_on(cuda::Backend backend, const std::filesystem::path& path, LoadOptions options,
+                          const std::function<void(const std::string&)>& log, LoadProgress progress) {
+  const cuda::BackendDecision d = cuda::choose_backend(backend);  // throws for cuda without a device
+  if (!d.log_line.empty()) log(d.log_line);
+  options.device = ComputeDevice::Cpu;
+  if (d.use == cuda::Backend::Cuda && options.arithmetic == Arithmetic::Exact) {
+    // The reference engine's order is the CPU's alone (docs/cuda.md §selection).
+    if (backend == cuda::Backend::Cuda)
+      throw std::invalid_argument("--backend cuda computes the Fast order only: Exact arithmetic runs on the CPU");
+    log("backend auto: CPU after all (Exact arithmetic runs on the CPU only)");
+    return load_model(path, options, std::move(progress));
+  }
+  if (d.use != cuda::Backend::Cuda) return load_model(path, options, std::move(progress));
+  options.device = ComputeDevice::Cuda;
+  std::string failed;
+  try {
+    LoadedModel loaded = load_model(path, options, progress);
+    log("weights on the device: " + loaded.model->info().placement);
+    const std::string diff = model::device::self_check(*loaded.model);
+    if (diff.empty()) {
+      log("device self-check: " + std::to_string(model::device::kSelfCheckPrefill + 1) +
+          " tokens' logits bit-identical to the CPU's");
+      return loaded;
+    }
+    failed = "the device self-check failed, its logits differ from the CPU's: " + diff;
+  } catch (const ModelLoadError& e) {
+    // A tokenizer the engine cannot use fails on the CPU too; auto falls back from the rest (the
+    // placement fails inside Model::load).
+    if (backend == cuda::Backend::Cuda || e.part() == "tokenizer") throw;
+    failed = e.what();
+  } catch (const std::exception& e) {
+    if (backend == cuda::Backend::Cuda) throw ModelLoadError(path, "device", e.what());
+    failed = e.what();
+  }
+  if (backend == cuda::Backend::Cuda) throw ModelLoadError(path, "device", failed);
+  log("backend auto: CPU after all (" + failed + ")");
+  options.device = ComputeDevice::Cpu;
+  return load_model(path, options, std::move(progress));
 }
 
 }  // namespace ds4

@@ -4,10 +4,12 @@
 // (no such file, not a GGUF, a layout or tokenizer the engine cannot use) comes back as one
 // ModelLoadError naming the file and the part that failed.
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <stdexcept>
 #include <string>
 
+#include "engine/cuda/backend_choice.hpp"
 #include "engine/model/model.hpp"
 #include "engine/tokenizer/tokenizer.hpp"
 
@@ -34,5 +36,14 @@ class ModelLoadError : public std::runtime_error {
 // Maps and binds the weights (Model::load, `progress` as there), then reads the tokenizer from
 // the same file's metadata. Throws ModelLoadError.
 LoadedModel load_model(const std::filesystem::path& path, const LoadOptions& options = {}, LoadProgress progress = {});
+
+// load_model on the device engine.backend names (engine/cuda/backend_choice.hpp; options.device
+// is set here). For the GPU: the weights placed, then the device's logits checked bit for bit
+// against the CPU's (model/device/device_self_check.hpp). `cuda` throws naming what failed (no
+// usable device: std::runtime_error; placement or self-check: ModelLoadError, part "device");
+// `auto` falls back to the CPU on any of those. `log` receives the lines saying which device runs
+// the model and why (one to three: the choice, the placement, the check).
+LoadedModel load_model_on(cuda::Backend backend, const std::filesystem::path& path, LoadOptions options,
+                          const std::function<void(const std::string&)>& log, LoadProgress progress = {});
 
 }  // namespace ds4

@@ -1,4 +1,5 @@
-// BatchStep: several contexts' new tokens as the rows of one forward_rows pass; see
+// BatchStep: several contexts' new tokens as the rows of one forward_rows pass (a DevicePass for
+// a model on the CUDA device); see
 // batch_step.hpp and docs/batching.md. This file validates the entries, lays their tokens out as
 // rows (each entry's rows consecutive, in entry order) and does each context's bookkeeping
 // afterwards the way Context::prefill and Context::verify do it, so a context cannot tell a
@@ -23,6 +24,9 @@ struct BatchStep::Impl {
   std::vector<float> logits;        // one n_vocab row per entry of logit_rows
   std::vector<size_t> first_logit;  // per entry: its first row in `logits`
   std::vector<size_t> kept;         // per entry: rows of logits row_logits() shows (0 or all)
+  // A model on the device: the pass and its scratch, made on the first step.
+  std::unique_ptr<model::device::DevicePass> device_pass;
+  std::vector<model::device::SequenceRows> device_rows;
 };
 
 BatchStep::BatchStep(std::shared_ptr<const Model> model, uint32_t max_rows)
@@ -90,8 +94,20 @@ void BatchStep::run(std::span<const BatchEntry> entries) {
     }
   }
   b.logits.resize(b.logit_rows.size() * V);
-  model::forward_rows(m, b.slots.data(), b.tokens.data(), int(rows), b.logit_rows.data(), int(b.logit_rows.size()),
-                      b.logits.data(), b.scratch);
+  if (m.device) {
+    // The same rows as one pass on the device (docs/cuda.md §forward).
+    if (!b.device_pass) b.device_pass = std::make_unique<model::device::DevicePass>(m, *m.device);
+    b.device_rows.clear();
+    for (const BatchEntry& e : entries) {
+      Context::State& s = *e.context->state_;
+      b.device_rows.push_back(
+          {&s.device->states(), uint32_t(s.tokens.size()), int(e.tokens.size()), s.hidden.slots ? &s.hidden : nullptr});
+    }
+    b.device_pass->run(b.device_rows, b.tokens.data(), b.logit_rows.data(), int(b.logit_rows.size()), b.logits.data());
+  } else {
+    model::forward_rows(m, b.slots.data(), b.tokens.data(), int(rows), b.logit_rows.data(), int(b.logit_rows.size()),
+                        b.logits.data(), b.scratch);
+  }
 
   // Each context's bookkeeping, as prefill (last row) or verify (every row) does it.
   for (size_t i = 0; i < entries.size(); i++) {

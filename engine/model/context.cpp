@@ -26,7 +26,9 @@ Context::Context(std::shared_ptr<const Model> model, ContextOptions options)
   if (!model_) throw std::invalid_argument("Context needs a model");
   state_->capacity = resolve_capacity(*model_, options);
   state_->rollback = std::min(options.rollback, state_->capacity);
-  state_->layers = model::make_layer_states(model_->impl().cfg, state_->capacity, state_->rollback);
+  const Model::Impl& m = model_->impl();
+  state_->layers = model::make_layer_states(m.cfg, state_->capacity, state_->rollback);
+  if (m.device) state_->device = std::make_unique<model::device::DeviceForward>(m, *m.device, state_->layers);
   if (options.keep_hidden)
     state_->hidden.init(model_->impl().cfg.hc_dim(),
                         std::min(options.keep_hidden, state_->capacity) + state_->rollback);
@@ -51,6 +53,7 @@ uint32_t Context::capacity() const { return state_->capacity; }
 uint64_t Context::cache_bytes() const {
   uint64_t b = 0;
   for (const auto& l : state_->layers) b += l.bytes();
+  if (state_->device) b += state_->device->state_bytes();
   b += state_->hidden.data.capacity() * sizeof(float);
   return b + state_->logits.capacity() * sizeof(float) + state_->tokens.capacity() * sizeof(int32_t);
 }
@@ -63,9 +66,17 @@ void Context::reset() {
   state_->high_water = 0;
   state_->hidden.clear();
   for (auto& l : state_->layers) l.reset();
+  if (state_->device) state_->device->upload_state(state_->layers);
 }
 
 namespace model {
+
+void state_forward(const Model::Impl& m, Context::State& st, const int32_t* tokens, int T, bool all_logits,
+                   float* logits, const std::function<void(uint32_t)>& on_layer) {
+  const uint32_t pos0 = uint32_t(st.tokens.size());
+  if (st.device) st.device->forward(tokens, T, pos0, all_logits, logits, &st.hidden, on_layer);
+  else forward_batch(m, st.layers, tokens, T, pos0, all_logits, logits, st.scratch, on_layer, &st.hidden);
+}
 
 void remember_logits(Context::State& st, uint32_t n_vocab, uint64_t pos, const float* logits) {
   if (st.rollback == 0) return;
@@ -95,7 +106,9 @@ void Context::truncate(size_t n) {
   if (n < s.rollback_floor)
     throw std::out_of_range("truncate to " + std::to_string(n) + " tokens: cannot go behind the last restore point (" +
                             std::to_string(s.rollback_floor) + ")");
-  model::truncate_layer_states(model_->impl(), s.layers, size, n);  // throws before changing anything
+  // Both throw before changing anything.
+  if (s.device) s.device->truncate(s.layers, size, n);
+  else model::truncate_layer_states(model_->impl(), s.layers, size, n);
   s.tokens.resize(n);
   const uint32_t V = model_->impl().cfg.n_vocab;
   const size_t slots = s.logit_pos.size();
@@ -134,8 +147,7 @@ std::span<const float> Context::prefill(std::span<const int32_t> tokens, Progres
     std::function<void(uint32_t)> on_layer;
     if (progress)
       on_layer = [&](uint32_t il) { progress((double(c) + double(il + 1) / L) / double(n_chunks), "prefill"); };
-    model::forward_batch(m, s.layers, tokens.data() + b, int(e - b), uint32_t(s.tokens.size()), false, s.logits.data(),
-                         s.scratch, on_layer, &s.hidden);
+    model::state_forward(m, s, tokens.data() + b, int(e - b), false, s.logits.data(), on_layer);
     s.tokens.insert(s.tokens.end(), tokens.begin() + b, tokens.begin() + e);
   }
   model::remember_logits(s, V, s.tokens.size() - 1, s.logits.data());
@@ -156,8 +168,7 @@ std::vector<std::vector<float>> Context::verify(std::span<const int32_t> tokens)
   for (size_t b = 0; b < tokens.size(); b += kChunk) {
     const size_t e = std::min(tokens.size(), b + kChunk);
     all.resize((e - b) * V);
-    model::forward_batch(m, s.layers, tokens.data() + b, int(e - b), uint32_t(s.tokens.size()), true, all.data(),
-                         s.scratch, {}, &s.hidden);
+    model::state_forward(m, s, tokens.data() + b, int(e - b), true, all.data());
     s.tokens.insert(s.tokens.end(), tokens.begin() + b, tokens.begin() + e);
     for (size_t t = 0; t < e - b; t++) {
       out.emplace_back(all.begin() + t * V, all.begin() + (t + 1) * V);
@@ -169,7 +180,24 @@ std::vector<std::vector<float>> Context::verify(std::span<const int32_t> tokens)
   return out;
 }
 
-std::vector<uint8_t> Context::snapshot() const { return model::write_snapshot(model_->impl(), *state_); }
+std::vector<uint8_t> Context::snapshot() const {
+  State& s = *state_;
+  if (!s.device) return model::write_snapshot(model_->impl(), s);
+  // The device's rows into a copy of the mirror (whose compressed rows are empty: a cheap copy),
+  // written, then dropped, so the host holds them only while the snapshot is written.
+  std::vector<model::LayerState> rows = s.layers;
+  s.device->download_state(rows);
+  std::swap(rows, s.layers);
+  std::vector<uint8_t> out;
+  try {
+    out = model::write_snapshot(model_->impl(), s);
+  } catch (...) {
+    std::swap(rows, s.layers);
+    throw;
+  }
+  std::swap(rows, s.layers);
+  return out;
+}
 
 void Context::restore(std::span<const uint8_t> bytes) {
   auto fresh = std::make_unique<State>();
@@ -177,6 +205,20 @@ void Context::restore(std::span<const uint8_t> bytes) {
   fresh->rollback = state_->rollback;
   if (state_->hidden.slots) fresh->hidden.init(state_->hidden.dim, state_->hidden.slots);
   model::read_snapshot(model_->impl(), bytes, state_->capacity, state_->rollback, *fresh);
+  if (state_->device) {
+    // Nothing on the device changes unless the snapshot parsed; the host mirror keeps no rows.
+    fresh->device = std::move(state_->device);
+    try {
+      fresh->device->upload_state(fresh->layers);
+    } catch (...) {
+      state_->device = std::move(fresh->device);
+      throw;
+    }
+    for (auto& l : fresh->layers) {
+      l.comp.data = {};
+      l.index_comp.data = {};
+    }
+  }
   fresh->rollback_floor = fresh->high_water = fresh->tokens.size();
   if (!fresh->tokens.empty())
     model::remember_logits(*fresh, model_->impl().cfg.n_vocab, fresh->tokens.size() - 1, fresh->logits.data());

@@ -27,6 +27,9 @@ class ActivationObserver;  // activation_observer.hpp
 class BatchStep;           // batch_step.hpp
 
 enum class Arithmetic { Exact, Fast };
+// What runs the forward of every context of a model: the CPU, or CUDA device 0 with the same bits
+// as the CPU's Fast order (the model must be loaded in Fast): docs/cuda.md §forward.
+enum class ComputeDevice { Cpu, Cuda };
 
 struct LoadOptions {
   unsigned threads = 0;  // 0: std::thread::hardware_concurrency()
@@ -37,6 +40,12 @@ struct LoadOptions {
   bool generic_kernels = false;
   // Sees every projection input (activation_observer.hpp); not owned, must outlive the model.
   ActivationObserver* activation_observer = nullptr;
+  // Cuda: the weights are placed for the device at load (in place on a unified-memory device,
+  // else copied when they fit with `device_reserve_bytes` for the contexts' state and workspace;
+  // docs/cuda.md §placement) and every Context runs there. load() throws std::runtime_error
+  // naming what is missing (driver, device, memory) or std::invalid_argument for Exact.
+  ComputeDevice device = ComputeDevice::Cpu;
+  uint64_t device_reserve_bytes = 0;
 };
 
 // fraction in [0, 1]; stage names what is happening ("mapping", "metadata", "tensors",
@@ -60,6 +69,8 @@ struct ModelInfo {
   uint64_t active_weight_bytes_per_token = 0;  // dense weights + n_expert_used experts per layer
   unsigned threads = 0;                        // size of the model's thread pool
   Arithmetic arithmetic = Arithmetic::Fast;
+  ComputeDevice device = ComputeDevice::Cpu;
+  std::string placement;  // Cuda: one sentence on where the weights are and why; else empty
 };
 
 class Model {

@@ -16,6 +16,9 @@
 #include "engine/model/weights.hpp"
 
 namespace ds4 {
+namespace model::device {
+class DeviceWeights;  // device/device_weights.hpp
+}
 
 struct Model::Impl {
   gguf::GgufFile file;
@@ -26,6 +29,8 @@ struct Model::Impl {
   model::Exec ex;
   std::vector<model::RopeParams> rope;  // per layer
   uint64_t fingerprint = 0;             // identifies config + weights layout (snapshots)
+  // LoadOptions::device Cuda: the weights as the device reads them; every Context runs there.
+  std::shared_ptr<const model::device::DeviceWeights> device;
 
   explicit Impl(gguf::GgufFile f) : file(std::move(f)) {}
 };

@@ -8,6 +8,7 @@
 #include <string>
 #include <thread>
 
+#include "engine/model/device/device_weights.hpp"
 #include "engine/model/model_impl.hpp"
 #include "engine/quant/quant.hpp"
 
@@ -317,6 +318,11 @@ std::shared_ptr<Model> Model::load(const std::filesystem::path& path, const Load
   fp = fnv1a(fp, c.compress_ratio.data(), c.compress_ratio.size() * sizeof(uint32_t));
   fp = fnv1a(fp, impl->w.output.data, std::min<uint64_t>(impl->w.output.bytes, 4096));
   impl->fingerprint = fp;
+  if (options.device == ComputeDevice::Cuda) {
+    if (progress) progress(0.9, "device");
+    impl->device = model::device::place_weights(*impl, options.device_reserve_bytes, info.placement);
+    info.device = ComputeDevice::Cuda;
+  }
   if (progress) progress(1.0, "ready");
   return std::shared_ptr<Model>(new Model(std::move(impl)));
 }

@@ -33,6 +33,29 @@ const std::string kFlashQ2 =
     "--weights 86720111552 --sidecar 5.64GiB --kv-per-token 13760 --kv-fixed 215294976 "
     "--workspace 2GiB --reserve 4GiB --floor 4GiB --mem-total 127.6GB";
 
+// The last line says which device ds4d would run the model on (--backend as engine.backend):
+// here without a GPU, the CPU saying why, and `cuda` an error naming what is missing; with one,
+// the GPU and where the weights would go.
+TEST(PlanCli, SaysWhichDeviceWouldRunTheModel) {
+  const std::string fig = kFlashQ2 + " --hot-cache 12GiB --context 262144 --max-batch 1";
+  const CliRun cpu = ds4ctl(fig + " --backend cpu");
+  EXPECT_EQ(cpu.status, 0) << cpu.out;
+  EXPECT_NE(cpu.out.find("\ndevice: CPU (--backend cpu)\n"), std::string::npos) << cpu.out;
+  const CliRun automatic = ds4ctl(fig);
+  const bool gpu = automatic.out.find("\ndevice: CUDA on ") != std::string::npos ||
+                   automatic.out.find("\ndevice: CPU, the model does not fit ") != std::string::npos;
+  if (!gpu) {
+    EXPECT_EQ(automatic.status, 0) << automatic.out;
+    EXPECT_NE(automatic.out.find("\ndevice: CPU -- backend auto: CPU (no CUDA: "), std::string::npos) << automatic.out;
+    const CliRun cuda = ds4ctl(fig + " --backend cuda");
+    EXPECT_EQ(cuda.status, 2) << cuda.out;
+    EXPECT_NE(cuda.out.find("ds4ctl plan: --backend cuda: no usable CUDA device: "), std::string::npos) << cuda.out;
+  }
+  const CliRun bad = ds4ctl(fig + " --backend gpu");
+  EXPECT_NE(bad.status, 0) << bad.out;
+  EXPECT_NE(bad.out.find("--backend: gpu not in {auto,cpu,cuda}"), std::string::npos) << bad.out;
+}
+
 TEST(PlanCli, ShippingFiguresFit) {
   const CliRun r = ds4ctl(kFlashQ2 + " --hot-cache 12GiB --context 262144 --max-batch 1");
   EXPECT_EQ(r.status, 0) << r.out;

@@ -3,6 +3,7 @@
 #include "engine/model/device/device_attention.hpp"
 
 #include <cmath>
+#include <stdexcept>
 #include <vector>
 
 #include "engine/cuda/act_quant.hpp"
@@ -42,10 +43,14 @@ void compress_token(const DeviceWeights& dw, const ModelConfig& cfg, const Compr
 }  // namespace
 
 void attention_sublayer(const DeviceWeights& dw, const ModelConfig& cfg, const LayerWeights& lw, const RopeParams& rope,
-                        DeviceLayerState& st, uint32_t pos0, cuda::DeviceSpan H, int T, cuda::DeviceSpan H_out,
+                        std::span<const RowRun> runs, cuda::DeviceSpan H, int T, cuda::DeviceSpan H_out,
                         LayerScratch& ls, AttentionScratch& s) {
   const uint32_t D = cfg.n_embd, hd = cfg.head_dim, qd = cfg.q_dim(), ql = cfg.q_lora_rank, nh = cfg.n_head;
-  const uint32_t ratio = st.ratio, n_rot = rope.n_rot;
+  int covered = 0;
+  for (const RowRun& r : runs) covered += r.n;
+  if (runs.empty() || covered != T) throw std::invalid_argument("device attention: the runs do not cover the T rows");
+  const DeviceLayerState& st0 = *runs[0].st;
+  const uint32_t ratio = st0.ratio, n_rot = rope.n_rot;
   hc_pre(dw, cfg, lw.hc_attn, lw.attn_norm, H, T, ls);
   const cuda::DeviceSpan xn = cuda::DeviceSpan(ls.xn).sub(0, size_t(T) * D * F);
 
@@ -63,31 +68,43 @@ void attention_sublayer(const DeviceWeights& dw, const ModelConfig& cfg, const L
   const uint32_t id = cfg.idx_dim, iqd = cfg.idx_heads * cfg.idx_dim;
   cuda::DeviceSpan ckv, csc, ikv, isc, iq, iw;
   if (ratio != 0) {
-    cw = uint32_t(st.attn_cmp->width);
+    cw = uint32_t(st0.attn_cmp->width);
     ckv = grown(s.ckv, size_t(T) * cw);
     csc = grown(s.csc, size_t(T) * cw);
     project(dw.matrix(lw.attn_compressor.kv), xn, T, ckv, s.act);
     project(dw.matrix(lw.attn_compressor.gate), xn, T, csc, s.act);
+    for (int r = 0, first = 0; r < int(runs.size()); first += runs[size_t(r)].n, r++)
+      runs[size_t(r)].st->attn_hist.record(runs[size_t(r)].pos0, uint32_t(runs[size_t(r)].n),
+                                           ckv.sub(size_t(first) * cw * F, size_t(runs[size_t(r)].n) * cw * F),
+                                           csc.sub(size_t(first) * cw * F, size_t(runs[size_t(r)].n) * cw * F));
   }
   if (ratio == 4) {
-    iwid = uint32_t(st.index_cmp->width);
+    iwid = uint32_t(st0.index_cmp->width);
     ikv = grown(s.ikv, size_t(T) * iwid);
     isc = grown(s.isc, size_t(T) * iwid);
     iq = grown(s.iq, size_t(T) * iqd);
     iw = grown(s.iw, size_t(T) * cfg.idx_heads);
     project(dw.matrix(lw.indexer_compressor.kv), xn, T, ikv, s.act);
     project(dw.matrix(lw.indexer_compressor.gate), xn, T, isc, s.act);
+    for (int r = 0, first = 0; r < int(runs.size()); first += runs[size_t(r)].n, r++)
+      runs[size_t(r)].st->index_hist.record(runs[size_t(r)].pos0, uint32_t(runs[size_t(r)].n),
+                                            ikv.sub(size_t(first) * iwid * F, size_t(runs[size_t(r)].n) * iwid * F),
+                                            isc.sub(size_t(first) * iwid * F, size_t(runs[size_t(r)].n) * iwid * F));
     project(dw.matrix(lw.indexer_q_b), qrn, T, iq, s.act);
     project(dw.matrix(lw.indexer_proj), xn, T, iw, s.act);
   }
 
-  // Token by token, the stateful part.
+  // Row by row, the stateful part, each row on its own sequence's state.
   const cuda::DeviceSpan heads = grown(s.heads, size_t(T) * qd);
   const cuda::DeviceSpan sinks = dw.at(lw.attn_sinks);
   std::vector<float> cs(n_rot);
   std::vector<uint64_t> rows;
+  size_t run = 0;
+  int run_first = 0;
   for (int t = 0; t < T; t++) {
-    const uint32_t pos = pos0 + uint32_t(t);
+    while (t >= run_first + runs[run].n) run_first += runs[run++].n;
+    DeviceLayerState& st = *runs[run].st;
+    const uint32_t pos = runs[run].pos0 + uint32_t(t - run_first);
     const cuda::DeviceSpan qt = q.sub(size_t(t) * qd * F, qd * F), kvt = kv.sub(size_t(t) * hd * F, hd * F);
     rope_angles(rope, pos, false, false, cs.data());
     const cuda::DeviceSpan cs_fwd = grown(s.cs, n_rot);

@@ -7,23 +7,22 @@
 
 #include "engine/cuda/embed.hpp"
 #include "engine/model/device/device_buffers.hpp"
-#include "engine/model/forward.hpp"
 #include "engine/model/model_impl.hpp"
 
 namespace ds4::model::device {
 
-DeviceForward::DeviceForward(const Model::Impl& m, const std::vector<LayerState>& shapes,
-                             cuda::WeightPlacement placement)
-    : m_(m), dw_(m.file.base(), m.file.size(), placement), layers_(make_device_states(shapes)) {
+DevicePass::DevicePass(const Model::Impl& m, const DeviceWeights& weights) : m_(m), dw_(weights) {
   if (m.ex.exact) throw std::invalid_argument("the CUDA backend computes the Fast order only: load the model in Fast");
-  if (shapes.size() != m.cfg.n_layer) throw std::invalid_argument("device forward: one layer state per layer");
 }
 
-void DeviceForward::forward(const int32_t* tokens, int T, uint32_t pos0, bool all_logits, float* logits) {
+void DevicePass::run(std::span<const SequenceRows> seqs, const int32_t* tokens, const int* logit_rows, int n_logit,
+                     float* logits, const std::function<void(uint32_t)>& on_layer) {
   const ModelConfig& cfg = m_.cfg;
+  int T = 0;
+  for (const SequenceRows& q : seqs) T += q.n;
   if (T <= 0) return;
   check_token_ids(cfg, tokens, T);
-  const size_t hc = cfg.hc_dim();
+  const size_t hc = cfg.hc_dim(), row = hc * sizeof(float);
   const cuda::DeviceSpan dtok = grown<int32_t>(tokens_, size_t(T)), error = grown<int32_t>(error_, 1);
   cuda::DeviceSpan H = grown(H_, size_t(T) * hc), mid = grown(H_mid_, size_t(T) * hc),
                    next = grown(H_next_, size_t(T) * hc);
@@ -32,17 +31,55 @@ void DeviceForward::forward(const int32_t* tokens, int T, uint32_t pos0, bool al
   error.upload(&zero, sizeof zero);
   cuda::embed(dtok, T, dw_.at(m_.w.token_embd), cfg.n_vocab, cfg.n_embd, cfg.n_hc, H, error);
   for (uint32_t il = 0; il < cfg.n_layer; il++) {
+    runs_.clear();
+    for (const SequenceRows& q : seqs) runs_.push_back(RowRun{&q.layers->at(il), q.pos0, q.n});
     const LayerWeights& lw = m_.w.layers[il];
-    attention_sublayer(dw_, cfg, lw, m_.rope[il], layers_[il], pos0, H, T, mid, ls_, as_);
+    attention_sublayer(dw_, cfg, lw, m_.rope[il], runs_, H, T, mid, ls_, as_);
     ffn_sublayer(dw_, cfg, lw, il < cfg.n_hash_layer, cfg.swiglu_clamp[il], dtok, mid, T, next, ls_);
     std::swap(H, next);
+    if (on_layer) on_layer(il);
   }
-  const int rows = all_logits ? T : 1;
-  const cuda::DeviceSpan Hsel = H.sub(size_t(T - rows) * hc * sizeof(float), size_t(rows) * hc * sizeof(float));
-  const cuda::DeviceSpan out = grown(logits_, size_t(rows) * cfg.n_vocab);
-  output_head(dw_, cfg, head_weights(m_.w), Hsel, rows, out, hs_);
-  out.download(logits, size_t(rows) * cfg.n_vocab * sizeof(float));
+  int first = 0;
+  for (const SequenceRows& q : seqs) {
+    if (q.hidden && q.hidden->slots)
+      for (int t = 0; t < q.n; t++) {
+        H.download(q.hidden->slot(q.pos0 + uint32_t(t)), row, size_t(first + t) * row);
+        q.hidden->mark(q.pos0 + uint32_t(t));
+      }
+    first += q.n;
+  }
+  if (n_logit <= 0) {
+    cuda::check_embed_error(error);
+    return;
+  }
+  // The head is per row: a consecutive run of rows needs no gathering.
+  bool consecutive = true;
+  for (int i = 1; i < n_logit; i++) consecutive = consecutive && logit_rows[i] == logit_rows[0] + i;
+  cuda::DeviceSpan Hsel = H.sub(size_t(logit_rows[0]) * row, size_t(n_logit) * row);
+  if (!consecutive) {
+    Hsel = grown(H_sel_, size_t(n_logit) * hc);
+    for (int i = 0; i < n_logit; i++) Hsel.sub(size_t(i) * row, row).copy_from(H.sub(size_t(logit_rows[i]) * row, row));
+  }
+  const cuda::DeviceSpan out = grown(logits_, size_t(n_logit) * cfg.n_vocab);
+  output_head(dw_, cfg, head_weights(m_.w), Hsel, n_logit, out, hs_);
+  out.download(logits, size_t(n_logit) * cfg.n_vocab * sizeof(float));
   cuda::check_embed_error(error);
+}
+
+DeviceForward::DeviceForward(const Model::Impl& m, const DeviceWeights& weights, const std::vector<LayerState>& shapes)
+    : m_(m), pass_(m, weights) {
+  if (shapes.size() != m.cfg.n_layer) throw std::invalid_argument("device forward: one layer state per layer");
+  layers_ = make_device_states(shapes);
+}
+
+void DeviceForward::forward(const int32_t* tokens, int T, uint32_t pos0, bool all_logits, float* logits,
+                            HiddenRing* hidden, const std::function<void(uint32_t)>& on_layer) {
+  if (T <= 0) return;
+  logit_rows_.clear();
+  for (int t = all_logits ? 0 : T - 1; t < T; t++) logit_rows_.push_back(t);
+  const SequenceRows seq{&layers_, pos0, T, hidden};
+  pass_.run(std::span<const SequenceRows>(&seq, 1), tokens, logit_rows_.data(), int(logit_rows_.size()), logits,
+            on_layer);
 }
 
 void DeviceForward::upload_state(const std::vector<LayerState>& from) {
@@ -51,6 +88,18 @@ void DeviceForward::upload_state(const std::vector<LayerState>& from) {
 
 void DeviceForward::download_state(std::vector<LayerState>& to) const {
   for (size_t il = 0; il < layers_.size(); il++) layers_[il].download(to.at(il));
+}
+
+void DeviceForward::truncate(std::vector<LayerState>& mirror, uint64_t size, uint64_t n) {
+  for (size_t il = 0; il < layers_.size(); il++) layers_[il].rollback_view(mirror.at(il), n);
+  truncate_layer_states(m_, mirror, size, n);  // throws before changing the mirror
+  for (size_t il = 0; il < layers_.size(); il++) layers_[il].finish_rollback(mirror[il]);
+}
+
+uint64_t DeviceForward::state_bytes() const {
+  uint64_t b = 0;
+  for (const DeviceLayerState& l : layers_) b += l.bytes();
+  return b;
 }
 
 }  // namespace ds4::model::device

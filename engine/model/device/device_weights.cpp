@@ -5,6 +5,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "engine/model/model_impl.hpp"
+
 namespace ds4::model::device {
 
 DeviceWeights::DeviceWeights(const void* base, size_t bytes, WeightPlacement placement, const HostRegistration* pinned)
@@ -49,6 +51,22 @@ DeviceWeight DeviceWeights::expert(const model::Tensor& t, int64_t e) const {
   const DeviceSpan all = at(t);
   const size_t per = all.bytes() / t.ne[2];
   return cuda::weight_over(t.type, all.sub(size_t(e) * per, per), int64_t(t.ne[1]), int64_t(t.ne[0]));
+}
+
+std::shared_ptr<const DeviceWeights> place_weights(const Model::Impl& m, uint64_t reserve, std::string& reason) {
+  if (m.ex.exact)
+    throw std::invalid_argument("the CUDA backend computes the Fast order only: load the model with Fast arithmetic");
+  const cuda::DeviceInfo info = cuda::probe();
+  if (!info.usable) throw std::runtime_error("no usable CUDA device: " + info.why_not);
+  cuda::PlacementInput in;
+  in.weight_bytes = m.file.size();  // the whole mapping goes up (or is registered) at once
+  in.state_bytes = reserve;
+  in.workspace_bytes = cuda::kWorkspaceBytes;
+  in.free_bytes = cuda::Device::open().free_memory();
+  const cuda::Placement p = cuda::choose_placement(info, in);
+  reason = p.reason;
+  if (p.weights == WeightPlacement::DoesNotFit) throw std::runtime_error(p.reason);
+  return std::make_shared<const DeviceWeights>(m.file.base(), m.file.size(), p.weights);
 }
 
 }  // namespace ds4::model::device

@@ -5,11 +5,14 @@
 // the tensor's offset in the mapping, so one table of host tensors (model::Weights) serves both.
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <string>
 
 #include "engine/cuda/device.hpp"
 #include "engine/cuda/host_registration.hpp"
 #include "engine/cuda/matvec.hpp"
 #include "engine/cuda/placement.hpp"
+#include "engine/model/model.hpp"
 #include "engine/model/weights.hpp"
 
 namespace ds4::model::device {
@@ -43,5 +46,12 @@ class DeviceWeights {
   DeviceBuffer copy_;              // Copied
   uint64_t device_base_ = 0;
 };
+
+// The weights of a loaded model placed for device 0 (LoadOptions::device Cuda): choose_placement
+// with the device's free memory, `reserve` bytes kept for the contexts' state and
+// cuda::kWorkspaceBytes for the workspace. `reason` receives
+// the placement's sentence. Throws std::runtime_error naming what is missing (no driver or
+// device, the weights do not fit) and std::invalid_argument for an Exact model.
+std::shared_ptr<const DeviceWeights> place_weights(const Model::Impl& m, uint64_t reserve, std::string& reason);
 
 }  // namespace ds4::model::device

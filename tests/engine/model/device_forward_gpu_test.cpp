@@ -42,7 +42,8 @@ TEST(DeviceForwardGpu, PrefillFromTheStartMatchesTheCpu) {
   SKIP_WITHOUT_GPU();
   const Model::Impl& m = test::device::fast_tiny()->impl();
   Cpu cpu(m);
-  model::device::DeviceForward dev(m, cpu.layers, cuda::WeightPlacement::InPlace);
+  const model::device::DeviceWeights dw(m.file.base(), m.file.size(), cuda::WeightPlacement::InPlace);
+  model::device::DeviceForward dev(m, dw, cpu.layers);
   // 12 rows: the projections take the tensor-core GEMM (more than 8 rows).
   const std::vector<int32_t> prompt = {1, 17, 300, 5, 999, 42, 7, 8, 1000, 64, 3, 511};
   EXPECT_EQ(first_difference(on_device(dev, m, prompt, 0, true), cpu.run(prompt, 0, true)), "");
@@ -59,7 +60,8 @@ TEST(DeviceForwardGpu, ContextMovesBetweenCpuAndDeviceAndContinuesExactly) {
   for (int32_t& t : prompt) t = tok(rng);
   Cpu cpu(m);
   cpu.run(prompt, 0, false);  // 40 rows: the ratio-4 layers' indexer chooses from 10
-  model::device::DeviceForward dev(m, cpu.layers, cuda::WeightPlacement::Copied);
+  const model::device::DeviceWeights dw(m.file.base(), m.file.size(), cuda::WeightPlacement::Copied);
+  model::device::DeviceForward dev(m, dw, cpu.layers);
   dev.upload_state(cpu.layers);
   uint32_t pos = 40;
   for (int step = 0; step < 2; step++, pos++) {

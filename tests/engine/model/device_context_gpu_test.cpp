@@ -1,0 +1,185 @@
+// ds4::Context on a model loaded for the device (LoadOptions::device Cuda) against the same
+// calls on a CPU context of the Fast model, on the real ds4-tiny weights: logits bit for bit
+// through prefill, decode, verify and truncate (the rollback of docs/cuda.md §rollback, across
+// compressor windows), the same hidden states for an MTP drafter, the same snapshot bytes, a
+// snapshot written on one backend restored on the other, and a BatchStep over device contexts.
+// Skips where no GPU is usable; model_device_emulated_tests runs it on the emulator.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <span>
+#include <stdexcept>
+#include <vector>
+
+#include "engine/loaded_model/loaded_model.hpp"
+#include "engine/model/batch_step.hpp"
+#include "engine/model/device/device_self_check.hpp"
+#include "tests/engine/model/device_test_support.hpp"
+
+namespace ds4 {
+namespace {
+using test::device::first_difference;
+
+std::shared_ptr<Model> device_tiny() {
+  static const std::shared_ptr<Model> m = [] {
+    LoadOptions o;
+    o.arithmetic = Arithmetic::Fast;
+    o.threads = 1;
+    o.device = ComputeDevice::Cuda;
+    return Model::load(test::tiny_vectors_dir() / "model.gguf", o);
+  }();
+  return m;
+}
+
+ContextOptions options() {
+  ContextOptions o;
+  o.context_length = 128;
+  o.rollback = 8;
+  o.keep_hidden = 4;
+  return o;
+}
+
+std::vector<float> copy(std::span<const float> s) { return {s.begin(), s.end()}; }
+
+// The same calls on both contexts, each step's logits compared.
+struct Pair {
+  Context cpu{test::device::fast_tiny(), options()};
+  Context dev{device_tiny(), options()};
+
+  std::string prefill(const std::vector<int32_t>& t) {
+    return first_difference(copy(dev.prefill(t)), copy(cpu.prefill(t)));
+  }
+  std::string decode(int32_t t) { return first_difference(copy(dev.decode(t)), copy(cpu.decode(t))); }
+  std::string verify(const std::vector<int32_t>& t) {
+    const auto d = dev.verify(t), c = cpu.verify(t);
+    for (size_t i = 0; i < t.size(); i++)
+      if (std::string diff = first_difference(d[i], c[i]); !diff.empty())
+        return "row " + std::to_string(i) + ": " + diff;
+    return "";
+  }
+  std::string truncate(size_t n) {
+    dev.truncate(n);
+    cpu.truncate(n);
+    return first_difference(copy(dev.logits()), copy(cpu.logits()));
+  }
+};
+
+std::vector<int32_t> random_tokens(std::mt19937& rng, size_t n) {
+  std::uniform_int_distribution<int32_t> tok(0, int32_t(test::device::fast_tiny()->info().n_vocab) - 1);
+  std::vector<int32_t> out(n);
+  for (int32_t& t : out) t = tok(rng);
+  return out;
+}
+
+TEST(DeviceContextGpu, LoadsForTheDeviceAndSaysWhereTheWeightsAre) {
+  SKIP_WITHOUT_GPU();
+  EXPECT_EQ(device_tiny()->info().device, ComputeDevice::Cuda);
+  EXPECT_NE(device_tiny()->info().placement.find("in place"), std::string::npos) << device_tiny()->info().placement;
+  LoadOptions exact;
+  exact.arithmetic = Arithmetic::Exact;
+  exact.device = ComputeDevice::Cuda;
+  EXPECT_THROW(Model::load(test::tiny_vectors_dir() / "model.gguf", exact), std::invalid_argument);
+}
+
+// engine.backend applied to a load: the device with its placement and self-check logged, Exact
+// kept on the CPU (refused for `cuda`), `cpu` never probing.
+TEST(DeviceContextGpu, LoadOnTheChosenBackendLogsThePlacementAndTheSelfCheck) {
+  SKIP_WITHOUT_GPU();
+  const auto path = test::tiny_vectors_dir() / "model.gguf";
+  std::vector<std::string> log;
+  const auto keep = [&](const std::string& l) { log.push_back(l); };
+  LoadOptions fast;
+  fast.threads = 1;
+  const LoadedModel on_device = load_model_on(cuda::Backend::Automatic, path, fast, keep);
+  EXPECT_EQ(on_device.model->info().device, ComputeDevice::Cuda);
+  ASSERT_EQ(log.size(), 3u);
+  EXPECT_EQ(log[0].rfind("backend auto: CUDA on ", 0), 0u) << log[0];
+  EXPECT_EQ(log[1], "weights on the device: " + on_device.model->info().placement);
+  EXPECT_EQ(log[2], "device self-check: 13 tokens' logits bit-identical to the CPU's");
+  EXPECT_EQ(model::device::self_check(*on_device.model), "");
+
+  LoadOptions exact = fast;
+  exact.arithmetic = Arithmetic::Exact;
+  EXPECT_THROW(load_model_on(cuda::Backend::Cuda, path, exact, keep), std::invalid_argument);
+  log.clear();
+  EXPECT_EQ(load_model_on(cuda::Backend::Automatic, path, exact, keep).model->info().device, ComputeDevice::Cpu);
+  ASSERT_EQ(log.size(), 2u);
+  EXPECT_EQ(log[1], "backend auto: CPU after all (Exact arithmetic runs on the CPU only)");
+  log.clear();
+  EXPECT_EQ(load_model_on(cuda::Backend::Cpu, path, fast, keep).model->info().device, ComputeDevice::Cpu);
+  EXPECT_TRUE(log.empty());
+}
+
+TEST(DeviceContextGpu, PrefillDecodeVerifyAndRollbackMatchTheCpu) {
+  SKIP_WITHOUT_GPU();
+  std::mt19937 rng(41);
+  Pair p;
+  // 38 tokens: the ratio-4 layers' indexer chooses among more rows than top_k.
+  EXPECT_EQ(p.prefill(random_tokens(rng, 38)), "");
+  EXPECT_EQ(p.decode(random_tokens(rng, 1)[0]), "");
+  // A 5-token draft crossing a ratio-4 window end (39 -> 44), then the rollback of a partly
+  // accepted draft: back to 41, inside the window it completed.
+  EXPECT_EQ(p.verify(random_tokens(rng, 5)), "") << "verify";
+  EXPECT_EQ(p.truncate(41), "") << "truncate";
+  EXPECT_EQ(p.decode(random_tokens(rng, 1)[0]), "") << "decode after the rollback";
+  EXPECT_EQ(p.verify(random_tokens(rng, 3)), "") << "verify after the rollback";
+  // Out of reach: refused, nothing changed, as on the CPU.
+  EXPECT_THROW(p.dev.truncate(30), std::out_of_range);
+  EXPECT_EQ(p.dev.size(), 45u);
+  EXPECT_EQ(p.decode(random_tokens(rng, 1)[0]), "") << "decode after a refused rollback";
+  for (size_t pos = p.dev.size() - 4; pos < p.dev.size(); pos++)
+    EXPECT_EQ(first_difference(copy(p.dev.hidden(pos)), copy(p.cpu.hidden(pos))), "") << "hidden " << pos;
+  EXPECT_EQ(p.dev.snapshot(), p.cpu.snapshot()) << "the snapshots differ";
+}
+
+TEST(DeviceContextGpu, SnapshotsMoveBetweenTheBackends) {
+  SKIP_WITHOUT_GPU();
+  std::mt19937 rng(42);
+  Pair p;
+  EXPECT_EQ(p.prefill(random_tokens(rng, 21)), "");
+  // Device -> CPU and CPU -> device, then both continue like the originals.
+  Context cpu_from_dev(test::device::fast_tiny(), options()), dev_from_cpu(device_tiny(), options());
+  cpu_from_dev.restore(p.dev.snapshot());
+  dev_from_cpu.restore(p.cpu.snapshot());
+  const std::vector<int32_t> more = random_tokens(rng, 4);
+  const auto want = copy(p.cpu.prefill(more));
+  EXPECT_EQ(first_difference(copy(cpu_from_dev.prefill(more)), want), "") << "restored on the CPU";
+  EXPECT_EQ(first_difference(copy(dev_from_cpu.prefill(more)), want), "") << "restored on the device";
+  // A bad snapshot is refused and the device context is untouched.
+  std::vector<uint8_t> bad = p.dev.snapshot();
+  bad[bad.size() / 2] ^= 1;
+  EXPECT_THROW(dev_from_cpu.restore(bad), std::runtime_error);
+  const int32_t next = random_tokens(rng, 1)[0];
+  EXPECT_EQ(first_difference(copy(dev_from_cpu.decode(next)), copy(p.cpu.decode(next))), "") << "after a bad restore";
+  dev_from_cpu.reset();
+  Context fresh(test::device::fast_tiny(), options());
+  EXPECT_EQ(first_difference(copy(dev_from_cpu.prefill(more)), copy(fresh.prefill(more))), "") << "after reset";
+}
+
+// One pass over three device contexts (a verify, a first prefill, a decode): each ends as its CPU
+// twin run alone, logits and hidden states bit for bit.
+TEST(DeviceContextGpu, BatchStepOverDeviceContextsMatchesSoloCpuRuns) {
+  SKIP_WITHOUT_GPU();
+  std::mt19937 rng(43);
+  Pair a, b, c;
+  EXPECT_EQ(a.prefill(random_tokens(rng, 9)), "");
+  EXPECT_EQ(c.prefill(random_tokens(rng, 5)), "");
+  BatchStep step(device_tiny(), 64);
+  const std::vector<int32_t> ta = random_tokens(rng, 3), tb = random_tokens(rng, 6), tc = random_tokens(rng, 1);
+  const BatchEntry entries[] = {{&a.dev, ta, true}, {&b.dev, tb, false}, {&c.dev, tc, false}};
+  step.run(entries);
+  const auto va = a.cpu.verify(ta);
+  for (size_t i = 0; i < ta.size(); i++)
+    EXPECT_EQ(first_difference(copy(step.row_logits(0).subspan(i * va[i].size(), va[i].size())), va[i]), "")
+        << "row " << i;
+  EXPECT_EQ(first_difference(copy(b.dev.logits()), copy(b.cpu.prefill(tb))), "");
+  EXPECT_EQ(first_difference(copy(c.dev.logits()), copy(c.cpu.decode(tc[0]))), "");
+  for (Pair* p : {&a, &b, &c})
+    EXPECT_EQ(first_difference(copy(p->dev.hidden(p->dev.size() - 1)), copy(p->cpu.hidden(p->cpu.size() - 1))), "");
+  // And each continues alone.
+  EXPECT_EQ(a.decode(random_tokens(rng, 1)[0]), "");
+  EXPECT_EQ(c.decode(random_tokens(rng, 1)[0]), "");
+}
+
+}  // namespace
+}  // namespace ds4
