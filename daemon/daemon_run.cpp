@@ -346,6 +346,13 @@ int run_daemon(const config::Config& given) {
         notifier.loading(fmt::format("Loading {} {:.0f}%", cfg.model.path, progress.load() * 100),
                          std::chrono::seconds(30));
       }
+    } else if (service.engine_lost()) {
+      // The GPU failed in a way its context does not survive: every later call fails too. Stop
+      // and exit non-zero, so that systemd starts a fresh process (docs/cuda.md §device-lost).
+      spdlog::critical("{}; exiting so that the service restarts", service.failure());
+      notifier.status("Failed: " + service.failure());
+      exit_code = config::kExitRuntime;
+      break;
     } else if (watchdog) {
       if (heartbeat->alive(Clock::now(), stall)) {
         (void)service.queued();  // takes the serving lock: a deadlocked service stops the pings

@@ -47,7 +47,8 @@ else
   step "GPU tests: GoogleTest not installed here; ds4-cuda-check below makes the same comparisons"
 fi
 
-# The device forward on the real ds4-tiny model (model_device_gpu_tests) needs the full
+# The device forward and contexts on the real ds4-tiny model (model_device_gpu_tests) and the
+# served replies of the embedded model (device_serving_gpu_tests) need the full
 # configuration (the GGUF reader, xxHash, ...): run where the project's packages and the vectors
 # are present, else say why not (the emulator runs the same tests in CI).
 VECTORS=${DS4D_DS4_VECTORS:-}
@@ -57,8 +58,11 @@ done
 if [ -n "$VECTORS" ] && cmake -S . -B "$BUILD_DIR-full" "${GEN[@]}" -DCMAKE_BUILD_TYPE=Release -DDS4D_CUDA=ON \
      -DDS4D_NVCC="$NVCC" >"$OUT_DIR/configure-full.log" 2>&1; then
   step "device forward on ds4-tiny (model_device_gpu_tests)"
-  if cmake --build "$BUILD_DIR-full" -j "$(nproc)" --target model_device_gpu_tests >"$OUT_DIR/build-full.log" 2>&1; then
+  if cmake --build "$BUILD_DIR-full" -j "$(nproc)" --target model_device_gpu_tests device_serving_gpu_tests \
+       >"$OUT_DIR/build-full.log" 2>&1; then
     DS4D_DS4_VECTORS=$VECTORS timeout 300 "$BUILD_DIR-full/tests/engine/model/model_device_gpu_tests" || status=1
+    step "served replies on the device (device_serving_gpu_tests)"
+    timeout 120 "$BUILD_DIR-full/tests/gateway/e2e/device_serving_gpu_tests" || status=1
   else
     echo "build failed (tail of $OUT_DIR/build-full.log):"; tail -20 "$OUT_DIR/build-full.log"; status=1
   fi

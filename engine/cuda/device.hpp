@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <stdexcept>
 #include <string>
 
 namespace ds4::cuda {
@@ -20,6 +21,14 @@ struct DeviceInfo {
   bool integrated = false;           // the GPU shares the host's memory (GB10): weights stay in place
   bool host_pointer_mapped = false;  // registered host memory has the same address on the device
   bool read_only_register = false;   // host registration may be read-only (a read-only file mapping)
+};
+
+// A driver error the CUDA context does not survive (an illegal address, a failed launch, an
+// uncorrectable ECC error, ...): every later call in this process fails too, so the only way on is
+// a new process (docs/cuda.md §device-lost). what() names the call and the driver's error.
+class DeviceLost : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
 };
 
 // True when this binary was built with the CUDA kernels (-DDS4D_CUDA=ON).

@@ -7,6 +7,8 @@
 
 #include <stdexcept>
 
+#include "engine/cuda/device.hpp"
+
 namespace ds4::cuda::detail {
 namespace {
 
@@ -96,8 +98,13 @@ void check(const DriverApi& api, CUresult r, const char* what) {
   if (r == 0) return;
   const char* s = nullptr;
   api.cuGetErrorString(r, &s);
-  throw std::runtime_error(std::string(what) + ": " + (s != nullptr ? s : "unknown CUDA error") + " (" +
-                           std::to_string(r) + ")");
+  const std::string message =
+      std::string(what) + ": " + (s != nullptr ? s : "unknown CUDA error") + " (" + std::to_string(r) + ")";
+  // The sticky errors: the context is corrupt after them (CUDA_ERROR_ECC_UNCORRECTABLE 214,
+  // ILLEGAL_ADDRESS 700, LAUNCH_TIMEOUT 702, HARDWARE_STACK_ERROR .. LAUNCH_FAILED 714-719).
+  if (r == 214 || r == 700 || r == 702 || (r >= 714 && r <= 719))
+    throw DeviceLost(message + "; the CUDA context is lost, the process must restart");
+  throw std::runtime_error(message);
 }
 
 }  // namespace ds4::cuda::detail

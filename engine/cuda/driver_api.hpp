@@ -77,7 +77,8 @@ const DriverApi* driver(std::string* why);
 // first driver(), probe() or Device::open(): those cache what they found. `api` must outlive them.
 void replace_driver(const DriverApi* api);
 
-// Throws std::runtime_error("<what>: <driver's error name> (<code>)") when r != 0.
+// Throws std::runtime_error("<what>: <driver's error name> (<code>)") when r != 0; DeviceLost
+// (device.hpp) for the errors that leave the context unusable.
 void check(const DriverApi& api, CUresult r, const char* what);
 
 }  // namespace ds4::cuda::detail

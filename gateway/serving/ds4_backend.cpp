@@ -7,10 +7,24 @@
 #include <algorithm>
 #include <optional>
 
+#include "engine/cuda/device.hpp"
 #include "engine/gguf/gguf_reader.hpp"
 #include "engine/loaded_model/loaded_model.hpp"
 
 namespace ds4::serving {
+namespace {
+
+// Runs an engine call; a GPU the context does not survive becomes EngineLost (engine_backend.hpp).
+template <class F>
+decltype(auto) on_engine(F&& f) {
+  try {
+    return f();
+  } catch (const cuda::DeviceLost& e) {
+    throw EngineLost(e.what());
+  }
+}
+
+}  // namespace
 
 class Ds4Sequence final : public EngineSequence {
  public:
@@ -21,20 +35,29 @@ class Ds4Sequence final : public EngineSequence {
 
   const std::vector<Token>& tokens() const override { return context_.tokens(); }
   size_t capacity() const override { return context_.capacity(); }
-  void clear() override { context_.reset(); }
+  void clear() override {
+    on_engine([&] { context_.reset(); });
+  }
   void append(std::span<const Token> tokens) override {
-    if (tokens.size() == 1) context_.decode(tokens[0]);
-    else context_.prefill(tokens);
+    on_engine([&] { tokens.size() == 1 ? context_.decode(tokens[0]) : context_.prefill(tokens); });
   }
   std::span<const float> logits() const override { return context_.logits(); }
-  std::vector<std::vector<float>> verify(std::span<const Token> tokens) override { return context_.verify(tokens); }
+  std::vector<std::vector<float>> verify(std::span<const Token> tokens) override {
+    return on_engine([&] { return context_.verify(tokens); });
+  }
   size_t truncate_floor() const override { return context_.truncate_floor(); }
   size_t rollback_room() const override { return context_.rollback_room(); }
-  void truncate(size_t n) override { context_.truncate(n); }
-  std::vector<uint8_t> snapshot() const override { return context_.snapshot(); }
-  void restore(std::span<const uint8_t> state) override { context_.restore(state); }
+  void truncate(size_t n) override {
+    on_engine([&] { context_.truncate(n); });
+  }
+  std::vector<uint8_t> snapshot() const override {
+    return on_engine([&] { return context_.snapshot(); });
+  }
+  void restore(std::span<const uint8_t> state) override {
+    on_engine([&] { context_.restore(state); });
+  }
   std::vector<Token> model_draft(Token next, size_t k) override {
-    return drafter_ ? drafter_->draft(context_, next, k) : std::vector<Token>{};
+    return on_engine([&] { return drafter_ ? drafter_->draft(context_, next, k) : std::vector<Token>{}; });
   }
   Context& context() { return context_; }
 
@@ -100,6 +123,8 @@ void Ds4Backend::step(std::span<StepEntry> entries) {
     batch_step_ = std::make_unique<BatchStep>(model_, static_cast<uint32_t>(std::max<size_t>(rows, 512)));
   try {
     batch_step_->run(batch);
+  } catch (const cuda::DeviceLost& e) {
+    throw EngineLost(e.what());  // every entry fails with it; nothing to retry on
   } catch (const std::exception& e) {
     // BatchStep refuses before touching any context: run the entries alone, so that each one
     // gets its own error (or succeeds) and the others are not failed with it.

@@ -23,6 +23,14 @@ namespace ds4::serving {
 
 using Token = int32_t;
 
+// What an engine throws when it can run nothing more in this process (its GPU failed in a way the
+// device context does not survive). The service then takes no more work and says why, and the
+// daemon exits so that systemd starts it afresh (docs/cuda.md §device-lost).
+class EngineLost : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 // One token sequence with its KV state; logits are always those after the last token.
 class EngineSequence {
  public:

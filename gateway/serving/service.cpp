@@ -141,6 +141,10 @@ ServiceState Service::state() const {
   std::lock_guard lock(mu_);
   return state_;
 }
+bool Service::engine_lost() const {
+  std::lock_guard lock(mu_);
+  return engine_lost_;
+}
 std::optional<std::string> Service::admission_refusal() const {
   AdmissionGate gate;
   {
@@ -184,6 +188,10 @@ std::optional<Refusal> Service::submit(GenerationJob job) {
         metrics_.count_rejection("loading");
         return Refusal{503, "loading", "the model is still loading", std::chrono::seconds(5)};
       case ServiceState::Failed:
+        if (engine_lost_) {
+          metrics_.count_rejection("engine_lost");
+          return Refusal{503, "engine_lost", failure_, {}};
+        }
         metrics_.count_rejection("load_failed");
         return Refusal{503, "load_failed", "the model failed to load: " + failure_, {}};
       case ServiceState::Stopping:

@@ -70,7 +70,7 @@ struct ServiceConfig {
 
 struct Refusal {
   int http_status = 503;
-  std::string code;  // "loading", "queue_full", "memory_floor", "shutting_down", "load_failed"
+  std::string code;  // "loading", "queue_full", "memory_floor", "shutting_down", "load_failed", "engine_lost"
   std::string message;
   std::chrono::seconds retry_after{0};  // 0: no Retry-After header
 };
@@ -106,6 +106,9 @@ class Service {
   void set_backend(std::shared_ptr<EngineBackend> backend);  // ready; starts the worker
   void set_load_failed(std::string reason);
   void set_admission_gate(AdmissionGate gate);
+  // True once a turn hit EngineLost (engine_backend.hpp): the service is Failed, refuses new work
+  // (503 engine_lost, failure() says why) and the daemon exits to be restarted.
+  bool engine_lost() const;
 
   ServiceState state() const;
   // Why the admission gate would refuse new work now (nullopt: it admits, or there is none).
@@ -171,6 +174,7 @@ class Service {
   ServiceState state_ = ServiceState::Loading;
   double progress_ = 0;
   std::string failure_;
+  bool engine_lost_ = false;
   AdmissionGate gate_;
   std::shared_ptr<EngineBackend> backend_;
   std::unique_ptr<StepBatcher> batcher_;

@@ -72,6 +72,14 @@ void Service::run(Queued& q, BatchedSequence& seq) {
                   usage.completion_tokens, e.what());
     turn.result.finish = FinishReason::Error;
     turn.result.error = e.what();
+    if (dynamic_cast<const EngineLost*>(&e) != nullptr) {
+      std::lock_guard lock(mu_);
+      if (!engine_lost_) {
+        engine_lost_ = true;
+        state_ = ServiceState::Failed;
+        failure_ = std::string("the engine cannot run anything more in this process: ") + e.what();
+      }
+    }
     // The state may be half-updated; start clean next time.
     try {
       cache_.clear_live(seq);

@@ -17,6 +17,7 @@
 #include <regex>
 #include <thread>
 
+#include "engine/cuda/device.hpp"
 #include "host/oom_adjust.hpp"
 #include "http_get.hpp"
 #include "supervisor/notify_relay.hpp"
@@ -140,6 +141,11 @@ TEST_F(DaemonBinary, ReportsReadinessServesAndPingsTheWatchdog) {
   EXPECT_NE(metrics.body().find("ds4d_memory_floor_bytes 4294967296"), std::string::npos) << metrics.body();
   const auto chat = testing::http_request(port, "POST", "/v1/chat/completions", kChat);
   EXPECT_EQ(chat.status, 200) << chat.raw;
+  // The default backend (auto) says which device runs the model and why.
+  const ds4::cuda::DeviceInfo gpu = ds4::cuda::probe();
+  EXPECT_NE(log().find(gpu.usable ? "backend auto: CUDA on " + gpu.name : "backend auto: CPU (no CUDA: " + gpu.why_not),
+            std::string::npos)
+      << log();
 
   kill(d, SIGTERM);
   await("STOPPING=1", d);
@@ -158,6 +164,16 @@ TEST_F(DaemonBinary, ConfigErrorsExitWithTheConfigErrorStatus) {
   d = start(DS4D_DAEMON_BIN, {"--config", config(), "--host", "192.0.2.1"}, systemd.address());
   EXPECT_EQ(wait_exit(d), 78) << log();
   EXPECT_NE(log().find("without an API key"), std::string::npos) << log();
+}
+
+// --backend cuda without a usable GPU is a configuration error naming what is missing, never the
+// CPU in its place.
+TEST_F(DaemonBinary, BackendCudaWithoutAUsableGpuIsAConfigError) {
+  const ds4::cuda::DeviceInfo gpu = ds4::cuda::probe();
+  if (gpu.usable) GTEST_SKIP() << "a usable GPU is present: " << gpu.name;
+  const pid_t d = start(DS4D_DAEMON_BIN, {"--config", config(), "--backend", "cuda"}, systemd.address());
+  EXPECT_EQ(wait_exit(d), 78) << log();
+  EXPECT_NE(log().find("--backend cuda: no usable CUDA device: " + gpu.why_not), std::string::npos) << log();
 }
 
 // An unusable speculation drafter stops the daemon at start with the config-error status and a

@@ -23,6 +23,8 @@ constexpr CUresult kInvalidValue = 1, kOutOfMemory = 2, kNotFound = 500, kLaunch
 constexpr CUresult kAlreadyRegistered = 712, kNotRegistered = 713;
 constexpr size_t kMemory = size_t(4) << 30;  // what the fake device reports as its total
 
+int sticky_error = 0;  // fail_from_now_on's code; 0: the device works
+
 struct Context {};
 Context context;
 struct Event {};
@@ -65,6 +67,7 @@ CUresult module_function(CUfunction* f, CUmodule, const char* name) {
   return 0;
 }
 CUresult mem_alloc(CUdeviceptr* p, size_t bytes) {
+  if (sticky_error != 0) return sticky_error;
   const size_t rounded = (bytes + 255) / 256 * 256;
   void* m = allocated + rounded <= kMemory ? std::aligned_alloc(256, rounded) : nullptr;
   if (m == nullptr) return kOutOfMemory;
@@ -97,12 +100,15 @@ CUresult host_device_pointer(CUdeviceptr* d, void* p, unsigned flags) {
   return kInvalidValue;
 }
 CUresult copy_to_device(CUdeviceptr dst, const void* src, size_t n) {
+  if (sticky_error != 0) return sticky_error;
   return std::memcpy(reinterpret_cast<void*>(dst), src, n), 0;
 }
 CUresult copy_to_host(void* dst, CUdeviceptr src, size_t n) {
+  if (sticky_error != 0) return sticky_error;
   return std::memcpy(dst, reinterpret_cast<const void*>(src), n), 0;
 }
 CUresult copy_on_device(CUdeviceptr dst, CUdeviceptr src, size_t n) {
+  if (sticky_error != 0) return sticky_error;
   return std::memmove(reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), n), 0;
 }
 CUresult mem_info(size_t* free_bytes, size_t* total) {
@@ -117,6 +123,7 @@ CUresult launch_kernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsi
                        unsigned shared, CUstream, void** params, void** extra) {
   // The kernels use 1-D grids and blocks (blockIdx.x, threadIdx.x) and take their arguments in
   // `params`; the emulator provides nothing else.
+  if (sticky_error != 0) return sticky_error;
   if (gy != 1 || gz != 1 || by != 1 || bz != 1 || extra != nullptr || bx == 0 || bx > 1024) return kInvalidValue;
   if (gx == 0) return kInvalidValue;
   const EmulatedKernel* k = reinterpret_cast<const EmulatedKernel*>(f);
@@ -134,6 +141,7 @@ CUresult error_string(CUresult r, const char** s) {
     case kOutOfMemory: *s = "CUDA_ERROR_OUT_OF_MEMORY"; break;
     case kNotFound: *s = "CUDA_ERROR_NOT_FOUND (no such kernel in device_kernels.cu)"; break;
     case kLaunchFailed: *s = "CUDA_ERROR_LAUNCH_FAILED"; break;
+    case 700: *s = "CUDA_ERROR_ILLEGAL_ADDRESS"; break;
     case kAlreadyRegistered: *s = "CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED"; break;
     case kNotRegistered: *s = "CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED"; break;
     default: *s = nullptr; return kInvalidValue;
@@ -178,6 +186,8 @@ DriverApi make_api() {
 }
 
 }  // namespace
+
+void fail_from_now_on(int code) { sticky_error = code; }
 
 void install_driver() {
   static const DriverApi api = make_api();

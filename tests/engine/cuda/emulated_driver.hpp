@@ -11,4 +11,9 @@ namespace ds4::cuda::emu {
 // Call before anything asks for the device (probe, Device::open, DeviceBuffer); idempotent.
 void install_driver();
 
+// From now on every launch, copy and allocation fails with driver error `code` (700: an illegal
+// address, as a faulting kernel leaves a real context), until called with 0: what the engine
+// does when its device is lost (docs/cuda.md §device-lost).
+void fail_from_now_on(int code);
+
 }  // namespace ds4::cuda::emu
