@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <stdexcept>
+#include <string>
 
 #include "ds4ctl/command_registry.hpp"
 #include "ds4ctl/count_list.hpp"
@@ -151,11 +152,14 @@ int run_bench(const BenchOptions& o) {
 
   const Roofline roof = measure_roofline(weight_bytes_per_token(model->gguf(), info), probe_pool, memory_gbs);
   fmt::print("  total    {:>14}\n", mib(roof.bytes_per_token));
+  // The roofline is the CPU's (its read bandwidth and kernels); on the GPU the last column is left
+  // out: scripts/gpu-check.sh divides eff GB/s by the device's copy bandwidth instead.
+  const bool on_gpu = info.device == ds4::ComputeDevice::Cuda;
   fmt::print(
-      "roofline: memory {:.2f} GB/s, kernels {:.2f} GB/s -> {:.2f} GB/s ({} bound), "
+      "roofline{}: memory {:.2f} GB/s, kernels {:.2f} GB/s -> {:.2f} GB/s ({} bound), "
       "{:.2f} tok/s\n\n",
-      roof.memory_gbs, roof.kernel_gbs, roof.gbs(), roof.memory_gbs <= roof.kernel_gbs ? "memory" : "kernel",
-      roof.gbs() * 1e9 / roof.bytes_per_token);
+      on_gpu ? " of the CPU (the model runs on the GPU)" : "", roof.memory_gbs, roof.kernel_gbs, roof.gbs(),
+      roof.memory_gbs <= roof.kernel_gbs ? "memory" : "kernel", roof.gbs() * 1e9 / roof.bytes_per_token);
 
   fmt::print("{:>8} {:>14} {:>13} {:>10} {:>10} {:>10}\n", "context", "prefill tok/s", "decode tok/s", "ms/token",
              "eff GB/s", "roofline");
@@ -181,8 +185,9 @@ int run_bench(const BenchOptions& o) {
     const double s = seconds_since(t0);
     const double tok_s = o.decode_tokens / s;
     const double eff_gbs = roof.bytes_per_token * tok_s / 1e9;
-    fmt::print("{:>8} {:>14} {:>13.2f} {:>10.2f} {:>10.2f} {:>9.0f}%\n", n_ctx, prefill_rate, tok_s,
-               1e3 * s / o.decode_tokens, eff_gbs, 100.0 * eff_gbs / roof.gbs());
+    const std::string of_roof = on_gpu ? "-" : fmt::format("{:.0f}%", 100.0 * eff_gbs / roof.gbs());
+    fmt::print("{:>8} {:>14} {:>13.2f} {:>10.2f} {:>10.2f} {:>10}\n", n_ctx, prefill_rate, tok_s,
+               1e3 * s / o.decode_tokens, eff_gbs, of_roof);
   }
   return 0;
 }
