@@ -133,6 +133,7 @@ struct Device::Impl {
   CUdevice dev = 0;
   detail::CUcontext ctx = nullptr;
   detail::CUmodule module = nullptr;
+  std::mutex mu;  // guards the two tables: contexts on different threads may launch
   std::map<std::string, detail::CUfunction, std::less<>> functions;
   std::vector<detail::CUevent> events;
 };
@@ -165,13 +166,17 @@ Device::~Device() {
 
 void Device::launch(const char* name, unsigned grid, unsigned block, unsigned shared_bytes, void** args) {
   const DriverApi& a = *impl_->api;
-  auto it = impl_->functions.find(name);
-  if (it == impl_->functions.end()) {
-    detail::CUfunction f = nullptr;
-    check(a, a.cuModuleGetFunction(&f, impl_->module, name), name);
-    it = impl_->functions.emplace(name, f).first;
+  detail::CUfunction f = nullptr;
+  {
+    std::lock_guard lock(impl_->mu);
+    auto it = impl_->functions.find(name);
+    if (it == impl_->functions.end()) {
+      check(a, a.cuModuleGetFunction(&f, impl_->module, name), name);
+      it = impl_->functions.emplace(name, f).first;
+    }
+    f = it->second;
   }
-  check(a, a.cuLaunchKernel(it->second, grid, 1, 1, block, 1, 1, shared_bytes, nullptr, args, nullptr), name);
+  check(a, a.cuLaunchKernel(f, grid, 1, 1, block, 1, 1, shared_bytes, nullptr, args, nullptr), name);
 }
 
 void Device::synchronize() { check(*impl_->api, impl_->api->cuCtxSynchronize(), "cuCtxSynchronize"); }
@@ -186,17 +191,28 @@ uint64_t Device::record() {
   const DriverApi& a = *impl_->api;
   detail::CUevent e = nullptr;
   check(a, a.cuEventCreate(&e, 0), "cuEventCreate");
-  impl_->events.push_back(e);
+  uint64_t index = 0;
+  {
+    std::lock_guard lock(impl_->mu);
+    impl_->events.push_back(e);
+    index = impl_->events.size() - 1;
+  }
   check(a, a.cuEventRecord(e, nullptr), "cuEventRecord");
-  return impl_->events.size() - 1;
+  return index;
 }
 
 float Device::elapsed_since(uint64_t start_event) {
   const DriverApi& a = *impl_->api;
   const uint64_t end = record();
-  check(a, a.cuEventSynchronize(impl_->events[end]), "cuEventSynchronize");
+  detail::CUevent start = nullptr, stop = nullptr;
+  {
+    std::lock_guard lock(impl_->mu);
+    start = impl_->events[start_event];
+    stop = impl_->events[end];
+  }
+  check(a, a.cuEventSynchronize(stop), "cuEventSynchronize");
   float ms = 0;
-  check(a, a.cuEventElapsedTime(&ms, impl_->events[start_event], impl_->events[end]), "cuEventElapsedTime");
+  check(a, a.cuEventElapsedTime(&ms, start, stop), "cuEventElapsedTime");
   return ms;
 }
 

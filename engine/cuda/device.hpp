@@ -76,7 +76,8 @@ class DeviceBuffer {
 };
 
 // The opened device: primary context current on the calling thread, embedded module loaded.
-// Throws std::runtime_error naming what is missing when no usable device exists.
+// Throws std::runtime_error naming what is missing when no usable device exists. Any thread may
+// launch (open() makes the context current on it); all launches go to the default stream.
 class Device {
  public:
   static Device& open();
