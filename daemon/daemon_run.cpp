@@ -98,7 +98,7 @@ void load_model(const config::Config& cfg, serving::Service& service, std::share
     LoadOptions lo;
     lo.threads = cfg.model.threads;
     lo.populate = cfg.model.pin == config::PinMode::Lock;  // MAP_POPULATE before mlock
-    lo.device_reserve_bytes = device_reserve(cfg);
+    if (cfg.engine.backend != cuda::Backend::Cpu) lo.device_reserve_bytes = device_reserve(cfg);
     LoadedModel loaded = load_model_on(
         cfg.engine.backend, cfg.model.path, lo, [](const std::string& line) { spdlog::info("{}", line); },
         [&](double f, std::string_view) {

@@ -87,12 +87,7 @@ bool print_device(const std::string& backend, uint64_t weights, uint64_t state) 
     return true;
   }
   const cuda::DeviceInfo info = cuda::probe();
-  cuda::PlacementInput in;
-  in.weight_bytes = weights;
-  in.state_bytes = state;
-  in.workspace_bytes = cuda::kWorkspaceBytes;
-  in.free_bytes = cuda::Device::open().free_memory();
-  const cuda::Placement p = cuda::choose_placement(info, in);
+  const cuda::Placement p = cuda::place_on_device(weights, state);
   if (p.weights == cuda::WeightPlacement::DoesNotFit) {
     std::cout << "device: " << (requested == cuda::Backend::Cuda ? "does not fit " : "CPU, the model does not fit ")
               << info.name << " -- " << p.reason << "\n";

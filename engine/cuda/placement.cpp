@@ -47,6 +47,16 @@ Placement choose_placement(const DeviceInfo& d, const PlacementInput& in) {
   return p;
 }
 
+Placement place_on_device(uint64_t weight_bytes, uint64_t state_bytes) {
+  PlacementInput in;
+  in.weight_bytes = weight_bytes;
+  in.state_bytes = state_bytes;
+  in.workspace_bytes = kWorkspaceBytes;
+  Device& device = Device::open();  // throws, naming what is missing, without a usable device
+  in.free_bytes = device.free_memory();
+  return choose_placement(device.info(), in);
+}
+
 const char* placement_name(WeightPlacement p) {
   switch (p) {
     case WeightPlacement::InPlace: return "in place";

@@ -39,6 +39,10 @@ uint64_t device_margin(const DeviceInfo& d);
 // Never throws; `reason` names the figures behind the choice.
 Placement choose_placement(const DeviceInfo& d, const PlacementInput& in);
 
+// choose_placement for device 0 now: what it has free (Device::free_memory), kWorkspaceBytes of
+// workspace. Throws std::runtime_error where no usable device exists.
+Placement place_on_device(uint64_t weight_bytes, uint64_t state_bytes);
+
 const char* placement_name(WeightPlacement p);  // "in place", "copied", "does not fit"
 
 }  // namespace ds4::cuda

@@ -40,6 +40,17 @@ void compress_token(const DeviceWeights& dw, const ModelConfig& cfg, const Compr
   cuda::compressed_rows_finish(pooled, 1, int32_t(dim), dw.at(w.norm), cfg.rms_eps, dcs, int32_t(rope.n_rot), fmt, dst);
 }
 
+// Each run's rows of a compressor's projected inputs (kv, score: T x width) into its history.
+void record_inputs(std::span<const RowRun> runs, DeviceHistory DeviceLayerState::*hist, cuda::DeviceSpan kv,
+                   cuda::DeviceSpan score, uint32_t width) {
+  size_t first = 0;
+  for (const RowRun& r : runs) {
+    const size_t at = first * width * F, bytes = size_t(r.n) * width * F;
+    (r.st->*hist).record(r.pos0, uint32_t(r.n), kv.sub(at, bytes), score.sub(at, bytes));
+    first += size_t(r.n);
+  }
+}
+
 }  // namespace
 
 void attention_sublayer(const DeviceWeights& dw, const ModelConfig& cfg, const LayerWeights& lw, const RopeParams& rope,
@@ -73,10 +84,7 @@ void attention_sublayer(const DeviceWeights& dw, const ModelConfig& cfg, const L
     csc = grown(s.csc, size_t(T) * cw);
     project(dw.matrix(lw.attn_compressor.kv), xn, T, ckv, s.act);
     project(dw.matrix(lw.attn_compressor.gate), xn, T, csc, s.act);
-    for (int r = 0, first = 0; r < int(runs.size()); first += runs[size_t(r)].n, r++)
-      runs[size_t(r)].st->attn_hist.record(runs[size_t(r)].pos0, uint32_t(runs[size_t(r)].n),
-                                           ckv.sub(size_t(first) * cw * F, size_t(runs[size_t(r)].n) * cw * F),
-                                           csc.sub(size_t(first) * cw * F, size_t(runs[size_t(r)].n) * cw * F));
+    record_inputs(runs, &DeviceLayerState::attn_hist, ckv, csc, cw);
   }
   if (ratio == 4) {
     iwid = uint32_t(st0.index_cmp->width);
@@ -86,10 +94,7 @@ void attention_sublayer(const DeviceWeights& dw, const ModelConfig& cfg, const L
     iw = grown(s.iw, size_t(T) * cfg.idx_heads);
     project(dw.matrix(lw.indexer_compressor.kv), xn, T, ikv, s.act);
     project(dw.matrix(lw.indexer_compressor.gate), xn, T, isc, s.act);
-    for (int r = 0, first = 0; r < int(runs.size()); first += runs[size_t(r)].n, r++)
-      runs[size_t(r)].st->index_hist.record(runs[size_t(r)].pos0, uint32_t(runs[size_t(r)].n),
-                                            ikv.sub(size_t(first) * iwid * F, size_t(runs[size_t(r)].n) * iwid * F),
-                                            isc.sub(size_t(first) * iwid * F, size_t(runs[size_t(r)].n) * iwid * F));
+    record_inputs(runs, &DeviceLayerState::index_hist, ikv, isc, iwid);
     project(dw.matrix(lw.indexer_q_b), qrn, T, iq, s.act);
     project(dw.matrix(lw.indexer_proj), xn, T, iw, s.act);
   }

@@ -39,14 +39,6 @@ void DeviceHistory::upload(const CompressorHistory& h) {
   hi = h.hi;
 }
 
-void DeviceHistory::download(CompressorHistory& h) const {
-  if (h.width != width || h.cap != cap) throw std::invalid_argument("device KV: the compressor histories differ");
-  kv.download(h.kv.data(), h.kv.size() * sizeof(float));
-  score.download(h.score.data(), h.score.size() * sizeof(float));
-  h.lo = lo;
-  h.hi = hi;
-}
-
 void DeviceHistory::download_rows(CompressorHistory& h, uint64_t from, uint64_t until) const {
   if (h.width != width || h.cap != cap) throw std::invalid_argument("device KV: the compressor histories differ");
   h.lo = lo;

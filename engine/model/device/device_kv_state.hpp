@@ -26,9 +26,11 @@ struct DeviceHistory {
   // of CompressorHistory::record; only the rows the ring keeps are copied. Asynchronous.
   void record(uint64_t pos0, uint32_t T, cuda::DeviceSpan kv_rows, cuda::DeviceSpan score_rows);
   void upload(const CompressorHistory& from);
-  void download(CompressorHistory& to) const;
-  // Only the rows of positions [from, to) ∩ [lo, hi), and lo and hi: what a rollback replays.
+  // The rows of positions [from, until) ∩ [lo, hi), and lo and hi (the ring's other slots hold
+  // nothing a CPU history reads). download() takes every held row; a rollback only those it
+  // replays.
   void download_rows(CompressorHistory& to, uint64_t from, uint64_t until) const;
+  void download(CompressorHistory& to) const { download_rows(to, lo, hi); }
 };
 
 struct DeviceLayerState {

@@ -56,14 +56,8 @@ DeviceWeight DeviceWeights::expert(const model::Tensor& t, int64_t e) const {
 std::shared_ptr<const DeviceWeights> place_weights(const Model::Impl& m, uint64_t reserve, std::string& reason) {
   if (m.ex.exact)
     throw std::invalid_argument("the CUDA backend computes the Fast order only: load the model with Fast arithmetic");
-  const cuda::DeviceInfo info = cuda::probe();
-  if (!info.usable) throw std::runtime_error("no usable CUDA device: " + info.why_not);
-  cuda::PlacementInput in;
-  in.weight_bytes = m.file.size();  // the whole mapping goes up (or is registered) at once
-  in.state_bytes = reserve;
-  in.workspace_bytes = cuda::kWorkspaceBytes;
-  in.free_bytes = cuda::Device::open().free_memory();
-  const cuda::Placement p = cuda::choose_placement(info, in);
+  // The whole mapping goes up (or is registered) at once.
+  const cuda::Placement p = cuda::place_on_device(m.file.size(), reserve);
   reason = p.reason;
   if (p.weights == WeightPlacement::DoesNotFit) throw std::runtime_error(p.reason);
   return std::make_shared<const DeviceWeights>(m.file.base(), m.file.size(), p.weights);
