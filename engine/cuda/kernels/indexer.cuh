@@ -70,6 +70,18 @@ __device__ __forceinline__ uint32_t score_key(float s) {
   const uint32_t u = s == 0.0f ? 0u : ds4::quant::kvsim::f32_bits(s);
   return (u >> 31) ? ~u : (u | 0x80000000u);
 }
+
+// Each thread's count in sums[0..nt) becomes the sum of the counts before it (one thread does
+// it: nt is at most a block). Returns the total.
+__device__ __forceinline__ int32_t exclusive_prefix(int32_t* sums, int32_t nt) {
+  int32_t run = 0;
+  for (int32_t t = 0; t < nt; t++) {
+    const int32_t v = sums[t];
+    sums[t] = run;
+    run += v;
+  }
+  return run;
+}
 }  // namespace ds4::cuda::stages
 
 // The same mask as ds4_indexer_topk in O(n) for long contexts: the top_k-th largest key K by a
@@ -117,14 +129,7 @@ extern "C" __global__ void __launch_bounds__(ds4::cuda::stages::kCompactThreads)
   for (int32_t c = c0; c < c1; c++) ties += (!take_all && scores[c] > -1.0e30f && st::score_key(scores[c]) == prefix);
   sums[tid] = ties;
   __syncthreads();
-  if (tid == 0) {
-    int32_t run = 0;
-    for (int32_t t = 0; t < nt; t++) {
-      const int32_t v = sums[t];
-      sums[t] = run;
-      run += v;
-    }
-  }
+  if (tid == 0) st::exclusive_prefix(sums, nt);
   __syncthreads();
   int32_t before = sums[tid];
   for (int32_t c = c0; c < c1; c++) {
@@ -165,12 +170,7 @@ extern "C" __global__ void __launch_bounds__(ds4::cuda::stages::kCompactThreads)
       sums[0]++;
       total++;
     }
-    int32_t run = 0;  // exclusive prefix
-    for (int32_t t = 0; t < nt; t++) {
-      const int32_t v = sums[t];
-      sums[t] = run;
-      run += v;
-    }
+    st::exclusive_prefix(sums, nt);
     *count = total;
   }
   __syncthreads();

@@ -9,6 +9,7 @@
 
 #include "engine/cuda/device.hpp"
 #include "engine/cuda/gemm.hpp"
+#include "tests/engine/cuda/gemm_test_support.hpp"
 #include "tests/engine/cuda/gpu_test_support.hpp"
 #include "tools/cuda_check/gemm_compare.hpp"
 
@@ -19,14 +20,7 @@ class GemmGpu : public ::testing::TestWithParam<Type> {};
 
 TEST_P(GemmGpu, BitIdenticalToCpuAndToMatvec) {
   SKIP_WITHOUT_GPU();
-  uint32_t seed = 11;
-  for (const auto& s : ds4::cuda_check::kGemmShapes) {
-    const int64_t cols = ds4::cuda_check::shape_cols(GetParam(), {s.rows, s.cols, false});
-    const auto r = ds4::cuda_check::compare_gemm(GetParam(), s.rows, cols, s.n, seed++);
-    EXPECT_EQ(r.cpu.compared, static_cast<uint64_t>(s.rows) * s.n);
-    EXPECT_EQ(r.cpu.mismatched, 0u) << r.cpu.first_mismatch;
-    EXPECT_EQ(r.matvec.mismatched, 0u) << r.matvec.first_mismatch;
-  }
+  ds4::cuda::test::expect_gemm_bit_identical(GetParam(), ds4::cuda_check::kGemmShapes, 11);
 }
 
 INSTANTIATE_TEST_SUITE_P(Formats, GemmGpu,

@@ -7,6 +7,7 @@
 
 #include <string>
 
+#include "tests/engine/cuda/gemm_test_support.hpp"
 #include "tests/engine/cuda/gpu_test_support.hpp"
 #include "tools/cuda_check/gemm_compare.hpp"
 
@@ -19,14 +20,7 @@ TEST_P(GemmLaunch, BitIdenticalToCpuAndToMatvec) {
   SKIP_WITHOUT_GPU();
   // n = 17 takes the 32-token kernels, n = 45 the 64-token ones; rows not a multiple of the tiles.
   const ds4::cuda_check::GemmShape shapes[] = {{13, 256, 17}, {70, 512, 45}};
-  uint32_t seed = 5;
-  for (const auto& s : shapes) {
-    const int64_t cols = ds4::cuda_check::shape_cols(GetParam(), {s.rows, s.cols, false});
-    const auto r = ds4::cuda_check::compare_gemm(GetParam(), s.rows, cols, s.n, seed++);
-    EXPECT_EQ(r.cpu.compared, static_cast<uint64_t>(s.rows) * s.n);
-    EXPECT_EQ(r.cpu.mismatched, 0u) << r.cpu.first_mismatch;
-    EXPECT_EQ(r.matvec.mismatched, 0u) << r.matvec.first_mismatch;
-  }
+  ds4::cuda::test::expect_gemm_bit_identical(GetParam(), shapes, 5);
 }
 
 INSTANTIATE_TEST_SUITE_P(Formats, GemmLaunch,
