@@ -152,17 +152,21 @@ fi
 # The request must still be generating when the stop arrives and must finish well inside the
 # daemon's drain timeout, so its length is capped from the speed measured above (about 20 s of
 # generation under TCG). The trained default model answers "Say hello." in a few tokens and then
-# samples end-of-sequence, so this request samples without thinking from a flattened
-# distribution (temperature 2, no min-p cut: measured 16-215 tokens) and counts as in flight as
+# samples end-of-sequence, even from a flattened distribution (the arm64 guest of 7 Dec 2026 got
+# 7-8 tokens three times, done inside the 0.5 s wait), so this request bans end-of-sequence with
+# logit_bias -100 (its id from /tokenize) and runs to its max_tokens. It counts as in flight as
 # soon as it is sent and not yet answered; up to three tries.
 completion_tokens=$(sed -n 's/.*"completion_tokens":\([0-9]*\).*/\1/p' /tmp/chat.json)
 drain_tokens=$(( ${completion_tokens:-32} * 20000 / (chat_ms + 1) ))
 [ "$drain_tokens" -lt 16 ] && drain_tokens=16
 [ "$drain_tokens" -gt 4000 ] && drain_tokens=4000
+eos_id=$(curl -sS -m 60 "$url/tokenize" -H 'Content-Type: application/json' \
+  -d '{"content":"<｜end▁of▁sentence｜>"}' | sed -n 's/^{"tokens":\[\([0-9]*\)\]}$/\1/p')
+no_eos=${eos_id:+,\"logit_bias\":{\"$eos_id\":-100\}}
 for try in 1 2 3; do
   rm -f /tmp/stream.out
   ( chat "$drain_tokens" true /tmp/stream.out \
-      '"thinking":{"type":"disabled"},"temperature":2,"top_p":1,"min_p":0' > /tmp/stream.code ) &
+      "\"thinking\":{\"type\":\"disabled\"},\"temperature\":2,\"top_p\":1,\"min_p\":0$no_eos" > /tmp/stream.code ) &
   curl_pid=$!
   # In flight: the request has been sent and its stream has not ended yet (a short answer
   # under TCG still takes seconds; waiting for the first token could outlast it).
