@@ -76,7 +76,8 @@ ds4::planner::BudgetChoice budget_choice(const PlanOptions& o) {
 }
 
 // The device line (docs/cuda.md §placement): the backend ds4d would pick with `backend`, and on a
-// GPU the weights' placement with the plan's KV of every live context as device state. False when
+// GPU the weights' placement with the plan's KV of every live context and its workspace (the pass
+// scratch the contexts share) as device state. False when
 // `cuda` was asked for and the model does not fit the device (the CPU is never put in its place).
 bool print_device(const std::string& backend, uint64_t weights, uint64_t state) {
   namespace cuda = ds4::cuda;
@@ -143,7 +144,7 @@ int run_plan(const PlanOptions& o) {
   }
   const Plan plan = compute_plan(in);
   std::cout << render_report(plan);
-  const bool device_fits = print_device(o.backend, in.weights_bytes, plan.kv_bytes);
+  const bool device_fits = print_device(o.backend, in.weights_bytes, plan.kv_bytes + in.workspace_bytes);
   return device_fits ? exit_code(plan.verdict) : exit_code(Verdict::DoesNotFit);
 }
 

@@ -17,15 +17,12 @@
 namespace ds4 {
 
 struct BatchStep::Impl {
-  model::ForwardScratch scratch;
   std::vector<model::RowSlot> slots;
   std::vector<int32_t> tokens;
   std::vector<int> logit_rows;
   std::vector<float> logits;        // one n_vocab row per entry of logit_rows
   std::vector<size_t> first_logit;  // per entry: its first row in `logits`
   std::vector<size_t> kept;         // per entry: rows of logits row_logits() shows (0 or all)
-  // A model on the device: the pass and its scratch, made on the first step.
-  std::unique_ptr<model::device::DevicePass> device_pass;
   std::vector<model::device::SequenceRows> device_rows;
 };
 
@@ -95,18 +92,19 @@ void BatchStep::run(std::span<const BatchEntry> entries) {
   }
   b.logits.resize(b.logit_rows.size() * V);
   if (m.device) {
-    // The same rows as one pass on the device (docs/cuda.md §forward).
-    if (!b.device_pass) b.device_pass = std::make_unique<model::device::DevicePass>(m, *m.device);
+    // The same rows as one pass on the device (docs/cuda.md §forward), its scratch the model's
+    // (scratch_pool.hpp), as the contexts' solo passes use.
     b.device_rows.clear();
     for (const BatchEntry& e : entries) {
       Context::State& s = *e.context->state_;
       b.device_rows.push_back(
           {&s.device->states(), uint32_t(s.tokens.size()), int(e.tokens.size()), s.hidden.slots ? &s.hidden : nullptr});
     }
-    b.device_pass->run(b.device_rows, b.tokens.data(), b.logit_rows.data(), int(b.logit_rows.size()), b.logits.data());
+    m.device_scratch->take()->run(b.device_rows, b.tokens.data(), b.logit_rows.data(), int(b.logit_rows.size()),
+                                  b.logits.data());
   } else {
     model::forward_rows(m, b.slots.data(), b.tokens.data(), int(rows), b.logit_rows.data(), int(b.logit_rows.size()),
-                        b.logits.data(), b.scratch);
+                        b.logits.data(), *m.cpu_scratch.take());
   }
 
   // Each context's bookkeeping, as prefill (last row) or verify (every row) does it.

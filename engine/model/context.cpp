@@ -28,7 +28,7 @@ Context::Context(std::shared_ptr<const Model> model, ContextOptions options)
   state_->rollback = std::min(options.rollback, state_->capacity);
   const Model::Impl& m = model_->impl();
   state_->layers = model::make_layer_states(m.cfg, state_->capacity, state_->rollback);
-  if (m.device) state_->device = std::make_unique<model::device::DeviceForward>(m, *m.device, state_->layers);
+  if (m.device) state_->device = std::make_unique<model::device::DeviceForward>(m, *m.device_scratch, state_->layers);
   if (options.keep_hidden)
     state_->hidden.init(model_->impl().cfg.hc_dim(),
                         std::min(options.keep_hidden, state_->capacity) + state_->rollback);
@@ -75,7 +75,7 @@ void state_forward(const Model::Impl& m, Context::State& st, const int32_t* toke
                    float* logits, const std::function<void(uint32_t)>& on_layer) {
   const uint32_t pos0 = uint32_t(st.tokens.size());
   if (st.device) st.device->forward(tokens, T, pos0, all_logits, logits, &st.hidden, on_layer);
-  else forward_batch(m, st.layers, tokens, T, pos0, all_logits, logits, st.scratch, on_layer, &st.hidden);
+  else forward_batch(m, st.layers, tokens, T, pos0, all_logits, logits, *m.cpu_scratch.take(), on_layer, &st.hidden);
 }
 
 void remember_logits(Context::State& st, uint32_t n_vocab, uint64_t pos, const float* logits) {

@@ -27,7 +27,6 @@ struct Context::State {
   std::vector<model::LayerState> layers;
   std::unique_ptr<model::device::DeviceForward> device;
   model::HiddenRing hidden;  // final HC states of recent positions (ContextOptions::keep_hidden)
-  model::ForwardScratch scratch;
 };
 
 namespace model {

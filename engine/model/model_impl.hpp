@@ -9,16 +9,19 @@
 
 #include "engine/gguf/gguf_reader.hpp"
 #include "engine/kernels/thread_pool.hpp"
+#include "engine/model/forward.hpp"
 #include "engine/model/linear.hpp"
 #include "engine/model/model.hpp"
 #include "engine/model/model_config.hpp"
 #include "engine/model/rope.hpp"
+#include "engine/model/scratch_pool.hpp"
 #include "engine/model/weights.hpp"
 
 namespace ds4 {
 namespace model::device {
 class DeviceWeights;  // device/device_weights.hpp
-}
+class DevicePass;     // device/device_forward.hpp
+}  // namespace model::device
 
 struct Model::Impl {
   gguf::GgufFile file;
@@ -31,6 +34,11 @@ struct Model::Impl {
   uint64_t fingerprint = 0;             // identifies config + weights layout (snapshots)
   // LoadOptions::device Cuda: the weights as the device reads them; every Context runs there.
   std::shared_ptr<const model::device::DeviceWeights> device;
+  // The passes' scratch, lent per pass to every context of the model (scratch_pool.hpp): the
+  // CPU's, and the device's next to `device`.
+  mutable model::ScratchPool<model::ForwardScratch> cpu_scratch{
+      [] { return std::make_unique<model::ForwardScratch>(); }};
+  std::shared_ptr<model::ScratchPool<model::device::DevicePass>> device_scratch;
 
   explicit Impl(gguf::GgufFile f) : file(std::move(f)) {}
 };

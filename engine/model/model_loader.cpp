@@ -8,6 +8,7 @@
 #include <string>
 #include <thread>
 
+#include "engine/model/device/device_forward.hpp"
 #include "engine/model/device/device_weights.hpp"
 #include "engine/model/model_impl.hpp"
 #include "engine/quant/quant.hpp"
@@ -321,6 +322,9 @@ std::shared_ptr<Model> Model::load(const std::filesystem::path& path, const Load
   if (options.device == ComputeDevice::Cuda) {
     if (progress) progress(0.9, "device");
     impl->device = model::device::place_weights(*impl, options.device_reserve_bytes, info.placement);
+    const Model::Impl* m = impl.get();
+    impl->device_scratch = std::make_shared<model::ScratchPool<model::device::DevicePass>>(
+        [m] { return std::make_unique<model::device::DevicePass>(*m, *m->device); });
     info.device = ComputeDevice::Cuda;
   }
   if (progress) progress(1.0, "ready");

@@ -65,6 +65,8 @@ ModelFacts read_model_facts(const gguf::GgufFile& f) {
   d.expert_ff = f.get_or<uint64_t>(p + "expert_feed_forward_length", 0);
   d.indexer_heads = f.get_or<uint64_t>(p + "attention.indexer.head_count", 0);
   d.indexer_dim = g.indexer_dim;
+  d.out_groups = f.get_or<uint64_t>(p + "attention.output_group_count", 0);
+  d.out_rank = f.get_or<uint64_t>(p + "attention.output_lora_rank", 0);
   return m;
 }
 

@@ -4,13 +4,21 @@
 namespace ds4::planner {
 
 uint64_t activation_bytes_per_token(const ActivationDims& d) {
-  const uint64_t floats = 2 * d.hc_streams * d.embedding                            // HC state in + out
-                          + 3 * d.heads * d.head_dim                                // q, attention out, grouped out
-                          + d.head_dim + d.q_lora                                   // latent row, q latent
-                          + d.indexer_heads * d.indexer_dim                         // indexer queries
-                          + d.experts                                               // router logits
-                          + 3 * (d.experts_used + d.experts_shared) * d.expert_ff;  // gate, up, act
-  return floats * 4;
+  const uint64_t q = d.heads * d.head_dim, experts = d.experts_used + d.experts_shared;
+  const uint64_t floats = 4 * d.hc_streams * d.embedding           // HC state in, mid, out, and HC pre's copy
+                          + 5 * d.embedding                        // x, xn, attention out, shared and FFN out
+                          + 2 * d.q_lora + 2 * q                   // q latent and its norm, q, heads' outputs
+                          + 2 * d.head_dim                         // kv row before and after its norm
+                          + 4 * d.head_dim + 4 * d.indexer_dim     // both compressors' kv and gate (two windows)
+                          + d.indexer_heads * (d.indexer_dim + 1)  // indexer queries and head weights
+                          + d.out_groups * d.out_rank              // grouped output's low rank rows
+                          + d.experts                              // router logits
+                          + 3 * experts * d.expert_ff              // gate, up, product
+                          + d.experts_used * d.embedding;          // each routed expert's down output
+  // int8 copies the products read (Q8_0 1.0625, Q8_K 1.14 bytes per value; 1.25 counted): the
+  // heads' outputs, the experts' products, the HC pre input.
+  const uint64_t quantized = (q + experts * d.expert_ff + d.hc_streams * d.embedding) * 5 / 4;
+  return floats * 4 + quantized;
 }
 
 uint64_t workspace_estimate(const ActivationDims& d, uint32_t prefill_cap) {

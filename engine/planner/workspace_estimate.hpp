@@ -1,11 +1,13 @@
 #pragma once
 // Estimate of the scratch memory the engine needs beside weights and KV: the CUDA runtime's own
-// context (driver, cuBLAS handles, module images) plus f32 activations for one prefill ubatch of
-// `prefill_cap` tokens. Per token the big buffers are the hyper-connection streams (input and
-// output), the attention query, output and latent, the q latent, indexer queries, router logits,
-// and the routed + shared expert gate/up/product rows; one row of logits per decoded/verified
-// position. It is an estimate, stated as one: the plan prints it as a separate term, and the
-// configuration can replace it with a measured figure (memory.workspace).
+// context (driver, module images) plus the scratch of one prefill pass of `prefill_cap` tokens,
+// which every live context borrows in turn (docs/memory.md §scratch). Per token that is what a
+// pass holds per row, on the CPU or the device alike: the hyper-connection states, the attention's
+// q latent, queries and head outputs, the compressors' and the indexer's inputs, the grouped
+// output's low rank rows, the router logits, every routed and shared expert's gate, up and product
+// rows and routed down outputs, and the int8 copies of the activations the matrix products read;
+// one row of logits per decoded/verified position. The tests hold the device pass's scratch and
+// the CPU's under it. The configuration can replace it with a measured figure (memory.workspace).
 #include <cstdint>
 
 namespace ds4::planner {
@@ -23,9 +25,11 @@ struct ActivationDims {
   uint64_t expert_ff = 2048;
   uint64_t indexer_heads = 64;
   uint64_t indexer_dim = 128;
+  uint64_t out_groups = 8;  // grouped output projection: groups x rank
+  uint64_t out_rank = 1024;
 };
 
-inline constexpr uint64_t kCudaContextBytes = 512ull << 20;  // runtime + cuBLAS, typical
+inline constexpr uint64_t kCudaContextBytes = 512ull << 20;  // driver context and modules, typical
 inline constexpr uint32_t kDefaultPrefillCap = 2048;         // ds4's default ubatch
 inline constexpr uint32_t kLogitRows = 16;                   // decode + speculative verify rows
 

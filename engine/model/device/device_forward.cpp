@@ -66,8 +66,10 @@ void DevicePass::run(std::span<const SequenceRows> seqs, const int32_t* tokens, 
   cuda::check_embed_error(error);
 }
 
-DeviceForward::DeviceForward(const Model::Impl& m, const DeviceWeights& weights, const std::vector<LayerState>& shapes)
-    : m_(m), pass_(m, weights) {
+DeviceForward::DeviceForward(const Model::Impl& m, ScratchPool<DevicePass>& passes,
+                             const std::vector<LayerState>& shapes)
+    : m_(m), passes_(passes) {
+  if (m.ex.exact) throw std::invalid_argument("the CUDA backend computes the Fast order only: load the model in Fast");
   if (shapes.size() != m.cfg.n_layer) throw std::invalid_argument("device forward: one layer state per layer");
   layers_ = make_device_states(shapes);
 }
@@ -78,8 +80,8 @@ void DeviceForward::forward(const int32_t* tokens, int T, uint32_t pos0, bool al
   logit_rows_.clear();
   for (int t = all_logits ? 0 : T - 1; t < T; t++) logit_rows_.push_back(t);
   const SequenceRows seq{&layers_, pos0, T, hidden};
-  pass_.run(std::span<const SequenceRows>(&seq, 1), tokens, logit_rows_.data(), int(logit_rows_.size()), logits,
-            on_layer);
+  passes_.take()->run(std::span<const SequenceRows>(&seq, 1), tokens, logit_rows_.data(), int(logit_rows_.size()),
+                      logits, on_layer);
 }
 
 void DeviceForward::upload_state(const std::vector<LayerState>& from) {

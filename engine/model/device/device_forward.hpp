@@ -21,6 +21,7 @@
 #include "engine/model/device/device_weights.hpp"
 #include "engine/model/forward.hpp"
 #include "engine/model/model.hpp"
+#include "engine/model/scratch_pool.hpp"
 
 namespace ds4::model::device {
 
@@ -60,11 +61,13 @@ class DevicePass {
 
 class DeviceForward {
  public:
-  // m must be loaded in Fast arithmetic (the device has no Exact order); m and `weights` must
-  // outlive this. `shapes` are the context's CPU layer states (their capacities); the device
-  // state starts empty. Throws std::invalid_argument for an Exact model, std::runtime_error
-  // from the driver (out of device memory names the allocation).
-  DeviceForward(const Model::Impl& m, const DeviceWeights& weights, const std::vector<LayerState>& shapes);
+  // m must be loaded in Fast arithmetic (the device has no Exact order); m and `passes` (the
+  // passes over the weights this context reads: m.device_scratch for a model loaded for the
+  // device) must outlive this, and every pass borrows its scratch there. `shapes` are the
+  // context's CPU layer states (their capacities); the device state starts empty. Throws
+  // std::invalid_argument for an Exact model, std::runtime_error from the driver (out of device
+  // memory names the allocation).
+  DeviceForward(const Model::Impl& m, ScratchPool<DevicePass>& passes, const std::vector<LayerState>& shapes);
 
   // Tokens at positions pos0 .. pos0 + T - 1: logits (n_vocab floats per row) of every row when
   // all_logits, else of the last. Ids are checked on the host first (std::out_of_range naming
@@ -88,8 +91,8 @@ class DeviceForward {
 
  private:
   const Model::Impl& m_;
+  ScratchPool<DevicePass>& passes_;
   std::vector<DeviceLayerState> layers_;
-  DevicePass pass_;
   std::vector<int> logit_rows_;
 };
 

@@ -34,15 +34,14 @@ std::string self_check(const Model& model) {
   for (size_t i = 0; i < tokens.size(); i++) tokens[i] = int32_t((uint64_t(i) * 2654435761u + 7) % V);
 
   std::vector<LayerState> cpu_layers = make_layer_states(m.cfg, kCapacity, 0);
-  DeviceForward dev(m, *m.device, cpu_layers);
+  DeviceForward dev(m, *m.device_scratch, cpu_layers);
   dev.upload_state(cpu_layers);
-  ForwardScratch scratch;
   std::vector<float> want(V), got(V);
   const char* steps[] = {"prefill", "decode"};
   for (int step = 0; step < 2; step++) {
     const int T = step == 0 ? kSelfCheckPrefill : 1;
     const uint32_t pos0 = step == 0 ? 0 : kSelfCheckPrefill;
-    forward_batch(m, cpu_layers, tokens.data() + pos0, T, pos0, false, want.data(), scratch);
+    forward_batch(m, cpu_layers, tokens.data() + pos0, T, pos0, false, want.data(), *m.cpu_scratch.take());
     dev.forward(tokens.data() + pos0, T, pos0, false, got.data());
     if (std::string d = first_difference(steps[step], got, want); !d.empty()) return d;
   }

@@ -31,6 +31,13 @@ struct Cpu {
   }
 };
 
+// The passes of a device forward over weights placed by the test (the model itself is the CPU's).
+model::ScratchPool<model::device::DevicePass> passes_over(const Model::Impl& m,
+                                                          const model::device::DeviceWeights& dw) {
+  return model::ScratchPool<model::device::DevicePass>(
+      [&m, &dw] { return std::make_unique<model::device::DevicePass>(m, dw); });
+}
+
 std::vector<float> on_device(model::device::DeviceForward& d, const Model::Impl& m, const std::vector<int32_t>& tokens,
                              uint32_t pos0, bool all) {
   std::vector<float> logits((all ? tokens.size() : 1) * m.cfg.n_vocab);
@@ -43,7 +50,8 @@ TEST(DeviceForwardGpu, PrefillFromTheStartMatchesTheCpu) {
   const Model::Impl& m = test::device::fast_tiny()->impl();
   Cpu cpu(m);
   const model::device::DeviceWeights dw(m.file.base(), m.file.size(), cuda::WeightPlacement::InPlace);
-  model::device::DeviceForward dev(m, dw, cpu.layers);
+  auto passes = passes_over(m, dw);
+  model::device::DeviceForward dev(m, passes, cpu.layers);
   // 12 rows: the projections take the tensor-core GEMM (more than 8 rows).
   const std::vector<int32_t> prompt = {1, 17, 300, 5, 999, 42, 7, 8, 1000, 64, 3, 511};
   EXPECT_EQ(first_difference(on_device(dev, m, prompt, 0, true), cpu.run(prompt, 0, true)), "");
@@ -61,7 +69,8 @@ TEST(DeviceForwardGpu, ContextMovesBetweenCpuAndDeviceAndContinuesExactly) {
   Cpu cpu(m);
   cpu.run(prompt, 0, false);  // 40 rows: the ratio-4 layers' indexer chooses from 10
   const model::device::DeviceWeights dw(m.file.base(), m.file.size(), cuda::WeightPlacement::Copied);
-  model::device::DeviceForward dev(m, dw, cpu.layers);
+  auto passes = passes_over(m, dw);
+  model::device::DeviceForward dev(m, passes, cpu.layers);
   dev.upload_state(cpu.layers);
   uint32_t pos = 40;
   for (int step = 0; step < 2; step++, pos++) {
