@@ -15,4 +15,11 @@ namespace ds4::cuda {
 void attention_fast(DeviceSpan q, DeviceSpan rows, int32_t n, int32_t n_head, int32_t d, DeviceSpan sinks,
                     DeviceSpan scores, DeviceSpan out);
 
+// As attention_fast over n_fixed + *extra rows, extra being one int32 in device memory that a
+// kernel queued before wrote (the indexer's chosen count): the kernels read it, so the host does
+// not wait for it (docs/cuda.md §host-round-trips). rows and scores are sized for n_max rows, the
+// most n_fixed + *extra can be; a count past n_max is the caller's error and is not checked.
+void attention_fast_counted(DeviceSpan q, DeviceSpan rows, int32_t n_fixed, DeviceSpan extra, int32_t n_max,
+                            int32_t n_head, int32_t d, DeviceSpan sinks, DeviceSpan scores, DeviceSpan out);
+
 }  // namespace ds4::cuda

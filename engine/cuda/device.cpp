@@ -111,7 +111,9 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
 }
 void DeviceSpan::upload(const void* src, size_t bytes, size_t offset) const {
   const DriverApi& a = api_or_throw();
-  check(a, a.cuMemcpyHtoD(sub(offset, bytes).address, src, bytes), "cuMemcpyHtoD");
+  // Stream-ordered, so a buffer rewritten for every row is still read by the right kernels; the
+  // synchronous copy would first wait for all of them (docs/cuda.md §host-round-trips).
+  check(a, a.cuMemcpyHtoDAsync(sub(offset, bytes).address, src, bytes, nullptr), "cuMemcpyHtoDAsync");
 }
 void DeviceSpan::download(void* dst, size_t bytes, size_t offset) const {
   const DriverApi& a = api_or_throw();

@@ -46,7 +46,11 @@ struct DeviceSpan {
   size_t bytes() const { return size; }
   // The n bytes at `offset`; throws std::out_of_range past the end.
   DeviceSpan sub(size_t offset, size_t n) const;
-  // Synchronous copies; throw std::out_of_range past the end, std::runtime_error from the driver.
+  // Copies; throw std::out_of_range past the end, std::runtime_error from the driver. upload is
+  // ordered with the kernels launched before and after it and returns without waiting for them:
+  // src may be reused at once, as it is pageable memory (the driver stages it); page-locked memory
+  // (a registered mapping) must stay unchanged until the next download. download waits for every
+  // kernel launched before it.
   void upload(const void* src, size_t bytes, size_t offset = 0) const;
   void download(void* dst, size_t bytes, size_t offset = 0) const;
   // Copies src (all of it) to the start of this span, ordered with the kernels launched before;

@@ -54,7 +54,7 @@ Loaded load() {
       resolve(lib, "cuCtxSynchronize", a.cuCtxSynchronize, w) &&
       resolve(lib, "cuModuleLoadData", a.cuModuleLoadData, w) && resolve(lib, "cuModuleUnload", a.cuModuleUnload, w) &&
       resolve(lib, "cuModuleGetFunction", a.cuModuleGetFunction, w) && resolve(lib, "cuMemAlloc_v2", a.cuMemAlloc, w) &&
-      resolve(lib, "cuMemFree_v2", a.cuMemFree, w) && resolve(lib, "cuMemcpyHtoD_v2", a.cuMemcpyHtoD, w) &&
+      resolve(lib, "cuMemFree_v2", a.cuMemFree, w) && resolve(lib, "cuMemcpyHtoDAsync_v2", a.cuMemcpyHtoDAsync, w) &&
       resolve(lib, "cuMemcpyDtoH_v2", a.cuMemcpyDtoH, w) && resolve(lib, "cuMemcpyDtoD_v2", a.cuMemcpyDtoD, w) &&
       resolve(lib, "cuMemGetInfo_v2", a.cuMemGetInfo, w) && resolve(lib, "cuMemsetD8_v2", a.cuMemsetD8, w) &&
       resolve(lib, "cuMemHostRegister_v2", a.cuMemHostRegister, w) &&

@@ -14,13 +14,21 @@
 #include "engine/cuda/kernels/float_dot_block.cuh"
 #include "engine/quant/fast_math.hpp"
 
-// q: n_head x d; rows: n addresses; s: n x n_head. Grid: n * n_head blocks (block j * n_head + h
-// is row j, head h); block: stages::kDotThreads threads.
+// Both passes see n = n_fixed + *extra rows (extra null: n_fixed), so a count another kernel wrote
+// (the indexer's chosen rows) is read here and the host never waits for it.
+__device__ inline int32_t ds4_attn_rows(int32_t n_fixed, const int32_t* extra) {
+  return extra != nullptr ? n_fixed + *extra : n_fixed;
+}
+
+// q: n_head x d; rows: n addresses; s: n x n_head. Grid: at least n * n_head blocks (block
+// j * n_head + h is row j, head h; blocks past the n rows return); block: stages::kDotThreads.
 extern "C" __global__ void __launch_bounds__(ds4::cuda::stages::kDotThreads)
-    ds4_attn_scores(const float* q, const float* const* rows, int32_t n_head, int64_t d, float scale, float* s) {
+    ds4_attn_scores(const float* q, const float* const* rows, int32_t n_head, int64_t d, float scale, float* s,
+                    int32_t n_fixed, const int32_t* extra) {
   namespace st = ds4::cuda::stages;
   __shared__ float slices[ds4::quant::fast::kSlices];
   const int64_t j = blockIdx.x / n_head, h = blockIdx.x % n_head;
+  if (j >= ds4_attn_rows(n_fixed, extra)) return;  // the whole block: no barrier is split
   const float dot = st::block_fast_dot(rows[j], q + h * d, d, slices);
   if (threadIdx.x == 0) s[j * n_head + h] = st::arith::mul(dot, scale);
 }
@@ -29,9 +37,10 @@ extern "C" __global__ void __launch_bounds__(ds4::cuda::stages::kDotThreads)
 // d rounded up to a multiple of 32 threads (at most 1024); dynamic shared memory: one float per
 // thread (the tile of weights, and the scratch of the maximum).
 extern "C" __global__ void __launch_bounds__(1024)
-    ds4_attn_combine(const float* s, const float* const* rows, int32_t n, int32_t n_head, int32_t d, const float* sinks,
-                     float* out) {
+    ds4_attn_combine(const float* s, const float* const* rows, int32_t n_fixed, const int32_t* extra, int32_t n_head,
+                     int32_t d, const float* sinks, float* out) {
   namespace fast = ds4::quant::fast;
+  const int32_t n = ds4_attn_rows(n_fixed, extra);
   namespace arith = ds4::quant::arith;
   DS4_DYNAMIC_SHARED(float, tile);
   __shared__ float shared_m, shared_den;

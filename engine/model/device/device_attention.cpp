@@ -2,6 +2,7 @@
 // supplies what follows from positions alone (RoPE tables, ring slots, row addresses).
 #include "engine/model/device/device_attention.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <vector>
@@ -152,16 +153,18 @@ void attention_sublayer(const DeviceWeights& dw, const ModelConfig& cfg, const L
       cuda::indexer_select(iqt, iwt, int32_t(cfg.idx_heads), int32_t(id), wscale, st.index_comp, int32_t(st.index_n),
                            int32_t(cfg.idx_top_k), grown(s.idx_scores, st.index_n), grown<uint8_t>(s.mask, st.index_n),
                            st.comp, int32_t(hd), visible, n_visible, count);
-      int32_t chosen = 0;
-      count.download(&chosen, sizeof chosen);
-      n_visible += chosen;
+      // The chosen count stays on the device, where the attention reads it
+      // (docs/cuda.md §host-round-trips); it is at most min(index rows, top-k).
+      const int32_t n_max = n_visible + int32_t(std::min<uint32_t>(st.index_n, cfg.idx_top_k));
+      cuda::attention_fast_counted(qt, visible, n_visible, count, n_max, int32_t(nh), int32_t(hd), sinks,
+                                   grown(s.scores, size_t(n_max) * nh + 1), heads.sub(size_t(t) * qd * F, qd * F));
     } else {
       for (uint32_t c = 0; c < st.comp_n; c++) rows[size_t(n_visible++)] = st.comp.ptr() + uint64_t(c) * hd * F;
       if (n_visible > 0) visible.upload(rows.data(), size_t(n_visible) * sizeof(uint64_t));
+      cuda::attention_fast(qt, visible, n_visible, int32_t(nh), int32_t(hd), sinks,
+                           grown(s.scores, size_t(n_visible) * nh + 1), heads.sub(size_t(t) * qd * F, qd * F));
     }
     const cuda::DeviceSpan ht = heads.sub(size_t(t) * qd * F, qd * F);
-    cuda::attention_fast(qt, visible, n_visible, int32_t(nh), int32_t(hd), sinks,
-                         grown(s.scores, size_t(n_visible) * nh + 1), ht);
     rope_angles(rope, pos, true, false, cs.data());
     cs_fwd.upload(cs.data(), n_rot * F);
     cuda::rope(ht, cs_fwd, 1, int32_t(nh), int32_t(hd), int32_t(n_rot));

@@ -99,7 +99,8 @@ CUresult host_device_pointer(CUdeviceptr* d, void* p, unsigned flags) {
     if (flags == 0 && q >= base && q < base + n) return *d = reinterpret_cast<CUdeviceptr>(p), 0;
   return kInvalidValue;
 }
-CUresult copy_to_device(CUdeviceptr dst, const void* src, size_t n) {
+// Kernels run when launched, so an asynchronous copy done now is in stream order.
+CUresult copy_to_device(CUdeviceptr dst, const void* src, size_t n, CUstream) {
   if (sticky_error != 0) return sticky_error;
   return std::memcpy(reinterpret_cast<void*>(dst), src, n), 0;
 }
@@ -167,7 +168,7 @@ DriverApi make_api() {
   a.cuModuleGetFunction = module_function;
   a.cuMemAlloc = mem_alloc;
   a.cuMemFree = mem_free;
-  a.cuMemcpyHtoD = copy_to_device;
+  a.cuMemcpyHtoDAsync = copy_to_device;
   a.cuMemcpyDtoH = copy_to_host;
   a.cuMemcpyDtoD = copy_on_device;
   a.cuMemGetInfo = mem_info;

@@ -355,14 +355,18 @@ TEST(EmulatedKv, LayerSequenceMatchesTheCpu) {
       emu::launch(1, stages::kCompactThreads, 0, [&] {
         ds4_indexer_compact(mask.data(), n, k, all, dev_comp.data(), hd, rows.data() + n_raw, &count);
       });
-      rows.resize(n_raw + size_t(count));
-      std::vector<float> s(rows.size() * H + 1);
+      // As device_attention.cpp launches it: the grid for every row the count could allow, the
+      // count itself read by the kernels (blocks past it return).
+      const size_t n_max = rows.size();
+      std::vector<float> s(n_max * H + 1, std::nanf(""));
       const float scale = 1.0f / std::sqrt(float(hd));
-      emu::launch(unsigned(rows.size() * H), 256, 0,
-                  [&] { ds4_attn_scores(qd.data(), rows.data(), H, hd, scale, s.data()); });
+      const int32_t fixed = int32_t(n_raw);
+      emu::launch(unsigned(n_max * H), 256, 0,
+                  [&] { ds4_attn_scores(qd.data(), rows.data(), H, hd, scale, s.data(), fixed, &count); });
       emu::launch(H, hd, hd * sizeof(float), [&] {
-        ds4_attn_combine(s.data(), rows.data(), int32_t(rows.size()), H, hd, sinks.data(), heads_dev.data());
+        ds4_attn_combine(s.data(), rows.data(), fixed, &count, H, hd, sinks.data(), heads_dev.data());
       });
+      rows.resize(n_raw + size_t(count));
     }
     ASSERT_EQ(first_difference(heads_dev, heads_cpu), "") << "heads at position " << pos;
     ASSERT_EQ(first_difference(dev.raw, cpu.raw), "") << "raw ring at position " << pos;
