@@ -76,51 +76,58 @@ void BatchStep::run(std::span<const BatchEntry> entries) {
     throw std::length_error("BatchStep: " + std::to_string(rows) + " tokens in one step exceed max_rows (" +
                             std::to_string(max_rows_) + ")");
 
-  b.slots.clear();
-  b.tokens.clear();
-  b.logit_rows.clear();
-  for (const BatchEntry& e : entries) {
-    Context::State& s = *e.context->state_;
-    const uint32_t pos0 = uint32_t(s.tokens.size());
-    b.first_logit.push_back(b.logit_rows.size());
-    b.kept.push_back(e.all_logits ? e.tokens.size() : 0);
-    for (size_t k = 0; k < e.tokens.size(); k++) {
-      if (e.all_logits || k + 1 == e.tokens.size()) b.logit_rows.push_back(int(b.slots.size()));
-      b.slots.push_back(model::RowSlot{&s.layers, pos0 + uint32_t(k), s.hidden.slot(pos0 + k)});
-      b.tokens.push_back(e.tokens[k]);
-    }
-  }
-  b.logits.resize(b.logit_rows.size() * V);
-  if (m.device) {
-    // The same rows as one pass on the device (docs/cuda.md §forward), its scratch the model's
-    // (scratch_pool.hpp), as the contexts' solo passes use.
-    b.device_rows.clear();
+  try {
+    b.slots.clear();
+    b.tokens.clear();
+    b.logit_rows.clear();
     for (const BatchEntry& e : entries) {
       Context::State& s = *e.context->state_;
-      b.device_rows.push_back(
-          {&s.device->states(), uint32_t(s.tokens.size()), int(e.tokens.size()), s.hidden.slots ? &s.hidden : nullptr});
+      const uint32_t pos0 = uint32_t(s.tokens.size());
+      b.first_logit.push_back(b.logit_rows.size());
+      b.kept.push_back(e.all_logits ? e.tokens.size() : 0);
+      for (size_t k = 0; k < e.tokens.size(); k++) {
+        if (e.all_logits || k + 1 == e.tokens.size()) b.logit_rows.push_back(int(b.slots.size()));
+        b.slots.push_back(model::RowSlot{&s.layers, pos0 + uint32_t(k), s.hidden.slot(pos0 + k)});
+        b.tokens.push_back(e.tokens[k]);
+      }
     }
-    m.device_scratch->take()->run(b.device_rows, b.tokens.data(), b.logit_rows.data(), int(b.logit_rows.size()),
-                                  b.logits.data());
-  } else {
-    model::forward_rows(m, b.slots.data(), b.tokens.data(), int(rows), b.logit_rows.data(), int(b.logit_rows.size()),
-                        b.logits.data(), *m.cpu_scratch.take());
-  }
+    b.logits.resize(b.logit_rows.size() * V);
+    if (m.device) {
+      // The same rows as one pass on the device (docs/cuda.md §forward), its scratch the model's
+      // (scratch_pool.hpp), as the contexts' solo passes use.
+      b.device_rows.clear();
+      for (const BatchEntry& e : entries) {
+        Context::State& s = *e.context->state_;
+        b.device_rows.push_back({&s.device->states(), uint32_t(s.tokens.size()), int(e.tokens.size()),
+                                 s.hidden.slots ? &s.hidden : nullptr});
+      }
+      m.device_scratch->take()->run(b.device_rows, b.tokens.data(), b.logit_rows.data(), int(b.logit_rows.size()),
+                                    b.logits.data());
+    } else {
+      model::forward_rows(m, b.slots.data(), b.tokens.data(), int(rows), b.logit_rows.data(), int(b.logit_rows.size()),
+                          b.logits.data(), *m.cpu_scratch.take());
+    }
 
-  // Each context's bookkeeping, as prefill (last row) or verify (every row) does it.
-  for (size_t i = 0; i < entries.size(); i++) {
-    const BatchEntry& e = entries[i];
-    Context::State& s = *e.context->state_;
-    const size_t n = e.tokens.size(), pos0 = s.tokens.size();
-    s.tokens.insert(s.tokens.end(), e.tokens.begin(), e.tokens.end());
-    for (size_t k = 0; k < n; k++) s.hidden.mark(pos0 + k);
-    const float* first = b.logits.data() + b.first_logit[i] * V;
-    const size_t n_logits = e.all_logits ? n : 1;
-    for (size_t k = 0; k < n_logits; k++)
-      model::remember_logits(s, V, pos0 + (e.all_logits ? k : n - 1), first + k * V);
-    const float* last = first + (n_logits - 1) * V;
-    s.logits.assign(last, last + V);
-    s.high_water = std::max<uint64_t>(s.high_water, s.tokens.size());
+    // Each context's bookkeeping, as prefill (last row) or verify (every row) does it.
+    for (size_t i = 0; i < entries.size(); i++) {
+      const BatchEntry& e = entries[i];
+      Context::State& s = *e.context->state_;
+      const size_t n = e.tokens.size(), pos0 = s.tokens.size();
+      s.tokens.insert(s.tokens.end(), e.tokens.begin(), e.tokens.end());
+      for (size_t k = 0; k < n; k++) s.hidden.mark(pos0 + k);
+      const float* first = b.logits.data() + b.first_logit[i] * V;
+      const size_t n_logits = e.all_logits ? n : 1;
+      for (size_t k = 0; k < n_logits; k++)
+        model::remember_logits(s, V, pos0 + (e.all_logits ? k : n - 1), first + k * V);
+      const float* last = first + (n_logits - 1) * V;
+      s.logits.assign(last, last + V);
+      s.high_water = std::max<uint64_t>(s.high_water, s.tokens.size());
+    }
+  } catch (const cuda::DeviceLost&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw BatchStepFailed(std::string("BatchStep: the pass failed after it began changing its contexts (reset them ") +
+                          "before reuse): " + e.what());
   }
 }
 

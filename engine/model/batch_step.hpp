@@ -11,11 +11,21 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <stdexcept>
 #include <vector>
 
 #include "engine/model/model.hpp"
 
 namespace ds4 {
+
+// Thrown by BatchStep::run when the pass failed after it had begun changing the contexts (out of
+// memory, a driver error): their states may be half-updated, so each must be reset or dropped
+// before it is used again; running the entries again instead would compute on that state. what()
+// names the cause. A lost GPU stays cuda::DeviceLost.
+class BatchStepFailed : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
 
 // One context's part of a step.
 struct BatchEntry {
@@ -38,7 +48,8 @@ class BatchStep {
   // (or verify(tokens) for all_logits entries). Throws before changing any context:
   // std::invalid_argument naming the entry (no context, no tokens, a context twice, another
   // model), std::length_error (a context's capacity, or more than max_rows tokens in all),
-  // std::out_of_range (a token id outside the vocabulary). An empty list does nothing.
+  // std::out_of_range (a token id outside the vocabulary). Anything that fails later is
+  // BatchStepFailed (or cuda::DeviceLost). An empty list does nothing.
   void run(std::span<const BatchEntry> entries);
 
   // Logits after each token of entry `entry` of the last run(): tokens.size() x n_vocab floats

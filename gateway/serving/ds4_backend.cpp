@@ -125,6 +125,12 @@ void Ds4Backend::step(std::span<StepEntry> entries) {
     batch_step_->run(batch);
   } catch (const cuda::DeviceLost& e) {
     throw EngineLost(e.what());  // every entry fails with it; nothing to retry on
+  } catch (const BatchStepFailed& e) {
+    // Failed midway: the contexts may be half-updated, so running the entries again would compute
+    // on that state. Each fails (the service clears a failed turn's context).
+    spdlog::warn("serving: batched step of {} entries failed: {}", entries.size(), e.what());
+    for (StepEntry& entry : entries) entry.error = std::current_exception();
+    return;
   } catch (const std::exception& e) {
     // BatchStep refuses before touching any context: run the entries alone, so that each one
     // gets its own error (or succeeds) and the others are not failed with it.

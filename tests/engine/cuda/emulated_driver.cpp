@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "engine/cuda/driver_api.hpp"
@@ -32,6 +33,8 @@ Event event;
 std::map<const char*, size_t> registered;  // host ranges: base -> bytes
 size_t allocated = 0;
 std::map<CUdeviceptr, size_t> allocations;
+size_t allocations_ok = 0;            // allocations made
+std::optional<size_t> failing_alloc;  // fail_allocation_after: the count at which one fails
 
 CUresult init(unsigned) { return 0; }
 CUresult driver_version(int* v) { return *v = 13000, 0; }
@@ -68,12 +71,17 @@ CUresult module_function(CUfunction* f, CUmodule, const char* name) {
 }
 CUresult mem_alloc(CUdeviceptr* p, size_t bytes) {
   if (sticky_error != 0) return sticky_error;
+  if (failing_alloc && *failing_alloc == allocations_ok) {
+    failing_alloc.reset();
+    return kOutOfMemory;
+  }
   const size_t rounded = (bytes + 255) / 256 * 256;
   void* m = allocated + rounded <= kMemory ? std::aligned_alloc(256, rounded) : nullptr;
   if (m == nullptr) return kOutOfMemory;
   *p = reinterpret_cast<CUdeviceptr>(m);
   allocations[*p] = rounded;
   allocated += rounded;
+  allocations_ok++;
   return 0;
 }
 CUresult mem_free(CUdeviceptr p) {
@@ -189,6 +197,8 @@ DriverApi make_api() {
 }  // namespace
 
 void fail_from_now_on(int code) { sticky_error = code; }
+size_t allocations_made() { return allocations_ok; }
+void fail_allocation_after(size_t n) { failing_alloc = allocations_ok + n; }
 
 void install_driver() {
   static const DriverApi api = make_api();

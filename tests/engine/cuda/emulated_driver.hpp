@@ -6,6 +6,8 @@
 // name (emulated_kernels.cpp), launches run in cuda_emulator.cpp's fibers, synchronously.
 // docs/cuda.md §emulated-driver says what this checks and what it cannot.
 
+#include <cstddef>
+
 namespace ds4::cuda::emu {
 
 // Call before anything asks for the device (probe, Device::open, DeviceBuffer); idempotent.
@@ -15,5 +17,11 @@ void install_driver();
 // address, as a faulting kernel leaves a real context), until called with 0: what the engine
 // does when its device is lost (docs/cuda.md §device-lost).
 void fail_from_now_on(int code);
+
+// Allocations made so far (cuMemAlloc calls that succeeded).
+std::size_t allocations_made();
+// The allocation after the next n fails once with CUDA_ERROR_OUT_OF_MEMORY, an error the context
+// survives (what a pass meets when the device's memory runs out); the ones after it work again.
+void fail_allocation_after(std::size_t n);
 
 }  // namespace ds4::cuda::emu
