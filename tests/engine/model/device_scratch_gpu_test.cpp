@@ -19,7 +19,7 @@
 namespace ds4 {
 namespace {
 
-constexpr int kPrompt = 24;  // the first context's prefill; the others' are shorter
+constexpr int kPrompt = 16;  // the first context's prefill; the others' are shorter
 
 // A model of its own, so its scratch pool starts empty.
 std::shared_ptr<Model> load_on_device() {
@@ -68,7 +68,7 @@ TEST(DeviceScratch, ContextsShareOnePassScratchWithinThePlansWorkspace) {
   for (int32_t i = 0; i < 2; i++) {
     more.push_back(std::make_unique<Context>(m, options()));
     const size_t made = free_now();
-    more.back()->prefill(prompt(10 + i, 12));
+    more.back()->prefill(prompt(10 + i, 9));
     EXPECT_EQ(made, free_now()) << "context " << i + 1 << "'s prefill allocated device memory: a scratch of its own";
   }
   // A batched step over all three: the same scratch again.
