@@ -77,13 +77,13 @@ struct LoadOutcome {
 };
 
 // Device memory the CUDA placement keeps for the live contexts' state and the pass scratch they
-// share: the plan's KV per context times max_batch (the device state mirrors the CPU's) plus its
-// workspace term (docs/memory.md §scratch). 0 when the plan cannot be made (the loader then fails
-// on the model itself, or the placement keeps only its workspace).
+// share: planner::device_state_bytes of the plan for `cfg`, whose budgets with_budgets resolved
+// (max_batch included, so the plan counts that many contexts). 0 when the plan cannot be made
+// (the loader then fails on the model itself, or the placement keeps only its workspace).
 uint64_t device_reserve(const config::Config& cfg) {
   try {
-    const planner::Plan plan = config::plan_for_config(cfg, host::read_meminfo(cfg.memory.meminfo_path).mem_total);
-    return plan.kv_bytes_per_context * cfg.server.max_batch.value_or(1) + plan.input.workspace_bytes;
+    return planner::device_state_bytes(
+        config::plan_for_config(cfg, host::read_meminfo(cfg.memory.meminfo_path).mem_total));
   } catch (const std::exception& e) {
     spdlog::warn("device reserve: no memory plan ({}); the placement counts the workspace only", e.what());
     return 0;

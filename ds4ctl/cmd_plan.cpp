@@ -76,9 +76,9 @@ ds4::planner::BudgetChoice budget_choice(const PlanOptions& o) {
 }
 
 // The device line (docs/cuda.md §placement): the backend ds4d would pick with `backend`, and on a
-// GPU the weights' placement with the plan's KV of every live context and its workspace (the pass
-// scratch the contexts share) as device state. False when
-// `cuda` was asked for and the model does not fit the device (the CPU is never put in its place).
+// GPU the weights' placement with the plan's device state (planner::device_state_bytes). False
+// when `cuda` was asked for and the model does not fit the device (the CPU is never put in its
+// place).
 bool print_device(const std::string& backend, uint64_t weights, uint64_t state) {
   namespace cuda = ds4::cuda;
   const cuda::Backend requested = cuda::parse_backend(backend);
@@ -144,7 +144,7 @@ int run_plan(const PlanOptions& o) {
   }
   const Plan plan = compute_plan(in);
   std::cout << render_report(plan);
-  const bool device_fits = print_device(o.backend, in.weights_bytes, plan.kv_bytes + in.workspace_bytes);
+  const bool device_fits = print_device(o.backend, in.weights_bytes, device_state_bytes(plan));
   return device_fits ? exit_code(plan.verdict) : exit_code(Verdict::DoesNotFit);
 }
 

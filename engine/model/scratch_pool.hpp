@@ -60,13 +60,6 @@ class ScratchPool {
     return made_;
   }
 
-  // Calls f on each free scratch (for measuring what the pool holds); none may be lent meanwhile
-  // for the answer to be complete.
-  void for_each_free(const std::function<void(const S&)>& f) const {
-    std::lock_guard lock(mu_);
-    for (const auto& s : free_) f(*s);
-  }
-
  private:
   void give_back(std::unique_ptr<S> s) {
     std::lock_guard lock(mu_);

@@ -64,6 +64,8 @@ const char* verdict_name(Verdict v) {
   return "?";
 }
 
+uint64_t device_state_bytes(const Plan& plan) { return plan.kv_bytes + plan.input.workspace_bytes; }
+
 int exit_code(Verdict v) {
   switch (v) {
     case Verdict::Fits: return kExitFits;

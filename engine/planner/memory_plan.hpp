@@ -51,6 +51,11 @@ Plan compute_plan(const PlanInput& in);
 const char* verdict_name(Verdict v);  // "fits", "below floor", "does not fit"
 int exit_code(Verdict v);
 
+// What a GPU must hold for this plan beside the weights: every live context's KV (the device
+// state mirrors the CPU's) and the workspace (the one pass scratch the contexts share,
+// docs/memory.md §scratch). The CUDA placement's state figure (ds4d's reserve, ds4ctl plan).
+uint64_t device_state_bytes(const Plan& plan);
+
 // The human-readable report: one line per term in GiB and exact bytes, the sum, MemTotal,
 // headroom, floor and the verdict with a sentence saying what to change when it does not fit.
 std::string render_report(const Plan& plan);

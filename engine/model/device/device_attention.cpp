@@ -138,6 +138,7 @@ void attention_sublayer(const DeviceWeights& dw, const ModelConfig& cfg, const L
       }
     }
     const cuda::DeviceSpan visible = grown<uint64_t>(s.visible, size_t(n_visible) + st.comp_n + 1);
+    const cuda::DeviceSpan ht = heads.sub(size_t(t) * qd * F, qd * F);
     if (indexed) {
       // forward.cpp: the query heads roped and Hadamard+FP4'd only when the indexer must choose.
       const cuda::DeviceSpan iqt = iq.sub(size_t(t) * iqd * F, iqd * F);
@@ -157,14 +158,13 @@ void attention_sublayer(const DeviceWeights& dw, const ModelConfig& cfg, const L
       // (docs/cuda.md §host-round-trips); it is at most min(index rows, top-k).
       const int32_t n_max = n_visible + int32_t(std::min<uint32_t>(st.index_n, cfg.idx_top_k));
       cuda::attention_fast_counted(qt, visible, n_visible, count, n_max, int32_t(nh), int32_t(hd), sinks,
-                                   grown(s.scores, size_t(n_max) * nh + 1), heads.sub(size_t(t) * qd * F, qd * F));
+                                   grown(s.scores, size_t(n_max) * nh + 1), ht);
     } else {
       for (uint32_t c = 0; c < st.comp_n; c++) rows[size_t(n_visible++)] = st.comp.ptr() + uint64_t(c) * hd * F;
       if (n_visible > 0) visible.upload(rows.data(), size_t(n_visible) * sizeof(uint64_t));
       cuda::attention_fast(qt, visible, n_visible, int32_t(nh), int32_t(hd), sinks,
-                           grown(s.scores, size_t(n_visible) * nh + 1), heads.sub(size_t(t) * qd * F, qd * F));
+                           grown(s.scores, size_t(n_visible) * nh + 1), ht);
     }
-    const cuda::DeviceSpan ht = heads.sub(size_t(t) * qd * F, qd * F);
     rope_angles(rope, pos, true, false, cs.data());
     cs_fwd.upload(cs.data(), n_rot * F);
     cuda::rope(ht, cs_fwd, 1, int32_t(nh), int32_t(hd), int32_t(n_rot));
