@@ -1,5 +1,5 @@
 #pragma once
-// Sink attention of one query token on the device in the Fast order (kernels/attention.cuh),
+// Sink attention of query tokens on the device in the Fast order (kernels/attention.cuh),
 // bit-identical to the CPU's engine/model/attention_fast.cpp (docs/arithmetic.md §attention).
 #include <cstdint>
 
@@ -15,11 +15,19 @@ namespace ds4::cuda {
 void attention_fast(DeviceSpan q, DeviceSpan rows, int32_t n, int32_t n_head, int32_t d, DeviceSpan sinks,
                     DeviceSpan scores, DeviceSpan out);
 
-// As attention_fast over n_fixed + *extra rows, extra being one int32 in device memory that a
-// kernel queued before wrote (the indexer's chosen count): the kernels read it, so the host does
-// not wait for it (docs/cuda.md §host-round-trips). rows and scores are sized for n_max rows, the
-// most n_fixed + *extra can be; a count past n_max is the caller's error and is not checked.
-void attention_fast_counted(DeviceSpan q, DeviceSpan rows, int32_t n_fixed, DeviceSpan extra, int32_t n_max,
-                            int32_t n_head, int32_t d, DeviceSpan sinks, DeviceSpan scores, DeviceSpan out);
+// T queries in one launch per pass (docs/cuda.md §attention-rows). q and out: T x n_head x d.
+// rows: a device array of row addresses; first: T + 1 ascending int32 in device memory, query t's
+// entries being first[t] .. first[t + 1] of rows; n_fixed (T int32) and extra (T int32, or empty:
+// none) in device memory: query t sees the first n_fixed[t] + extra[t] of its entries (never more
+// than it has), extra being what a kernel queued before wrote (the indexer's chosen counts), so the
+// host never waits for it. slots = first[T] - first[0], which the host knows; scores: at least
+// slots x n_head floats. Throws std::invalid_argument on bad shapes or buffers too small (the
+// offsets themselves are the caller's). Asynchronous (two launches).
+struct AttentionRows {
+  DeviceSpan rows, first, n_fixed, extra;
+  int32_t T = 0, slots = 0;
+};
+void attention_fast_rows(DeviceSpan q, const AttentionRows& table, int32_t n_head, int32_t d, DeviceSpan sinks,
+                         DeviceSpan scores, DeviceSpan out);
 
 }  // namespace ds4::cuda

@@ -179,6 +179,7 @@ void Device::launch(const char* name, unsigned grid, unsigned block, unsigned sh
     f = it->second;
   }
   check(a, a.cuLaunchKernel(f, grid, 1, 1, block, 1, 1, shared_bytes, nullptr, args, nullptr), name);
+  launches_.fetch_add(1, std::memory_order_relaxed);
 }
 
 void Device::synchronize() { check(*impl_->api, impl_->api->cuCtxSynchronize(), "cuCtxSynchronize"); }

@@ -2,6 +2,7 @@
 // The CUDA device as the engine sees it: a probe that says whether a usable GPU exists (and if
 // not, exactly what is missing), and a Device that holds the primary context and the kernels
 // embedded in this binary (compiled by nvcc for sm_90 and sm_121a, plus PTX for newer GPUs).
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -88,6 +89,8 @@ class Device {
   const DeviceInfo& info() const { return info_; }
   // Launches kernel `name` with a 1D grid; args as for cuLaunchKernel. Throws on a launch error.
   void launch(const char* name, unsigned grid, unsigned block, unsigned shared_bytes, void** args);
+  // Kernel launches made so far, by every thread: what a pass costs in launches (tests, benches).
+  uint64_t launches() const { return launches_.load(std::memory_order_relaxed); }
   void synchronize();
   // Bytes the device has free now (cuMemGetInfo), for the placement (placement.hpp).
   size_t free_memory();
@@ -107,6 +110,7 @@ class Device {
   struct Impl;
   std::unique_ptr<Impl> impl_;
   DeviceInfo info_;
+  std::atomic<uint64_t> launches_{0};
 };
 
 }  // namespace ds4::cuda

@@ -9,6 +9,7 @@ uint64_t activation_bytes_per_token(const ActivationDims& d) {
                           + 5 * d.embedding                        // x, xn, attention out, shared and FFN out
                           + 2 * d.q_lora + 2 * q                   // q latent and its norm, q, heads' outputs
                           + 2 * d.head_dim                         // kv row before and after its norm
+                          + 2 * d.head_dim                         // its raw row's pass copy, RoPE tables, slots
                           + 4 * d.head_dim + 4 * d.indexer_dim     // both compressors' kv and gate (two windows)
                           + d.indexer_heads * (d.indexer_dim + 1)  // indexer queries and head weights
                           + d.out_groups * d.out_rank              // grouped output's low rank rows
@@ -22,7 +23,9 @@ uint64_t activation_bytes_per_token(const ActivationDims& d) {
 }
 
 uint64_t workspace_estimate(const ActivationDims& d, uint32_t prefill_cap) {
-  return kCudaContextBytes + activation_bytes_per_token(d) * prefill_cap + uint64_t{kLogitRows} * d.vocab * 4;
+  const uint64_t attention_group = kAttentionGroupSlots * (d.heads * 4 + 8);  // scores and row addresses
+  return kCudaContextBytes + activation_bytes_per_token(d) * prefill_cap + uint64_t{kLogitRows} * d.vocab * 4 +
+         attention_group;
 }
 
 }  // namespace ds4::planner

@@ -6,8 +6,8 @@
 // q latent, queries and head outputs, the compressors' and the indexer's inputs, the grouped
 // output's low rank rows, the router logits, every routed and shared expert's gate, up and product
 // rows and routed down outputs, and the int8 copies of the activations the matrix products read;
-// one row of logits per decoded/verified position. The tests hold the device pass's scratch and
-// the CPU's under it. The configuration can replace it with a measured figure (memory.workspace).
+// one row of logits per decoded/verified position; the device attention's group of scores. The
+// tests hold the device pass's scratch and the CPU's under it. memory.workspace can replace it.
 #include <cstdint>
 
 namespace ds4::planner {
@@ -32,6 +32,9 @@ struct ActivationDims {
 inline constexpr uint64_t kCudaContextBytes = 512ull << 20;  // driver context and modules, typical
 inline constexpr uint32_t kDefaultPrefillCap = 2048;         // ds4's default ubatch
 inline constexpr uint32_t kLogitRows = 16;                   // decode + speculative verify rows
+// The device attention's rows per launch group at most (docs/cuda.md §attention-rows): its
+// scores (heads floats per row) and row lists (8 bytes per row) are workspace.
+inline constexpr uint64_t kAttentionGroupSlots = 65536;
 
 uint64_t activation_bytes_per_token(const ActivationDims& d);
 uint64_t workspace_estimate(const ActivationDims& d, uint32_t prefill_cap);

@@ -1,5 +1,6 @@
 // See device_attention.hpp. Each step names the CPU code it mirrors in forward.cpp; the host
-// supplies what follows from positions alone (RoPE tables, ring slots, row addresses).
+// supplies what follows from positions alone (RoPE tables, ring slots, row addresses), built for
+// all rows before anything runs (docs/cuda.md §attention-rows).
 #include "engine/model/device/device_attention.hpp"
 
 #include <algorithm>
@@ -23,23 +24,52 @@ namespace {
 
 constexpr size_t F = sizeof(float);
 
-// One token's kv and score rows into a compressor; a completed window is finished (RMSNorm,
-// RoPE at its first position, the row format, f16) into the next row of its store.
-void compress_token(const DeviceWeights& dw, const ModelConfig& cfg, const CompressorWeights& w, const RopeParams& rope,
-                    cuda::DeviceCompressor& cmp, cuda::DeviceSpan kv, cuda::DeviceSpan score, uint32_t pos,
-                    uint32_t dim, cuda::KvFormat fmt, uint64_t (DeviceLayerState::*append)(), DeviceLayerState& st,
-                    AttentionScratch& s) {
-  const cuda::DeviceSpan pooled = grown(s.pooled, dim);
-  if (cuda::compressor_tokens(cmp, kv, score, dw.at(w.ape), 1, pos, pooled) == 0) return;
-  std::vector<float> cs(rope.n_rot);
-  rope_angles(rope, pos + 1 - uint32_t(cmp.ratio), false, false, cs.data());
-  const cuda::DeviceSpan dcs = grown(s.ccs, cs.size());
-  dcs.upload(cs.data(), cs.size() * F);
-  const uint64_t row = (st.*append)();
-  const cuda::DeviceSpan dst = grown<uint64_t>(s.cslot, 1);
-  dst.upload(&row, sizeof row);
-  cuda::compressed_rows_finish(pooled, 1, int32_t(dim), dw.at(w.norm), cfg.rms_eps, dcs, int32_t(rope.n_rot), fmt, dst);
+// Host arrays uploaded to the device in one copy: add() reserves an 8-byte aligned array and
+// returns its offset; pointers are taken once every array is added.
+struct HostTable {
+  std::vector<uint64_t> words;
+  template <class V>
+  size_t add(size_t n) {
+    const size_t at = words.size() * sizeof(uint64_t);
+    words.resize(words.size() + (n * sizeof(V) + sizeof(uint64_t) - 1) / sizeof(uint64_t), 0);
+    return at;
+  }
+  template <class V>
+  V* at(size_t offset) {
+    return reinterpret_cast<V*>(reinterpret_cast<uint8_t*>(words.data()) + offset);
+  }
+  size_t bytes() const { return words.size() * sizeof(uint64_t); }
+};
+
+// A sequence's state before the pass, what its rows see of it (docs/cuda.md §attention-rows).
+struct RunStart {
+  uint32_t n_raw = 0, raw_head = 0, comp_n = 0, index_n = 0;
+};
+
+// One row of the pass: what it sees, from positions alone, as forward.cpp's row loop would have it.
+struct RowView {
+  uint32_t raw = 0;      // visible raw rows: the ring's before the pass, then the pass's own
+  uint32_t comp = 0;     // compressed rows the attention sees in full (not chosen by the indexer)
+  uint32_t index_n = 0;  // indexer rows (ratio 4)
+  bool choose = false;   // the indexer chooses top_k of them on the device
+};
+
+RowView row_view(const DeviceLayerState& st, const RunStart& r0, uint32_t pos0, uint32_t j, uint32_t top_k) {
+  RowView v;
+  v.raw = std::min(std::min(r0.n_raw + j + 1, st.raw_cap), st.raw_window);
+  if (st.ratio == 0) return v;
+  const uint32_t windows = uint32_t(cuda::compressor_windows(int32_t(st.ratio), pos0, int32_t(j) + 1));
+  v.comp = r0.comp_n + windows;
+  if (st.ratio != 4) return v;
+  v.index_n = r0.index_n + windows;
+  if (v.index_n == 0) return v;  // not indexed: every compressed row (none yet)
+  v.choose = v.index_n > top_k;
+  v.comp = v.choose ? 0 : v.index_n;  // indexed without a choice: all indexer rows' compressed rows
+  return v;
 }
+
+// The entries a row's list holds (the chosen rows at most top_k).
+uint32_t row_slots(const RowView& v, uint32_t top_k) { return v.raw + v.comp + (v.choose ? top_k : 0); }
 
 // Each run's rows of a compressor's projected inputs (kv, score: T x width) into its history.
 void record_inputs(std::span<const RowRun> runs, DeviceHistory DeviceLayerState::*hist, cuda::DeviceSpan kv,
@@ -100,75 +130,198 @@ void attention_sublayer(const DeviceWeights& dw, const ModelConfig& cfg, const L
     project(dw.matrix(lw.indexer_proj), xn, T, iw, s.act);
   }
 
-  // Row by row, the stateful part, each row on its own sequence's state.
+  // The stateful part for all rows at once, each row on its own sequence's state as forward.cpp's
+  // row loop leaves it (docs/cuda.md §attention-rows): every list, table and slot follows from
+  // positions, so the host builds them before anything runs and uploads them in one copy.
+  const uint32_t top_k = cfg.idx_top_k;
+  std::vector<RunStart> starts(runs.size());
+  for (size_t r = 0; r < runs.size(); r++) {
+    const DeviceLayerState& st = *runs[r].st;
+    starts[r] = {st.n_raw, st.raw_head, st.comp_n, st.index_n};
+  }
+  std::vector<int32_t> attn_windows(runs.size()), ring_rows(runs.size());
+  HostTable pass;
+  const size_t cs_fwd = pass.add<float>(size_t(T) * n_rot), cs_inv = pass.add<float>(size_t(T) * n_rot),
+               pass_dst = pass.add<uint64_t>(size_t(T));
+  std::vector<size_t> cmp_cs(runs.size()), cmp_dst(runs.size()), ring_dst(runs.size());
+  int32_t most_windows = 0;
+  for (size_t r = 0; r < runs.size(); r++) {
+    const DeviceLayerState& st = *runs[r].st;
+    attn_windows[r] = ratio != 0 ? cuda::compressor_windows(int32_t(ratio), runs[r].pos0, runs[r].n) : 0;
+    most_windows = std::max(most_windows, attn_windows[r]);
+    // Both compressors of a ratio-4 layer complete the same windows; the attention's rows come
+    // first in each run's arrays, then the indexer's.
+    const size_t rows = size_t(attn_windows[r]) * (ratio == 4 ? 2 : 1);
+    cmp_cs[r] = pass.add<float>(rows * n_rot);
+    cmp_dst[r] = pass.add<uint64_t>(rows);
+    ring_rows[r] = int32_t(std::min<uint32_t>(uint32_t(runs[r].n), st.raw_cap));
+    ring_dst[r] = pass.add<uint64_t>(size_t(ring_rows[r]));
+  }
+  const cuda::DeviceSpan raw_pass = grown(s.raw_pass, size_t(T) * hd);
+  {
+    int t = 0;
+    for (size_t r = 0; r < runs.size(); r++) {
+      DeviceLayerState& st = *runs[r].st;
+      const uint32_t pos0 = runs[r].pos0;
+      float* ccs = pass.at<float>(cmp_cs[r]);
+      uint64_t* cdst = pass.at<uint64_t>(cmp_dst[r]);
+      const size_t k = size_t(attn_windows[r]);
+      for (int j = 0; j < runs[r].n; j++, t++) {
+        const uint32_t pos = pos0 + uint32_t(j);
+        rope_angles(rope, pos, false, false, pass.at<float>(cs_fwd) + size_t(t) * n_rot);
+        rope_angles(rope, pos, true, false, pass.at<float>(cs_inv) + size_t(t) * n_rot);
+        pass.at<uint64_t>(pass_dst)[t] = raw_pass.ptr() + uint64_t(t) * hd * F;
+        if (ratio != 0 && cuda::compressor_windows(int32_t(ratio), pos, 1) == 1) {
+          // forward.cpp's compressed_row_finish: RoPE at the window's first position.
+          rope_angles(rope, pos + 1 - ratio, false, false, ccs);
+          *cdst = st.append_comp();
+          if (ratio == 4) {
+            std::copy(ccs, ccs + n_rot, ccs + k * n_rot);
+            cdst[k] = st.append_index();
+          }
+          ccs += n_rot;
+          cdst++;
+        }
+        const uint64_t slot = st.push_raw_slot();
+        if (j >= runs[r].n - ring_rows[r]) pass.at<uint64_t>(ring_dst[r])[j - (runs[r].n - ring_rows[r])] = slot;
+      }
+    }
+  }
+  const cuda::DeviceSpan pass_dev = grown<uint8_t>(s.pass_table, pass.bytes());
+  pass_dev.upload(pass.words.data(), pass.bytes());
+  const auto pass_span = [&](size_t offset, size_t bytes) { return pass_dev.sub(offset, bytes); };
+  const cuda::DeviceSpan cs_all = pass_span(cs_fwd, size_t(T) * n_rot * F);
+
+  // RoPE of every row's q and kv; every row's raw row into the pass's own copy, which the rows
+  // after it read (the ring takes the newest rows once the attention has read the older ones).
+  cuda::rope(q, cs_all, T, int32_t(nh), int32_t(hd), int32_t(n_rot));
+  cuda::rope(kv, cs_all, T, 1, int32_t(hd), int32_t(n_rot));
+  cuda::kv_format_rows(kv, T, int32_t(hd), int32_t(n_rot), cuda::KvFormat::Fp8, true,
+                       pass_span(pass_dst, size_t(T) * sizeof(uint64_t)));
+
+  // The compressors: each run's tokens in one launch, its completed windows finished into the
+  // store's next rows.
+  if (ratio != 0) {
+    const uint32_t widest = ratio == 4 ? std::max(hd, id) : hd;
+    const cuda::DeviceSpan pooled = grown(s.pooled, size_t(std::max(most_windows, 1)) * widest);
+    size_t first = 0;
+    for (size_t r = 0; r < runs.size(); r++) {
+      DeviceLayerState& st = *runs[r].st;
+      const size_t k = size_t(attn_windows[r]), n = size_t(runs[r].n);
+      const auto finish = [&](cuda::DeviceCompressor& cmp, cuda::DeviceSpan in_kv, cuda::DeviceSpan in_sc, uint32_t w,
+                              const CompressorWeights& cw_, uint32_t dim, cuda::KvFormat fmt, size_t at) {
+        const int32_t done =
+            cuda::compressor_tokens(cmp, in_kv.sub(first * w * F, n * w * F), in_sc.sub(first * w * F, n * w * F),
+                                    dw.at(cw_.ape), runs[r].n, runs[r].pos0, pooled);
+        cuda::compressed_rows_finish(pooled, done, int32_t(dim), dw.at(cw_.norm), cfg.rms_eps,
+                                     pass_span(cmp_cs[r] + at * n_rot * F, k * n_rot * F), int32_t(n_rot), fmt,
+                                     pass_span(cmp_dst[r] + at * sizeof(uint64_t), k * sizeof(uint64_t)));
+      };
+      finish(*st.attn_cmp, ckv, csc, cw, lw.attn_compressor, hd, cuda::KvFormat::Fp8, 0);
+      if (ratio == 4) finish(*st.index_cmp, ikv, isc, iwid, lw.indexer_compressor, id, cuda::KvFormat::Fp4Hadamard, k);
+      first += n;
+    }
+  }
+
+  // The rows' lists, a group at a time so that the scores stay within the workspace's budget
+  // (AttentionScratch::group_slots): the raw window (the ring's rows, then the pass's), then the
+  // compressed rows, all of them or the indexer's choice, which its kernels write on the device.
+  std::vector<RowView> views(static_cast<size_t>(T));
+  {
+    int t = 0;
+    for (size_t r = 0; r < runs.size(); r++)
+      for (int j = 0; j < runs[r].n; j++, t++)
+        views[size_t(t)] = row_view(*runs[r].st, starts[r], runs[r].pos0, uint32_t(j), top_k);
+  }
+  bool any_choice = false;
+  for (const RowView& v : views) any_choice = any_choice || v.choose;
+  if (any_choice) {
+    // forward.cpp: the query heads roped and Hadamard+FP4'd where the indexer must choose (other
+    // rows' indexer queries are not read).
+    cuda::rope(iq, cs_all, T, int32_t(cfg.idx_heads), int32_t(id), int32_t(n_rot));
+    cuda::kv_format_rows(iq, T * int32_t(cfg.idx_heads), int32_t(id), int32_t(n_rot), cuda::KvFormat::Fp4Hadamard,
+                         false, {});
+  }
   const cuda::DeviceSpan heads = grown(s.heads, size_t(T) * qd);
   const cuda::DeviceSpan sinks = dw.at(lw.attn_sinks);
-  std::vector<float> cs(n_rot);
-  std::vector<uint64_t> rows;
+  const float wscale = 1.0f / std::sqrt(float(id * cfg.idx_heads));
   size_t run = 0;
   int run_first = 0;
-  for (int t = 0; t < T; t++) {
-    while (t >= run_first + runs[run].n) run_first += runs[run++].n;
-    DeviceLayerState& st = *runs[run].st;
-    const uint32_t pos = runs[run].pos0 + uint32_t(t - run_first);
-    const cuda::DeviceSpan qt = q.sub(size_t(t) * qd * F, qd * F), kvt = kv.sub(size_t(t) * hd * F, hd * F);
-    rope_angles(rope, pos, false, false, cs.data());
-    const cuda::DeviceSpan cs_fwd = grown(s.cs, n_rot);
-    cs_fwd.upload(cs.data(), n_rot * F);
-    cuda::rope(qt, cs_fwd, 1, int32_t(nh), int32_t(hd), int32_t(n_rot));
-    cuda::rope(kvt, cs_fwd, 1, 1, int32_t(hd), int32_t(n_rot));
-    const uint64_t slot = st.push_raw_slot();
-    const cuda::DeviceSpan dslot = grown<uint64_t>(s.slot, 1);
-    dslot.upload(&slot, sizeof slot);
-    cuda::kv_raw_store(kvt, 1, int32_t(hd), int32_t(n_rot), dslot);
-
-    int32_t n_visible = int32_t(st.n_visible_raw());
-    rows.resize(size_t(n_visible) + st.comp_n + 1);
-    for (int32_t r = 0; r < n_visible; r++) rows[size_t(r)] = st.visible_raw_row(uint32_t(r));
-    bool indexed = false;
-    if (ratio != 0) {
-      compress_token(dw, cfg, lw.attn_compressor, rope, *st.attn_cmp, ckv.sub(size_t(t) * cw * F, cw * F),
-                     csc.sub(size_t(t) * cw * F, cw * F), pos, hd, cuda::KvFormat::Fp8, &DeviceLayerState::append_comp,
-                     st, s);
-      if (ratio == 4) {
-        compress_token(dw, cfg, lw.indexer_compressor, rope, *st.index_cmp, ikv.sub(size_t(t) * iwid * F, iwid * F),
-                       isc.sub(size_t(t) * iwid * F, iwid * F), pos, id, cuda::KvFormat::Fp4Hadamard,
-                       &DeviceLayerState::append_index, st, s);
-        indexed = st.index_n > 0;
-      }
+  for (int g0 = 0; g0 < T;) {
+    int g1 = g0;
+    uint64_t slots = 0;
+    uint32_t tail = 0;  // indexer_select's bound: room for every indexer row past a chosen list
+    while (g1 < T && (g1 == g0 || slots + row_slots(views[size_t(g1)], top_k) <= s.group_slots)) {
+      const RowView& v = views[size_t(g1++)];
+      slots += row_slots(v, top_k);
+      if (v.choose) tail = std::max(tail, v.index_n - top_k);
     }
-    const cuda::DeviceSpan visible = grown<uint64_t>(s.visible, size_t(n_visible) + st.comp_n + 1);
-    const cuda::DeviceSpan ht = heads.sub(size_t(t) * qd * F, qd * F);
-    if (indexed) {
-      // forward.cpp: the query heads roped and Hadamard+FP4'd only when the indexer must choose.
-      const cuda::DeviceSpan iqt = iq.sub(size_t(t) * iqd * F, iqd * F);
-      const cuda::DeviceSpan iwt = iw.sub(size_t(t) * cfg.idx_heads * F, cfg.idx_heads * F);
-      if (st.index_n > cfg.idx_top_k) {
-        cuda::rope(iqt, cs_fwd, 1, int32_t(cfg.idx_heads), int32_t(id), int32_t(n_rot));
-        cuda::kv_format_rows(iqt, int32_t(cfg.idx_heads), int32_t(id), int32_t(n_rot), cuda::KvFormat::Fp4Hadamard,
-                             false, {});
+    const int n = g1 - g0;
+    HostTable group;
+    const size_t first_at = group.add<int32_t>(size_t(n) + 1), fixed_at = group.add<int32_t>(size_t(n)),
+                 count_at = group.add<int32_t>(size_t(n)), rows_at = group.add<uint64_t>(slots + tail);
+    int32_t* first = group.at<int32_t>(first_at);
+    uint64_t* rows = group.at<uint64_t>(rows_at);
+    first[0] = 0;
+    for (int t = g0; t < g1; t++) {
+      while (t >= run_first + runs[run].n) run_first += runs[run++].n;
+      const DeviceLayerState& st = *runs[run].st;
+      const RunStart& r0 = starts[run];
+      const RowView& v = views[size_t(t)];
+      const uint32_t j = uint32_t(t - run_first), own = std::min(v.raw, j + 1), ring = v.raw - own;
+      uint64_t* e = rows + first[t - g0];
+      for (uint32_t i = 0; i < ring; i++) {
+        const uint32_t logical = r0.n_raw - ring + i;
+        *e++ = st.raw.ptr() + uint64_t((r0.raw_head + logical) % st.raw_cap) * hd * F;
       }
-      visible.upload(rows.data(), size_t(n_visible) * sizeof(uint64_t));
-      const cuda::DeviceSpan count = grown<int32_t>(s.count, 1);
-      const float wscale = 1.0f / std::sqrt(float(id * cfg.idx_heads));
-      cuda::indexer_select(iqt, iwt, int32_t(cfg.idx_heads), int32_t(id), wscale, st.index_comp, int32_t(st.index_n),
-                           int32_t(cfg.idx_top_k), grown(s.idx_scores, st.index_n), grown<uint8_t>(s.mask, st.index_n),
-                           st.comp, int32_t(hd), visible, n_visible, count);
-      // The chosen count stays on the device, where the attention reads it
-      // (docs/cuda.md §host-round-trips); it is at most min(index rows, top-k).
-      const int32_t n_max = n_visible + int32_t(std::min<uint32_t>(st.index_n, cfg.idx_top_k));
-      cuda::attention_fast_counted(qt, visible, n_visible, count, n_max, int32_t(nh), int32_t(hd), sinks,
-                                   grown(s.scores, size_t(n_max) * nh + 1), ht);
-    } else {
-      for (uint32_t c = 0; c < st.comp_n; c++) rows[size_t(n_visible++)] = st.comp.ptr() + uint64_t(c) * hd * F;
-      if (n_visible > 0) visible.upload(rows.data(), size_t(n_visible) * sizeof(uint64_t));
-      cuda::attention_fast(qt, visible, n_visible, int32_t(nh), int32_t(hd), sinks,
-                           grown(s.scores, size_t(n_visible) * nh + 1), ht);
+      for (uint32_t i = 0; i < own; i++) *e++ = raw_pass.ptr() + uint64_t(t + 1 - int(own) + int(i)) * hd * F;
+      for (uint32_t c = 0; c < v.comp; c++) *e++ = st.comp.ptr() + uint64_t(c) * hd * F;
+      group.at<int32_t>(fixed_at)[t - g0] = int32_t(v.raw + v.comp);
+      first[t - g0 + 1] = first[t - g0] + int32_t(row_slots(v, top_k));
     }
-    rope_angles(rope, pos, true, false, cs.data());
-    cs_fwd.upload(cs.data(), n_rot * F);
-    cuda::rope(ht, cs_fwd, 1, int32_t(nh), int32_t(hd), int32_t(n_rot));
+    const cuda::DeviceSpan table = grown<uint8_t>(s.row_table, group.bytes());
+    table.upload(group.words.data(), group.bytes());
+    const cuda::DeviceSpan rows_dev = table.sub(rows_at, (slots + tail) * sizeof(uint64_t)),
+                           counts = table.sub(count_at, size_t(n) * sizeof(int32_t));
+    run = 0;
+    run_first = 0;
+    for (int t = g0; t < g1; t++) {
+      while (t >= run_first + runs[run].n) run_first += runs[run++].n;
+      const RowView& v = views[size_t(t)];
+      if (!v.choose) continue;
+      const DeviceLayerState& st = *runs[run].st;
+      cuda::indexer_select(
+          iq.sub(size_t(t) * iqd * F, iqd * F), iw.sub(size_t(t) * cfg.idx_heads * F, cfg.idx_heads * F),
+          int32_t(cfg.idx_heads), int32_t(id), wscale, st.index_comp, int32_t(v.index_n), int32_t(top_k),
+          grown(s.idx_scores, v.index_n), grown<uint8_t>(s.mask, v.index_n), st.comp, int32_t(hd),
+          rows_dev.sub(size_t(first[t - g0]) * sizeof(uint64_t), size_t(v.raw + v.index_n) * sizeof(uint64_t)),
+          int32_t(v.raw), counts.sub(size_t(t - g0) * sizeof(int32_t), sizeof(int32_t)));
+    }
+    const cuda::AttentionRows att{rows_dev,
+                                  table.sub(first_at, (size_t(n) + 1) * sizeof(int32_t)),
+                                  table.sub(fixed_at, size_t(n) * sizeof(int32_t)),
+                                  counts,
+                                  n,
+                                  int32_t(slots)};
+    cuda::attention_fast_rows(q.sub(size_t(g0) * qd * F, size_t(n) * qd * F), att, int32_t(nh), int32_t(hd), sinks,
+                              grown(s.scores, slots * nh), heads.sub(size_t(g0) * qd * F, size_t(n) * qd * F));
+    g0 = g1;
+    run = 0;
+    run_first = 0;
   }
+
+  // The newest raw rows into each ring, now that every row has read the ring's older ones; the
+  // heads back from RoPE.
+  {
+    size_t first = 0;
+    for (size_t r = 0; r < runs.size(); r++) {
+      const size_t m = size_t(ring_rows[r]), skip = size_t(runs[r].n) - m;
+      cuda::kv_raw_store(kv.sub((first + skip) * hd * F, m * hd * F), int32_t(m), int32_t(hd), int32_t(n_rot),
+                         pass_span(ring_dst[r], m * sizeof(uint64_t)));
+      first += size_t(runs[r].n);
+    }
+  }
+  cuda::rope(heads, pass_span(cs_inv, size_t(T) * n_rot * F), T, int32_t(nh), int32_t(hd), int32_t(n_rot));
 
   // Grouped output projection, back to the embedding width, HC post.
   const uint32_t low_n = cfg.n_out_group * cfg.out_lora_rank;

@@ -1,9 +1,10 @@
 #pragma once
 // The attention sublayer on the device for the rows of one or more sequences, as
 // engine/model/forward.cpp attention_sublayer orders it on the CPU in Fast mode (bit for bit): HC
-// pre, the batched q-LoRA, KV, compressor and indexer projections, then token by token RoPE, the
-// raw row into the ring, the compressors (ratio 4 and 128) and the indexer (ratio 4), sink
-// attention over the visible rows, inverse RoPE; the grouped output projection and HC post.
+// pre, the batched q-LoRA, KV, compressor and indexer projections, then for all rows at once
+// RoPE, the raw rows, the compressors (ratio 4 and 128), the indexer's choice (ratio 4, row by
+// row), sink attention over each row's visible rows, inverse RoPE (docs/cuda.md §attention-rows);
+// the grouped output projection and HC post.
 #include <cstdint>
 #include <span>
 
@@ -14,12 +15,16 @@
 #include "engine/model/model_config.hpp"
 #include "engine/model/rope.hpp"
 #include "engine/model/weights.hpp"
+#include "engine/planner/workspace_estimate.hpp"
 
 namespace ds4::model::device {
 
 struct AttentionScratch {
   cuda::DeviceBuffer qr, qrn, q, kvr, kv, ckv, csc, ikv, isc, iq, iw, heads, low, attn_out, act;
-  cuda::DeviceBuffer pooled, cs, ccs, slot, cslot, visible, count, scores, mask, idx_scores, hq;
+  cuda::DeviceBuffer pooled, raw_pass, pass_table, row_table, scores, mask, idx_scores, hq;
+  // Visible rows per attention launch at most (a row with more goes alone): the scores' budget
+  // the plan counts (docs/cuda.md §attention-rows); tests lower it.
+  uint64_t group_slots = planner::kAttentionGroupSlots;
 };
 
 // One sequence's rows in a pass: the next `n` rows (runs follow each other in pass order), its
@@ -31,11 +36,10 @@ struct RowRun {
 };
 
 // The T rows of `runs` (their n add up to T; all states of this layer) through one layer's
-// attention: H (T x hc_dim) to H_out (not H). The projections run over all rows at once, the
-// stateful part row by row on each row's own state, so a row's result does not depend on the
-// rows beside it. Synchronises once per row of a ratio-4 layer with more indexer rows than top_k
-// (the count of visible rows). Throws std::length_error past a state's capacity,
-// std::invalid_argument on bad shapes.
+// attention: H (T x hc_dim) to H_out (not H). Every row sees its own sequence's state as the
+// CPU's row loop leaves it, so a row's result does not depend on the rows beside it. Never waits
+// for the device (the indexer's counts stay there). Throws std::length_error past a state's
+// capacity, std::invalid_argument on bad shapes.
 void attention_sublayer(const DeviceWeights& dw, const ModelConfig& cfg, const LayerWeights& lw, const RopeParams& rope,
                         std::span<const RowRun> runs, cuda::DeviceSpan H, int T, cuda::DeviceSpan H_out,
                         LayerScratch& ls, AttentionScratch& s);

@@ -83,11 +83,6 @@ uint64_t DeviceLayerState::push_raw_slot() {
   return raw.ptr() + uint64_t(slot) * head_dim * sizeof(float);
 }
 
-uint64_t DeviceLayerState::visible_raw_row(uint32_t i) const {
-  const uint32_t logical = n_raw - n_visible_raw() + i;
-  return raw.ptr() + uint64_t((raw_head + logical) % raw_cap) * head_dim * sizeof(float);
-}
-
 uint64_t DeviceLayerState::append_comp() {
   if (comp_n >= comp_cap) throw std::length_error("device KV: compressed rows past " + std::to_string(comp_cap));
   return comp.ptr() + uint64_t(comp_n++) * comp_dim * sizeof(float);

@@ -47,8 +47,6 @@ struct DeviceLayerState {
   // The device address of the slot for the newest raw row (evicting the oldest when full), as
   // LayerState::push_raw_slot picks it.
   uint64_t push_raw_slot();
-  uint32_t n_visible_raw() const { return n_raw < raw_window ? n_raw : raw_window; }
-  uint64_t visible_raw_row(uint32_t i) const;
   // The next compressed rows' addresses; throw std::length_error past the capacity.
   uint64_t append_comp();
   uint64_t append_index();

@@ -355,16 +355,17 @@ TEST(EmulatedKv, LayerSequenceMatchesTheCpu) {
       emu::launch(1, stages::kCompactThreads, 0, [&] {
         ds4_indexer_compact(mask.data(), n, k, all, dev_comp.data(), hd, rows.data() + n_raw, &count);
       });
-      // As device_attention.cpp launches it: the grid for every row the count could allow, the
-      // count itself read by the kernels (blocks past it return).
+      // As device_attention.cpp launches it: one query of a row table, the grid for every row the
+      // count could allow, the count itself read by the kernels (blocks past it return).
       const size_t n_max = rows.size();
       std::vector<float> s(n_max * H + 1, std::nanf(""));
       const float scale = 1.0f / std::sqrt(float(hd));
-      const int32_t fixed = int32_t(n_raw);
-      emu::launch(unsigned(n_max * H), 256, 0,
-                  [&] { ds4_attn_scores(qd.data(), rows.data(), H, hd, scale, s.data(), fixed, &count); });
+      const int32_t first[2] = {0, int32_t(n_max)}, fixed = int32_t(n_raw);
+      emu::launch(unsigned(n_max * H), 256, 0, [&] {
+        ds4_attn_scores_rows(qd.data(), rows.data(), first, &fixed, &count, 1, H, hd, scale, s.data());
+      });
       emu::launch(H, hd, hd * sizeof(float), [&] {
-        ds4_attn_combine(s.data(), rows.data(), fixed, &count, H, hd, sinks.data(), heads_dev.data());
+        ds4_attn_combine_rows(s.data(), rows.data(), first, &fixed, &count, H, hd, sinks.data(), heads_dev.data());
       });
       rows.resize(n_raw + size_t(count));
     }

@@ -77,12 +77,11 @@ TEST(EmulatedKernels, AttentionMatchesTheCpuFastOrder) {
       std::vector<float> scores(size_t(n) * H + 1);
       const float scale = 1.0f / std::sqrt(float(s.d));
       if (n > 0)
-        emu::launch(unsigned(n) * H, 256, 0, [&] {
-          ds4_attn_scores(c.q.data(), rows.data(), int32_t(H), int64_t(s.d), scale, scores.data(), n, nullptr);
-        });
+        emu::launch(unsigned(n) * H, 256, 0,
+                    [&] { ds4_attn_scores(c.q.data(), rows.data(), int32_t(H), int64_t(s.d), scale, scores.data()); });
       const unsigned threads = (s.d + 31) / 32 * 32;
       emu::launch(H, threads, threads * sizeof(float), [&] {
-        ds4_attn_combine(scores.data(), rows.data(), n, nullptr, int32_t(H), int32_t(s.d), c.sinks.data(), got.data());
+        ds4_attn_combine(scores.data(), rows.data(), n, int32_t(H), int32_t(s.d), c.sinks.data(), got.data());
       });
       EXPECT_EQ(first_difference(got, c.want), "") << "d " << s.d << ", " << n << " rows, " << H << " heads";
     }
