@@ -1,6 +1,6 @@
 // Launches kernels/indexer.cuh: scores (one 256-thread block per row, a warp per head), top-k (by
 // rank in 256-thread blocks up to 4096 rows, else the one-block radix select), then the one-block
-// compaction into the visible row list.
+// compaction into the visible row list; for many query rows, the same with one radix block each.
 #include "engine/cuda/indexer.hpp"
 
 #include <stdexcept>
@@ -38,6 +38,26 @@ void indexer_select(DeviceSpan q, DeviceSpan w, int32_t n_head, int32_t dim, flo
   uint64_t cp = comp_rows.ptr(), vp = visible.ptr() + sizeof(uint64_t) * uint64_t(visible_offset), np = count.ptr();
   void* a3[] = {&mp, &n, &top_k, &all, &cp, &cd, &vp, &np};
   dev.launch("ds4_indexer_compact", 1, 1024, 0, a3);
+}
+
+void indexer_select_rows(DeviceSpan choices, int32_t R, int64_t total, int32_t n_head, int32_t dim, float wscale,
+                         int32_t top_k, int32_t comp_dim, DeviceSpan scores, DeviceSpan mask) {
+  if (R < 0 || total < R || total > (int64_t(1) << 31) - 1 || top_k < 0 || n_head <= 0 || n_head > 256 || dim <= 0 ||
+      comp_dim <= 0 || choices.bytes() < sizeof(IndexerChoice) * size_t(R) ||
+      scores.bytes() < sizeof(float) * size_t(total) || mask.bytes() < size_t(total))
+    throw std::invalid_argument("CUDA indexer_select_rows: " + std::to_string(R) + " rows, " + std::to_string(total) +
+                                " indexer rows, " + std::to_string(n_head) + " heads of " + std::to_string(dim) +
+                                " do not fit the buffers");
+  if (R == 0) return;
+  Device& dev = Device::open();
+  uint64_t cp = choices.ptr(), sp = scores.ptr(), mp = mask.ptr();
+  int64_t cd = comp_dim;
+  void* a1[] = {&cp, &R, &n_head, &dim, &wscale, &sp};
+  dev.launch("ds4_indexer_scores_rows", static_cast<unsigned>(total), 256, 0, a1);
+  void* a2[] = {&cp, &top_k, &sp, &mp};
+  dev.launch("ds4_indexer_topk_rows", static_cast<unsigned>(R), 1024, 0, a2);
+  void* a3[] = {&cp, &top_k, &mp, &cd};
+  dev.launch("ds4_indexer_compact_rows", static_cast<unsigned>(R), 1024, 0, a3);
 }
 
 void visible_rows_all(DeviceSpan comp_rows, int32_t n, int32_t comp_dim, DeviceSpan visible, int32_t visible_offset,

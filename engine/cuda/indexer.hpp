@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "engine/cuda/device.hpp"
+#include "engine/cuda/indexer_choice.hpp"
 
 namespace ds4::cuda {
 
@@ -21,6 +22,15 @@ namespace ds4::cuda {
 void indexer_select(DeviceSpan q, DeviceSpan w, int32_t n_head, int32_t dim, float wscale, DeviceSpan index_rows,
                     int32_t n, int32_t top_k, DeviceSpan scores, DeviceSpan mask, DeviceSpan comp_rows,
                     int32_t comp_dim, DeviceSpan visible, int32_t visible_offset, DeviceSpan count);
+
+// indexer_select for R query rows at once, each with more indexer rows than top_k
+// (docs/cuda.md §attention-rows): choices is a device array of R IndexerChoice entries whose
+// `first` run 0, n_0, n_0 + n_1, ... up to total (the sum of their n); scores (total floats) and
+// mask (total bytes) are scratch. Each row's chosen rows go to its `out`, their number to its
+// `count`, bit-identical to indexer_select on that row. The entries' addresses are the caller's.
+// Throws std::invalid_argument on bad shapes or scratch too small. Asynchronous (three launches).
+void indexer_select_rows(DeviceSpan choices, int32_t R, int64_t total, int32_t n_head, int32_t dim, float wscale,
+                         int32_t top_k, int32_t comp_dim, DeviceSpan scores, DeviceSpan mask);
 
 // Every one of n compressed rows visible (ratio-128 layers, or n <= top_k without the mask):
 // visible[visible_offset + c] = comp_rows + c * comp_dim, and count = n. Asynchronous.

@@ -35,6 +35,8 @@ inline constexpr uint32_t kLogitRows = 16;                   // decode + specula
 // The device attention's rows per launch group at most (docs/cuda.md §attention-rows): its
 // scores (heads floats per row) and row lists (8 bytes per row) are workspace.
 inline constexpr uint64_t kAttentionGroupSlots = 65536;
+// Indexer rows scored per batched choice at most: their scores (4 bytes) and mask (1 byte).
+inline constexpr uint64_t kIndexerGroupRows = 1u << 20;
 
 uint64_t activation_bytes_per_token(const ActivationDims& d);
 uint64_t workspace_estimate(const ActivationDims& d, uint32_t prefill_cap);

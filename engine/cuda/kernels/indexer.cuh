@@ -9,6 +9,7 @@
 // deterministic, n^2 / 256 comparisons per block (fine for a few thousand rows).
 #include <cstdint>
 
+#include "engine/cuda/indexer_choice.hpp"
 #include "engine/cuda/kernels/float_dot_block.cuh"
 #include "engine/cuda/kernels/float_dot_warp.cuh"
 #include "engine/quant/block_arith.hpp"
@@ -19,27 +20,34 @@ constexpr unsigned kTopkThreads = 256, kCompactThreads = 1024;
 constexpr int32_t kMaxIndexerHeads = 256;
 }  // namespace ds4::cuda::stages
 
-// q: n_head x dim (ready); w: n_head raw weights, scaled here by wscale as the CPU scales them;
-// rows: n rows of dim floats from `rows`; scores: n. Grid: n blocks; block: kDotThreads (8 warps;
-// warp k takes heads k, k + 8, ...), n_head at most kMaxIndexerHeads.
+namespace ds4::cuda::stages {
+// The score of one indexer row in thread 0 (others: unspecified): q n_head x dim (ready), w n_head
+// raw weights scaled here by wscale as the CPU scales them. Block: kDotThreads (8 warps; warp k
+// takes heads k, k + 8, ...), n_head at most kMaxIndexerHeads.
+__device__ __forceinline__ float indexer_score(const float* q, const float* w, int32_t n_head, int32_t dim,
+                                               float wscale, const float* row) {
+  __shared__ float terms[kMaxIndexerHeads];
+  const int warp = static_cast<int>(threadIdx.x / 32), warps = static_cast<int>(blockDim.x / 32);
+  for (int32_t h = warp; h < n_head; h += warps) {
+    float d = warp_fast_dot(row, q + static_cast<int64_t>(h) * dim, dim);
+    if (d < 0.0f) d = 0.0f;
+    if (threadIdx.x % 32 == 0) terms[h] = arith::mul(d, arith::mul(w[h], wscale));
+  }
+  __syncthreads();
+  float s = 0.0f;
+  if (threadIdx.x == 0)
+    for (int32_t h = 0; h < n_head; h++) s = arith::add(s, terms[h]);  // heads in index order
+  return s;
+}
+}  // namespace ds4::cuda::stages
+
+// rows: n rows of dim floats; scores: n. Grid: n blocks; block: kDotThreads.
 extern "C" __global__ void __launch_bounds__(ds4::cuda::stages::kDotThreads)
     ds4_indexer_scores(const float* q, const float* w, int32_t n_head, int32_t dim, float wscale, const float* rows,
                        float* scores) {
-  namespace st = ds4::cuda::stages;
-  __shared__ float terms[st::kMaxIndexerHeads];
-  const float* row = rows + static_cast<int64_t>(blockIdx.x) * dim;
-  const int warp = static_cast<int>(threadIdx.x / 32), warps = static_cast<int>(blockDim.x / 32);
-  for (int32_t h = warp; h < n_head; h += warps) {
-    float d = st::warp_fast_dot(row, q + static_cast<int64_t>(h) * dim, dim);
-    if (d < 0.0f) d = 0.0f;
-    if (threadIdx.x % 32 == 0) terms[h] = st::arith::mul(d, st::arith::mul(w[h], wscale));
-  }
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    float s = 0.0f;
-    for (int32_t h = 0; h < n_head; h++) s = st::arith::add(s, terms[h]);  // heads in index order
-    scores[blockIdx.x] = s;
-  }
+  const float s =
+      ds4::cuda::stages::indexer_score(q, w, n_head, dim, wscale, rows + static_cast<int64_t>(blockIdx.x) * dim);
+  if (threadIdx.x == 0) scores[blockIdx.x] = s;
 }
 
 // mask[c] = 1 iff row c is among the first top_k in (score desc, index asc) over the rows with
@@ -88,8 +96,8 @@ __device__ __forceinline__ int32_t exclusive_prefix(int32_t* sums, int32_t nt) {
 // radix select (four 8-bit passes, shared-memory histograms; integer counts are exact in any
 // order), then every row above K and, of the rows at K, the lowest-indexed ones (a scan over
 // contiguous chunks). Grid: 1 block of kCompactThreads.
-extern "C" __global__ void __launch_bounds__(ds4::cuda::stages::kCompactThreads)
-    ds4_indexer_topk_radix(const float* scores, int32_t n, int32_t top_k, uint8_t* mask) {
+namespace ds4::cuda::stages {
+__device__ __forceinline__ void indexer_topk_radix(const float* scores, int32_t n, int32_t top_k, uint8_t* mask) {
   namespace st = ds4::cuda::stages;
   __shared__ uint32_t hist[256];
   __shared__ uint32_t prefix, high_mask, n_valid;
@@ -143,14 +151,20 @@ extern "C" __global__ void __launch_bounds__(ds4::cuda::stages::kCompactThreads)
     mask[c] = take;
   }
 }
+}  // namespace ds4::cuda::stages
+
+extern "C" __global__ void __launch_bounds__(ds4::cuda::stages::kCompactThreads)
+    ds4_indexer_topk_radix(const float* scores, int32_t n, int32_t top_k, uint8_t* mask) {
+  ds4::cuda::stages::indexer_topk_radix(scores, n, top_k, mask);
+}
 
 // The visible compressed rows: out[k] = base + c * dim for the k-th c with mask[c] set (all = 1:
 // every row, and mask, unless null, set to 1). When fewer than top_k rows are set, row 0 is set too
 // (the CPU's remaining passes take row 0). *count = the number written. Grid: 1 block of
 // kCompactThreads.
-extern "C" __global__ void __launch_bounds__(ds4::cuda::stages::kCompactThreads)
-    ds4_indexer_compact(uint8_t* mask, int32_t n, int32_t top_k, int32_t all, const float* base, int64_t dim,
-                        const float** out, int32_t* count) {
+namespace ds4::cuda::stages {
+__device__ __forceinline__ void indexer_compact(uint8_t* mask, int32_t n, int32_t top_k, int32_t all, const float* base,
+                                                int64_t dim, const float** out, int32_t* count) {
   namespace st = ds4::cuda::stages;
   __shared__ int32_t sums[st::kCompactThreads];
   const int32_t tid = static_cast<int32_t>(threadIdx.x), nt = static_cast<int32_t>(blockDim.x);
@@ -177,4 +191,49 @@ extern "C" __global__ void __launch_bounds__(ds4::cuda::stages::kCompactThreads)
   int32_t k = sums[tid];
   for (int32_t c = c0; c < c1; c++)
     if (all || mask[c]) out[k++] = base + c * dim;
+}
+}  // namespace ds4::cuda::stages
+
+extern "C" __global__ void __launch_bounds__(ds4::cuda::stages::kCompactThreads)
+    ds4_indexer_compact(uint8_t* mask, int32_t n, int32_t top_k, int32_t all, const float* base, int64_t dim,
+                        const float** out, int32_t* count) {
+  ds4::cuda::stages::indexer_compact(mask, n, top_k, all, base, dim, out, count);
+}
+
+// The choices of R query rows at once (docs/cuda.md §attention-rows), each row's as the kernels
+// above make it: choices[r] (indexer_choice.hpp) names its query, rows and list; scores and mask
+// hold every row's n entries from its `first` on, the rows' firsts ascending and contiguous.
+// Scores: grid sum of n blocks of kDotThreads (block b is entry b).
+extern "C" __global__ void __launch_bounds__(ds4::cuda::stages::kDotThreads)
+    ds4_indexer_scores_rows(const ds4::cuda::IndexerChoice* choices, int32_t R, int32_t n_head, int32_t dim,
+                            float wscale, float* scores) {
+  const int32_t b = static_cast<int32_t>(blockIdx.x);
+  int32_t lo = 0, hi = R;  // the row whose entries hold b
+  while (hi - lo > 1) {
+    const int32_t mid = (lo + hi) / 2;
+    if (choices[mid].first <= b) lo = mid;
+    else hi = mid;
+  }
+  const ds4::cuda::IndexerChoice& ch = choices[lo];
+  const float* row = reinterpret_cast<const float*>(ch.index_rows) + static_cast<int64_t>(b - ch.first) * dim;
+  const float s = ds4::cuda::stages::indexer_score(reinterpret_cast<const float*>(ch.q),
+                                                   reinterpret_cast<const float*>(ch.w), n_head, dim, wscale, row);
+  if (threadIdx.x == 0) scores[b] = s;
+}
+
+// Each row's top_k mask (the radix selection: the same mask as the rank one). Grid: R blocks of
+// kCompactThreads.
+extern "C" __global__ void __launch_bounds__(ds4::cuda::stages::kCompactThreads)
+    ds4_indexer_topk_rows(const ds4::cuda::IndexerChoice* choices, int32_t top_k, const float* scores, uint8_t* mask) {
+  const ds4::cuda::IndexerChoice& ch = choices[blockIdx.x];
+  ds4::cuda::stages::indexer_topk_radix(scores + ch.first, ch.n, top_k, mask + ch.first);
+}
+
+// Each row's chosen rows into its list and their number into its count. Grid: R blocks of
+// kCompactThreads.
+extern "C" __global__ void __launch_bounds__(ds4::cuda::stages::kCompactThreads)
+    ds4_indexer_compact_rows(const ds4::cuda::IndexerChoice* choices, int32_t top_k, uint8_t* mask, int64_t dim) {
+  const ds4::cuda::IndexerChoice& ch = choices[blockIdx.x];
+  ds4::cuda::stages::indexer_compact(mask + ch.first, ch.n, top_k, 0, reinterpret_cast<const float*>(ch.comp_rows), dim,
+                                     reinterpret_cast<const float**>(ch.out), reinterpret_cast<int32_t*>(ch.count));
 }

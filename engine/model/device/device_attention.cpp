@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
+#include <utility>
 #include <vector>
 
 #include "engine/cuda/act_quant.hpp"
@@ -225,7 +226,8 @@ void attention_sublayer(const DeviceWeights& dw, const ModelConfig& cfg, const L
 
   // The rows' lists, a group at a time so that the scores stay within the workspace's budget
   // (AttentionScratch::group_slots): the raw window (the ring's rows, then the pass's), then the
-  // compressed rows, all of them or the indexer's choice, which its kernels write on the device.
+  // compressed rows, all of them or the indexer's choice, which its kernels write on the device
+  // (cuda::indexer_select_rows: three launches for the group's choosing rows).
   std::vector<RowView> views(static_cast<size_t>(T));
   {
     int t = 0;
@@ -245,30 +247,38 @@ void attention_sublayer(const DeviceWeights& dw, const ModelConfig& cfg, const L
   const cuda::DeviceSpan heads = grown(s.heads, size_t(T) * qd);
   const cuda::DeviceSpan sinks = dw.at(lw.attn_sinks);
   const float wscale = 1.0f / std::sqrt(float(id * cfg.idx_heads));
-  size_t run = 0;
-  int run_first = 0;
+  std::vector<uint32_t> row_run(static_cast<size_t>(T)), row_j(static_cast<size_t>(T));
+  for (int t = 0, r = 0, j = 0; t < T; t++, j++) {
+    while (j >= runs[size_t(r)].n) r++, j = 0;
+    row_run[size_t(t)] = uint32_t(r);
+    row_j[size_t(t)] = uint32_t(j);
+  }
   for (int g0 = 0; g0 < T;) {
     int g1 = g0;
     uint64_t slots = 0;
-    uint32_t tail = 0;  // indexer_select's bound: room for every indexer row past a chosen list
+    uint32_t tail = 0, choices = 0;  // tail: room for every indexer row past a chosen list
     while (g1 < T && (g1 == g0 || slots + row_slots(views[size_t(g1)], top_k) <= s.group_slots)) {
       const RowView& v = views[size_t(g1++)];
       slots += row_slots(v, top_k);
-      if (v.choose) tail = std::max(tail, v.index_n - top_k);
+      if (v.choose) tail = std::max(tail, v.index_n - top_k), choices++;
     }
     const int n = g1 - g0;
     HostTable group;
     const size_t first_at = group.add<int32_t>(size_t(n) + 1), fixed_at = group.add<int32_t>(size_t(n)),
-                 count_at = group.add<int32_t>(size_t(n)), rows_at = group.add<uint64_t>(slots + tail);
+                 count_at = group.add<int32_t>(size_t(n)), rows_at = group.add<uint64_t>(slots + tail),
+                 choice_at = group.add<cuda::IndexerChoice>(choices);
+    const cuda::DeviceSpan table = grown<uint8_t>(s.row_table, group.bytes());
+    const cuda::DeviceSpan rows_dev = table.sub(rows_at, (slots + tail) * sizeof(uint64_t)),
+                           counts = table.sub(count_at, size_t(n) * sizeof(int32_t));
     int32_t* first = group.at<int32_t>(first_at);
     uint64_t* rows = group.at<uint64_t>(rows_at);
+    cuda::IndexerChoice* choice = group.at<cuda::IndexerChoice>(choice_at);
     first[0] = 0;
     for (int t = g0; t < g1; t++) {
-      while (t >= run_first + runs[run].n) run_first += runs[run++].n;
-      const DeviceLayerState& st = *runs[run].st;
-      const RunStart& r0 = starts[run];
+      const DeviceLayerState& st = *runs[row_run[size_t(t)]].st;
+      const RunStart& r0 = starts[row_run[size_t(t)]];
       const RowView& v = views[size_t(t)];
-      const uint32_t j = uint32_t(t - run_first), own = std::min(v.raw, j + 1), ring = v.raw - own;
+      const uint32_t own = std::min(v.raw, row_j[size_t(t)] + 1), ring = v.raw - own;
       uint64_t* e = rows + first[t - g0];
       for (uint32_t i = 0; i < ring; i++) {
         const uint32_t logical = r0.n_raw - ring + i;
@@ -277,25 +287,37 @@ void attention_sublayer(const DeviceWeights& dw, const ModelConfig& cfg, const L
       for (uint32_t i = 0; i < own; i++) *e++ = raw_pass.ptr() + uint64_t(t + 1 - int(own) + int(i)) * hd * F;
       for (uint32_t c = 0; c < v.comp; c++) *e++ = st.comp.ptr() + uint64_t(c) * hd * F;
       group.at<int32_t>(fixed_at)[t - g0] = int32_t(v.raw + v.comp);
+      if (v.choose) {
+        *choice++ = {iq.ptr() + uint64_t(t) * iqd * F,
+                     iw.ptr() + uint64_t(t) * cfg.idx_heads * F,
+                     st.index_comp.ptr(),
+                     st.comp.ptr(),
+                     rows_dev.ptr() + (uint64_t(first[t - g0]) + v.raw) * sizeof(uint64_t),
+                     counts.ptr() + uint64_t(t - g0) * sizeof(int32_t),
+                     int32_t(v.index_n),
+                     0};
+      }
       first[t - g0 + 1] = first[t - g0] + int32_t(row_slots(v, top_k));
     }
-    const cuda::DeviceSpan table = grown<uint8_t>(s.row_table, group.bytes());
+    // The indexer's choices, as many rows per launch as planner::kIndexerGroupRows indexer rows
+    // allow (a row with more goes alone); each batch's offsets from 0.
+    choice = group.at<cuda::IndexerChoice>(choice_at);
+    std::vector<std::pair<uint32_t, int64_t>> batches;  // (rows, indexer rows)
+    for (uint32_t c = 0; c < choices; c++) {
+      if (batches.empty() || (batches.back().second + choice[c].n > int64_t(planner::kIndexerGroupRows)))
+        batches.push_back({0, 0});
+      choice[c].first = int32_t(batches.back().second);
+      batches.back().first++;
+      batches.back().second += choice[c].n;
+    }
     table.upload(group.words.data(), group.bytes());
-    const cuda::DeviceSpan rows_dev = table.sub(rows_at, (slots + tail) * sizeof(uint64_t)),
-                           counts = table.sub(count_at, size_t(n) * sizeof(int32_t));
-    run = 0;
-    run_first = 0;
-    for (int t = g0; t < g1; t++) {
-      while (t >= run_first + runs[run].n) run_first += runs[run++].n;
-      const RowView& v = views[size_t(t)];
-      if (!v.choose) continue;
-      const DeviceLayerState& st = *runs[run].st;
-      cuda::indexer_select(
-          iq.sub(size_t(t) * iqd * F, iqd * F), iw.sub(size_t(t) * cfg.idx_heads * F, cfg.idx_heads * F),
-          int32_t(cfg.idx_heads), int32_t(id), wscale, st.index_comp, int32_t(v.index_n), int32_t(top_k),
-          grown(s.idx_scores, v.index_n), grown<uint8_t>(s.mask, v.index_n), st.comp, int32_t(hd),
-          rows_dev.sub(size_t(first[t - g0]) * sizeof(uint64_t), size_t(v.raw + v.index_n) * sizeof(uint64_t)),
-          int32_t(v.raw), counts.sub(size_t(t - g0) * sizeof(int32_t), sizeof(int32_t)));
+    size_t done = 0;
+    for (const auto& [rows_in, total] : batches) {
+      cuda::indexer_select_rows(
+          table.sub(choice_at + done * sizeof(cuda::IndexerChoice), size_t(rows_in) * sizeof(cuda::IndexerChoice)),
+          int32_t(rows_in), total, int32_t(cfg.idx_heads), int32_t(id), wscale, int32_t(top_k), int32_t(hd),
+          grown(s.idx_scores, size_t(total)), grown<uint8_t>(s.mask, size_t(total)));
+      done += rows_in;
     }
     const cuda::AttentionRows att{rows_dev,
                                   table.sub(first_at, (size_t(n) + 1) * sizeof(int32_t)),
@@ -306,8 +328,6 @@ void attention_sublayer(const DeviceWeights& dw, const ModelConfig& cfg, const L
     cuda::attention_fast_rows(q.sub(size_t(g0) * qd * F, size_t(n) * qd * F), att, int32_t(nh), int32_t(hd), sinks,
                               grown(s.scores, slots * nh), heads.sub(size_t(g0) * qd * F, size_t(n) * qd * F));
     g0 = g1;
-    run = 0;
-    run_first = 0;
   }
 
   // The newest raw rows into each ring, now that every row has read the ring's older ones; the

@@ -153,4 +153,53 @@ TEST(KvGpu, IndexerSelectionMatchesTheCpu) {
   EXPECT_EQ(n, 5);
 }
 
+// Several rows' choices in one batched launch (indexer_select_rows, docs/cuda.md §attention-rows):
+// each row's list and count as the CPU chooses, with the rows' indexer stores apart and the lists
+// at offsets past each row's raw window in one array. The emulator takes the small cases.
+TEST(KvGpu, BatchedIndexerSelectionMatchesTheCpuPerRow) {
+  SKIP_WITHOUT_GPU();
+  std::mt19937 rng(31);
+  const uint32_t comp_dim = 512, raw = 5, top_k = 12, n_head = 4;
+  const std::vector<uint32_t> ns =
+      on_emulator() ? std::vector<uint32_t>{40, 13, 70} : std::vector<uint32_t>{40, 13, 70, 3000, 6000, 600};
+  std::vector<IndexerCase> cases;
+  std::vector<DeviceBuffer> qs, ws, rows, comps;
+  std::vector<ds4::cuda::IndexerChoice> choices;
+  const uint32_t room = raw + top_k;  // each row's list: its raw window, then its choice
+  DeviceBuffer lists(sizeof(uint64_t) * room * ns.size() + sizeof(uint64_t) * 6000),
+      counts(sizeof(int32_t) * ns.size());
+  int64_t total = 0;
+  for (size_t r = 0; r < ns.size(); r++) {
+    cases.push_back(make_indexer_case(rng, ns[r], top_k, n_head, int(r % 3)));
+    qs.push_back(upload(cases[r].q));
+    ws.push_back(upload(cases[r].w));
+    rows.push_back(upload(cases[r].rows));
+    comps.emplace_back(size_t(ns[r]) * comp_dim * sizeof(float));
+    choices.push_back({qs[r].ptr(), ws[r].ptr(), rows[r].ptr(), comps[r].ptr(),
+                       lists.ptr() + (r * room + raw) * sizeof(uint64_t), counts.ptr() + r * sizeof(int32_t),
+                       int32_t(ns[r]), int32_t(total)});
+    total += ns[r];
+  }
+  DeviceBuffer table(choices.size() * sizeof(ds4::cuda::IndexerChoice)), scores(size_t(total) * sizeof(float)),
+      mask(static_cast<size_t>(total));
+  table.upload(choices.data(), table.bytes());
+  ds4::cuda::indexer_select_rows(table, int32_t(ns.size()), total, int32_t(n_head), int32_t(cases[0].dim),
+                                 cases[0].wscale, int32_t(top_k), int32_t(comp_dim), scores, mask);
+  std::vector<int32_t> got_counts(ns.size());
+  counts.download(got_counts.data(), got_counts.size() * sizeof(int32_t));
+  for (size_t r = 0; r < ns.size(); r++) {
+    std::vector<uint64_t> want;
+    for (uint32_t c = 0; c < ns[r]; c++)
+      if (cases[r].want[c]) want.push_back(comps[r].ptr() + uint64_t(c) * comp_dim * sizeof(float));
+    ASSERT_EQ(got_counts[r], int32_t(want.size())) << "row " << r << " of " << ns[r] << " indexer rows";
+    std::vector<uint64_t> got(want.size());
+    lists.download(got.data(), got.size() * sizeof(uint64_t), (r * room + raw) * sizeof(uint64_t));
+    EXPECT_EQ(got, want) << "row " << r << " of " << ns[r] << " indexer rows";
+  }
+  EXPECT_THROW(
+      ds4::cuda::indexer_select_rows(table, int32_t(ns.size()), total, int32_t(n_head), int32_t(cases[0].dim),
+                                     cases[0].wscale, int32_t(top_k), int32_t(comp_dim), scores, DeviceBuffer(8)),
+      std::invalid_argument);  // the mask too small
+}
+
 }  // namespace
