@@ -16,6 +16,7 @@
 #include "ds4ctl/command_registry.hpp"
 #include "ds4ctl/count_list.hpp"
 #include "engine/cuda/backend_choice.hpp"
+#include "engine/cuda/device.hpp"
 #include "engine/gguf/gguf_reader.hpp"
 #include "engine/kernels/thread_pool.hpp"
 #include "engine/loaded_model/loaded_model.hpp"
@@ -161,33 +162,41 @@ int run_bench(const BenchOptions& o) {
       on_gpu ? " of the CPU (the model runs on the GPU)" : "", roof.memory_gbs, roof.kernel_gbs, roof.gbs(),
       roof.memory_gbs <= roof.kernel_gbs ? "memory" : "kernel", roof.gbs() * 1e9 / roof.bytes_per_token);
 
-  fmt::print("{:>8} {:>14} {:>13} {:>10} {:>10} {:>10}\n", "context", "prefill tok/s", "decode tok/s", "ms/token",
-             "eff GB/s", "roofline");
+  // On the GPU, kernel launches per token (prefill/decode; cuda::Device::launches): a few
+  // microseconds each, so a pass's launch count bounds its speed (docs/cuda.md §attention-rows).
+  const auto launches = [&] { return on_gpu ? ds4::cuda::Device::open().launches() : 0; };
+  fmt::print("{:>8} {:>14} {:>13} {:>10} {:>10} {:>10} {:>14}\n", "context", "prefill tok/s", "decode tok/s",
+             "ms/token", "eff GB/s", "roofline", "launches/tok");
   std::vector<uint32_t> contexts = o.contexts;
   std::sort(contexts.begin(), contexts.end());
   for (uint32_t n_ctx : contexts) {
     const uint32_t capacity = n_ctx + o.decode_tokens + 2;
     ds4::Context ctx(model, ds4::ContextOptions{capacity});
-    std::string prefill_rate = "-";
+    std::string prefill_rate = "-", prefill_launches = "-";
     std::span<const float> logits;
     if (n_ctx > 0) {
       const std::vector<int32_t> prompt = synthetic_prompt(n_ctx, info.n_vocab);
+      const uint64_t l0 = launches();
       const auto t0 = Clock::now();
       logits = ctx.prefill(prompt);
       prefill_rate = fmt::format("{:.2f}", n_ctx / seconds_since(t0));
+      prefill_launches = fmt::format("{:.1f}", double(launches() - l0) / n_ctx);
     } else {
       logits = ctx.decode(0);  // start an empty context; also warms the weights
     }
     // One untimed step so that page faults of experts not yet touched are not billed to decode.
     logits = ctx.decode(ds4::sampler::argmax(logits));
+    const uint64_t l0 = launches();
     const auto t0 = Clock::now();
     for (uint32_t i = 0; i < o.decode_tokens; ++i) logits = ctx.decode(ds4::sampler::argmax(logits));
     const double s = seconds_since(t0);
+    const std::string per_token =
+        on_gpu ? fmt::format("{}/{:.0f}", prefill_launches, double(launches() - l0) / o.decode_tokens) : "-";
     const double tok_s = o.decode_tokens / s;
     const double eff_gbs = roof.bytes_per_token * tok_s / 1e9;
     const std::string of_roof = on_gpu ? "-" : fmt::format("{:.0f}%", 100.0 * eff_gbs / roof.gbs());
-    fmt::print("{:>8} {:>14} {:>13.2f} {:>10.2f} {:>10.2f} {:>10}\n", n_ctx, prefill_rate, tok_s,
-               1e3 * s / o.decode_tokens, eff_gbs, of_roof);
+    fmt::print("{:>8} {:>14} {:>13.2f} {:>10.2f} {:>10.2f} {:>10} {:>14}\n", n_ctx, prefill_rate, tok_s,
+               1e3 * s / o.decode_tokens, eff_gbs, of_roof, per_token);
   }
   return 0;
 }
