@@ -1,8 +1,9 @@
 // Launches the MoE kernels of kernels/moe.cuh: the router one warp per token, the expert
-// matvecs four warps a block (a row each) with each pair's blocks together, the elementwise
-// steps 256 threads a block.
+// matvecs four warps a block (a row each) per pair or per tile of grouped pairs (the grouping one
+// block), the elementwise steps 256 threads a block.
 #include "engine/cuda/moe.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -18,6 +19,19 @@ const char* expert_kernel(quant::Type type) {
     default: return nullptr;
   }
 }
+
+const char* grouped_kernel(quant::Type type) {
+  switch (type) {
+    case quant::Type::MXFP4: return "ds4_moe_matvec_grouped_mxfp4";
+    case quant::Type::Q2_K: return "ds4_moe_matvec_grouped_q2_k";
+    case quant::Type::Q4_K: return "ds4_moe_matvec_grouped_q4_k";
+    case quant::Type::IQ2_XXS: return "ds4_moe_matvec_grouped_iq2_xxs";
+    default: return nullptr;
+  }
+}
+
+constexpr int kMoeTile = 8;             // kernels/moe.cuh
+constexpr int kMaxGroupExperts = 1024;  // kernels/moe.cuh kMaxRouterExperts
 
 void need(DeviceSpan b, size_t bytes, const char* what) {
   if (b.bytes() < bytes)
@@ -105,6 +119,49 @@ void moe_expert_matvec(const DeviceExperts& w, DeviceSpan ids, int n_pairs, Devi
   void* args[] = {&wp, &expert_bytes, &n_expert, &rows, &cols, &ip, &ap, &stride, &per, &op};
   const int64_t row_blocks = (w.rows + 3) / 4;  // kernels/matvec.cuh: four warps a block
   Device::open().launch(name, unsigned(row_blocks * n_pairs), 128, 0, args);
+}
+
+int32_t moe_group_max_tiles(int n_pairs, int n_expert) {
+  return (n_pairs + kMoeTile - 1) / kMoeTile + std::min(n_pairs, n_expert + 1);  // a partial tile per bucket
+}
+
+void moe_group(DeviceSpan ids, int n_expert, const MoeGroups& g) {
+  if (g.n_pairs < 1 || n_expert < 1 || n_expert > kMaxGroupExperts)
+    throw std::invalid_argument("CUDA MoE grouping: " + std::to_string(g.n_pairs) + " pairs over " +
+                                std::to_string(n_expert) + " experts");
+  need(ids, 4 * size_t(g.n_pairs), "ids");
+  need(g.order, 4 * size_t(g.n_pairs), "order");
+  need(g.tiles, 12 * size_t(moe_group_max_tiles(g.n_pairs, n_expert)), "tiles");
+  need(g.n_tiles, 4, "tile count");
+  uint64_t ip = ids.ptr(), op = g.order.ptr(), tp = g.tiles.ptr(), np = g.n_tiles.ptr();
+  int32_t n = g.n_pairs, e = n_expert;
+  void* args[] = {&ip, &n, &e, &op, &tp, &np};
+  Device::open().launch("ds4_moe_group", 1, 1024, 0, args);
+}
+
+void moe_expert_matvec_grouped(const DeviceExperts& w, const MoeGroups& g, DeviceSpan act, size_t act_row_bytes,
+                               int pairs_per_act, DeviceSpan out) {
+  const char* name = grouped_kernel(w.type);
+  if (name == nullptr) throw std::invalid_argument("CUDA MoE: no expert kernel for this weight format");
+  if (g.n_pairs < 1 || pairs_per_act < 1 || g.max_tiles < moe_group_max_tiles(g.n_pairs, int(w.n_expert)))
+    throw std::invalid_argument("CUDA MoE: " + std::to_string(g.n_pairs) + " grouped pairs, " +
+                                std::to_string(pairs_per_act) + " per activation row, " + std::to_string(g.max_tiles) +
+                                " tiles");
+  const size_t row = quant::act_row_bytes(quant::traits(w.type).vec_dot_type, w.cols);
+  const int n_act = (g.n_pairs + pairs_per_act - 1) / pairs_per_act;
+  if (act_row_bytes < row || act_row_bytes % 4 != 0)
+    throw std::invalid_argument("CUDA MoE: activation rows " + std::to_string(act_row_bytes) + " bytes apart, need " +
+                                std::to_string(row) + " and a multiple of 4");
+  need(act, act_row_bytes * size_t(n_act - 1) + row, "activation");
+  need(out, sizeof(float) * size_t(g.n_pairs) * size_t(w.rows), "output");
+  uint64_t wp = w.data.ptr(), op = g.order.ptr(), tp = g.tiles.ptr(), np = g.n_tiles.ptr(), ap = act.ptr(),
+           outp = out.ptr();
+  int64_t expert_bytes = int64_t(quant::row_bytes(w.type, uint64_t(w.cols))) * w.rows, rows = w.rows, cols = w.cols;
+  int64_t stride = int64_t(act_row_bytes);
+  int32_t n_expert = int32_t(w.n_expert), per = pairs_per_act;
+  void* args[] = {&wp, &expert_bytes, &n_expert, &rows, &cols, &op, &tp, &np, &ap, &stride, &per, &outp};
+  const int64_t row_blocks = (w.rows + 3) / 4;  // kernels/matvec.cuh: four warps a block
+  Device::open().launch(name, unsigned(row_blocks * g.max_tiles), 128, 0, args);
 }
 
 void moe_swiglu(DeviceSpan gate, DeviceSpan up, DeviceSpan weights, int64_t n_rows, int64_t n_ff, float clamp,

@@ -54,6 +54,22 @@ void moe_route(DeviceSpan logits, int T, const RouterArgs& a, DeviceSpan ids, De
 void moe_expert_matvec(const DeviceExperts& w, DeviceSpan ids, int n_pairs, DeviceSpan act, size_t act_row_bytes,
                        int pairs_per_act, DeviceSpan out);
 
+// The pairs grouped by expert on the device (kernels/moe.cuh moe_group) for the grouped matvec:
+// order (n_pairs int32), tiles (3 int32 each, max_tiles of them), n_tiles (one int32).
+// moe_group_max_tiles is the most tiles n_pairs pairs over n_expert experts can make.
+struct MoeGroups {
+  DeviceSpan order, tiles, n_tiles;
+  int32_t n_pairs = 0, max_tiles = 0;
+};
+int32_t moe_group_max_tiles(int n_pairs, int n_expert);
+// Groups ids (n_pairs int32) into g (sized for n_pairs and n_expert, at most 1024 experts).
+// Throws std::invalid_argument on small buffers. Asynchronous (one launch).
+void moe_group(DeviceSpan ids, int n_expert, const MoeGroups& g);
+// moe_expert_matvec over grouped pairs: the same outputs, bit for bit, each expert's rows read
+// once per tile of up to 8 of its pairs (docs/cuda.md §stages). Asynchronous.
+void moe_expert_matvec_grouped(const DeviceExperts& w, const MoeGroups& g, DeviceSpan act, size_t act_row_bytes,
+                               int pairs_per_act, DeviceSpan out);
+
 // mid[i] = swiglu(gate[i], up[i], clamp) * weights[i / n_ff] for i < n_rows * n_ff (routed
 // pairs: weights = the router's, one per pair) or without the product (weights empty: the
 // shared expert). Throws std::invalid_argument on small buffers.

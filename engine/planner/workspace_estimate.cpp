@@ -15,7 +15,8 @@ uint64_t activation_bytes_per_token(const ActivationDims& d) {
                           + d.out_groups * d.out_rank              // grouped output's low rank rows
                           + d.experts                              // router logits
                           + 3 * experts * d.expert_ff              // gate, up, product
-                          + d.experts_used * d.embedding;          // each routed expert's down output
+                          + d.experts_used * d.embedding           // each routed expert's down output
+                          + 2 * d.experts_used;                    // the pairs grouped by expert
   // int8 copies the products read (Q8_0 1.0625, Q8_K 1.14 bytes per value; 1.25 counted): the
   // heads' outputs, the experts' products, the HC pre input.
   const uint64_t quantized = (q + experts * d.expert_ff + d.hc_streams * d.embedding) * 5 / 4;

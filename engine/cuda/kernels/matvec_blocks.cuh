@@ -21,10 +21,11 @@ namespace ds4::cuda::kernels {
 // MXFP4: 4 bytes = 8 elements). Two integer __shfl_xor_sync levels (exact) give the block's sums
 // in all four lanes, each applies the block update (the same bits in all four), and three float
 // __shfl_xor_sync levels are the slice tree (xor 4, 8, 16: slice s with s^1, s^2, s^4).
-// matvec_blocks_row is one warp's row (w: its first block), out[t * out_stride] for activation t.
-template <int N, class Block>
-__device__ void matvec_blocks_row(const uint8_t* __restrict__ w, int64_t cols, const uint8_t* __restrict__ act,
-                                  int64_t act_row_bytes, float* __restrict__ out, int64_t out_stride) {
+// matvec_blocks_rows_at is one warp's row (w: its first block) against N activation rows wherever
+// they are: act_at(t) is row t, out_at(t) where its output goes (the MoE's grouped pairs gather
+// theirs); matvec_blocks_row takes rows act_row_bytes apart, out[t * out_stride] for row t.
+template <int N, class Block, class ActAt, class OutAt>
+__device__ void matvec_blocks_rows_at(const uint8_t* __restrict__ w, int64_t cols, ActAt act_at, OutAt out_at) {
   using Weight = typename Block::Weight;
   using Act = typename Block::Act;
   constexpr int kLanesPerBlock = 4, kPer = Block::kUnits / kLanesPerBlock;
@@ -44,7 +45,7 @@ __device__ void matvec_blocks_row(const uint8_t* __restrict__ w, int64_t cols, c
     for (int t = 0; t < N; t++) {
       sums[t] = {0, 0};
       if (live) {
-        const Act* a = reinterpret_cast<const Act*>(act + t * act_row_bytes) + b;
+        const Act* a = reinterpret_cast<const Act*>(act_at(t)) + b;
         sums[t] = Block::sums(wrow[b], *a, first, kPer);
       }
       sums[t].isum += __shfl_xor_sync(kFull, sums[t].isum, 1);
@@ -55,7 +56,7 @@ __device__ void matvec_blocks_row(const uint8_t* __restrict__ w, int64_t cols, c
     if (live) {
 #pragma unroll
       for (int t = 0; t < N; t++) {
-        const Act* a = reinterpret_cast<const Act*>(act + t * act_row_bytes) + b;
+        const Act* a = reinterpret_cast<const Act*>(act_at(t)) + b;
         acc[t] = Block::update(acc[t], wrow[b], *a, sums[t]);
       }
     }
@@ -66,8 +67,15 @@ __device__ void matvec_blocks_row(const uint8_t* __restrict__ w, int64_t cols, c
     v = arith::add(v, __shfl_xor_sync(kFull, v, 4));
     v = arith::add(v, __shfl_xor_sync(kFull, v, 8));
     v = arith::add(v, __shfl_xor_sync(kFull, v, 16));
-    if (lane == 0) out[t * out_stride] = Block::finish(v);
+    if (lane == 0) *out_at(t) = Block::finish(v);
   }
+}
+
+template <int N, class Block>
+__device__ void matvec_blocks_row(const uint8_t* __restrict__ w, int64_t cols, const uint8_t* __restrict__ act,
+                                  int64_t act_row_bytes, float* __restrict__ out, int64_t out_stride) {
+  matvec_blocks_rows_at<N, Block>(
+      w, cols, [=](int t) { return act + t * act_row_bytes; }, [=](int t) { return out + t * out_stride; });
 }
 
 template <int N, class Block>

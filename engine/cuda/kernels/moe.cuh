@@ -121,7 +121,94 @@ __device__ void moe_matvec(const uint8_t* __restrict__ w, int64_t expert_bytes, 
                               act_row_bytes, o, rows);
 }
 
+// Pairs grouped by expert (docs/cuda.md §stages, expert grouping): a tile is up to kMoeTile
+// pairs of one expert, whose rows the grouped matvec reads once for all of them.
+constexpr int kMoeTile = 8;  // the widest matvec row code
+constexpr int kMoeGroupThreads = 1024;
+
+// One block: counts per bucket (expert ids; bucket n_expert for ids outside [0, n_expert)) by
+// shared-memory atomics (exact), then thread 0 lays the buckets out in id order, the pairs of a
+// bucket in pair order (order[]), and cuts each bucket into tiles of at most kMoeTile pairs:
+// tiles[3 * i] = bucket, tiles[3 * i + 1] = first entry of order[], tiles[3 * i + 2] = pairs;
+// *n_tiles = their number.
+__device__ inline void moe_group(const int32_t* __restrict__ ids, int32_t n_pairs, int32_t n_expert,
+                                 int32_t* __restrict__ order, int32_t* __restrict__ tiles,
+                                 int32_t* __restrict__ n_tiles) {
+  __shared__ uint32_t count[kMaxRouterExperts + 1];
+  const auto bucket = [&](int32_t p) { return ids[p] >= 0 && ids[p] < n_expert ? ids[p] : n_expert; };
+  for (int32_t b = static_cast<int32_t>(threadIdx.x); b <= n_expert; b += static_cast<int32_t>(blockDim.x))
+    count[b] = 0u;
+  __syncthreads();
+  for (int32_t p = static_cast<int32_t>(threadIdx.x); p < n_pairs; p += static_cast<int32_t>(blockDim.x))
+    atomicAdd(&count[bucket(p)], 1u);
+  __syncthreads();
+  if (threadIdx.x != 0) return;
+  int32_t n = 0, at = 0;
+  for (int32_t b = 0; b <= n_expert; b++) {  // count[b] becomes the bucket's next entry
+    const int32_t c = static_cast<int32_t>(count[b]);
+    for (int32_t k = 0; k < c; k += kMoeTile) {
+      tiles[3 * n] = b;
+      tiles[3 * n + 1] = at + k;
+      tiles[3 * n + 2] = c - k < kMoeTile ? c - k : kMoeTile;
+      n++;
+    }
+    count[b] = static_cast<uint32_t>(at);
+    at += c;
+  }
+  for (int32_t p = 0; p < n_pairs; p++) order[count[bucket(p)]++] = p;  // bucket order, then pair order
+  *n_tiles = n;
+}
+
+template <class Block, int N>
+__device__ void moe_tile_row(const uint8_t* __restrict__ w, int64_t cols, const int32_t* __restrict__ pairs,
+                             const uint8_t* __restrict__ act, int64_t act_row_bytes, int32_t pairs_per_act,
+                             float* __restrict__ out, int64_t rows) {
+  matvec_blocks_rows_at<N, Block>(
+      w, cols, [=](int t) { return act + pairs[t] / pairs_per_act * act_row_bytes; },
+      [=](int t) { return out + static_cast<int64_t>(pairs[t]) * rows; });
+}
+
+// moe_matvec over tiles: block (tile, four rows) runs the tile's pairs through its expert's rows
+// at once with the width-n row code (the same bits as n width-1 rows), so the expert is read once
+// per tile instead of once per pair. Tiles past *n_tiles return; bucket n_expert gives NaN rows.
+template <class Block>
+__device__ void moe_matvec_grouped(const uint8_t* __restrict__ w, int64_t expert_bytes, int32_t n_expert, int64_t rows,
+                                   int64_t cols, const int32_t* __restrict__ order, const int32_t* __restrict__ tiles,
+                                   const int32_t* __restrict__ n_tiles, const uint8_t* __restrict__ act,
+                                   int64_t act_row_bytes, int32_t pairs_per_act, float* __restrict__ out) {
+  const int64_t row_blocks = (rows + kWarpsPerBlock - 1) / kWarpsPerBlock;
+  const int64_t tile = blockIdx.x / row_blocks;
+  const int64_t row = (blockIdx.x % row_blocks) * kWarpsPerBlock + threadIdx.x / 32;
+  if (tile >= *n_tiles || row >= rows) return;
+  const int32_t e = tiles[3 * tile], n = tiles[3 * tile + 2];
+  const int32_t* pairs = order + tiles[3 * tile + 1];
+  float* o = out + row;
+  if (e == n_expert) {
+    if (threadIdx.x % 32 == 0)
+      for (int32_t t = 0; t < n; t++) o[static_cast<int64_t>(pairs[t]) * rows] = arith::bits_to_f32(0x7fc00000u);
+    return;
+  }
+  const int64_t row_bytes = cols / Block::kElems * static_cast<int64_t>(sizeof(typename Block::Weight));
+  const uint8_t* wr = w + e * expert_bytes + row * row_bytes;
+  switch (n) {
+    case 1: moe_tile_row<Block, 1>(wr, cols, pairs, act, act_row_bytes, pairs_per_act, o, rows); break;
+    case 2: moe_tile_row<Block, 2>(wr, cols, pairs, act, act_row_bytes, pairs_per_act, o, rows); break;
+    case 3: moe_tile_row<Block, 3>(wr, cols, pairs, act, act_row_bytes, pairs_per_act, o, rows); break;
+    case 4: moe_tile_row<Block, 4>(wr, cols, pairs, act, act_row_bytes, pairs_per_act, o, rows); break;
+    case 5: moe_tile_row<Block, 5>(wr, cols, pairs, act, act_row_bytes, pairs_per_act, o, rows); break;
+    case 6: moe_tile_row<Block, 6>(wr, cols, pairs, act, act_row_bytes, pairs_per_act, o, rows); break;
+    case 7: moe_tile_row<Block, 7>(wr, cols, pairs, act, act_row_bytes, pairs_per_act, o, rows); break;
+    default: moe_tile_row<Block, 8>(wr, cols, pairs, act, act_row_bytes, pairs_per_act, o, rows); break;
+  }
+}
+
 }  // namespace ds4::cuda::kernels
+
+extern "C" __global__ void __launch_bounds__(ds4::cuda::kernels::kMoeGroupThreads)
+    ds4_moe_group(const int32_t* ids, int32_t n_pairs, int32_t n_expert, int32_t* order, int32_t* tiles,
+                  int32_t* n_tiles) {
+  ds4::cuda::kernels::moe_group(ids, n_pairs, n_expert, order, tiles, n_tiles);
+}
 
 extern "C" __global__ void ds4_moe_route(const float* logits, int32_t n_expert, int32_t k, const float* bias,
                                          const int32_t* tid2eid, int64_t n_vocab, const int32_t* tokens, float scale,
@@ -164,3 +251,17 @@ DS4_MOE_MATVEC(q2_k, Q2KBlock)
 DS4_MOE_MATVEC(q4_k, Q4KBlock)
 DS4_MOE_MATVEC(iq2_xxs, Iq2XxsBlock)
 #undef DS4_MOE_MATVEC
+
+#define DS4_MOE_MATVEC_GROUPED(NAME, BLOCK) \
+  extern "C" __global__ void __launch_bounds__(128) \
+      ds4_moe_matvec_grouped_##NAME(const uint8_t* w, int64_t expert_bytes, int32_t n_expert, int64_t rows, \
+                                    int64_t cols, const int32_t* order, const int32_t* tiles, const int32_t* n_tiles, \
+                                    const uint8_t* act, int64_t act_row_bytes, int32_t pairs_per_act, float* out) { \
+    ds4::cuda::kernels::moe_matvec_grouped<ds4::quant::fast::BLOCK>( \
+        w, expert_bytes, n_expert, rows, cols, order, tiles, n_tiles, act, act_row_bytes, pairs_per_act, out); \
+  }
+DS4_MOE_MATVEC_GROUPED(mxfp4, Mxfp4Block)
+DS4_MOE_MATVEC_GROUPED(q2_k, Q2KBlock)
+DS4_MOE_MATVEC_GROUPED(q4_k, Q4KBlock)
+DS4_MOE_MATVEC_GROUPED(iq2_xxs, Iq2XxsBlock)
+#undef DS4_MOE_MATVEC_GROUPED

@@ -60,16 +60,31 @@ void ffn_sublayer(const DeviceWeights& dw, const ModelConfig& cfg, const LayerWe
   cuda::moe_route(logits, T, ra, ids, weights);
 
   // Routed experts: gate/up of every (token, slot) pair by the ids on the device, the weighted
-  // SwiGLU, the re-quantized hidden rows through down.
+  // SwiGLU, the re-quantized hidden rows through down. Over more than one token the pairs are
+  // grouped by expert on the device first, so that an expert's rows are read once per tile of up
+  // to 8 of its pairs rather than once per pair (the same bits; docs/cuda.md §stages).
   size_t xq_row = 0, mq_row = 0;
   const cuda::DeviceSpan xq = activation_rows(lw.ffn_gate_exps.type, xn, T, D, s.xq, xq_row);
   const cuda::DeviceSpan gate = grown(s.gate, size_t(P * F)), up = grown(s.up, size_t(P * F)),
                          mid = grown(s.mid, size_t(P * F)), down = grown(s.down, size_t(P * D));
-  cuda::moe_expert_matvec(experts(dw, lw.ffn_gate_exps), ids, int(P), xq, xq_row, int(K), gate);
-  cuda::moe_expert_matvec(experts(dw, lw.ffn_up_exps), ids, int(P), xq, xq_row, int(K), up);
+  cuda::MoeGroups groups;
+  if (T > 1) {
+    groups.n_pairs = int32_t(P);
+    groups.max_tiles = cuda::moe_group_max_tiles(int(P), int(E));
+    groups.order = grown<int32_t>(s.order, size_t(P));
+    groups.tiles = grown<int32_t>(s.tiles, 3 * size_t(groups.max_tiles));
+    groups.n_tiles = grown<int32_t>(s.n_tiles, 1);
+    cuda::moe_group(ids, int(E), groups);
+  }
+  const auto routed = [&](const Tensor& t, cuda::DeviceSpan act, size_t act_row, int per, cuda::DeviceSpan out) {
+    if (T > 1) cuda::moe_expert_matvec_grouped(experts(dw, t), groups, act, act_row, per, out);
+    else cuda::moe_expert_matvec(experts(dw, t), ids, int(P), act, act_row, per, out);
+  };
+  routed(lw.ffn_gate_exps, xq, xq_row, int(K), gate);
+  routed(lw.ffn_up_exps, xq, xq_row, int(K), up);
   cuda::moe_swiglu(gate, up, weights, P, F, clamp, mid);
   const cuda::DeviceSpan midq = activation_rows(lw.ffn_down_exps.type, mid, int(P), F, s.midq, mq_row);
-  cuda::moe_expert_matvec(experts(dw, lw.ffn_down_exps), ids, int(P), midq, mq_row, 1, down);
+  routed(lw.ffn_down_exps, midq, mq_row, 1, down);
 
   // The shared expert (weight 1), then the sum and HC post.
   const int64_t Fs = int64_t(lw.ffn_gate_shexp.ne[1]);

@@ -15,6 +15,7 @@ namespace ds4::model::device {
 struct LayerScratch {
   cuda::DeviceBuffer flat, mix, split, x, xn, act, xq;
   cuda::DeviceBuffer logits, ids, weights, error, gate, up, mid, midq, down, sh_gate, sh_up, sh_mid, sh_out, out;
+  cuda::DeviceBuffer order, tiles, n_tiles;  // the pairs grouped by expert (more than one token)
 };
 
 // HC pre for T tokens of H (T x hc_dim): fills s.split (the split hc_post needs) and s.xn (T x

@@ -122,6 +122,46 @@ TEST(MoeGpu, WholeFfnMatchesMoeForward) {
   }
 }
 
+// Pairs grouped by expert on the device (moe_group, moe_expert_matvec_grouped): the same output
+// bits as the per-pair matvec, for pairs that share experts (tiles of 1 to 8 pairs, one expert
+// with 11), one with an id out of range (NaN rows as per pair), gate/up (a token row per K
+// pairs) and down (a row per pair), every routed format.
+TEST(MoeGpu, GroupedExpertMatvecIsThePerPairOne) {
+  SKIP_WITHOUT_GPU();
+  std::mt19937 rng(32);
+  const int64_t E = 6, rows = 12, cols = 256, K = 3, T = 9, P = T * K;
+  std::vector<int32_t> ids(P);
+  for (int64_t p = 0; p < P; p++) ids[p] = p < 11 ? 2 : int32_t(rng() % E);  // expert 2: 11 pairs and more
+  ids[13] = -1;
+  ids[20] = int32_t(E);
+  const DeviceBuffer dids = upload_bytes(ids.data(), ids.size() * 4);
+  for (const Type type : {Type::IQ2_XXS, Type::Q2_K, Type::Q4_K, Type::MXFP4}) {
+    const Type vdt = ds4::quant::traits(type).vec_dot_type;
+    const std::vector<uint8_t> w = weight_bytes(type, E * rows, cols, uint32_t(rng()));
+    const auto experts = cu::upload_experts(type, w.data(), E, rows, cols);
+    const size_t arb = ds4::quant::act_row_bytes(vdt, cols);
+    for (const int per : {int(K), 1}) {
+      const int64_t n_act = (P + per - 1) / per;
+      auto x = upload(randn(rng, size_t(n_act * cols), 1.0f));
+      DeviceBuffer act(arb * n_act), want(4 * P * rows), got(4 * P * rows);
+      cu::quantize_activation(vdt, x, int(n_act), cols, act);
+      cu::moe_expert_matvec(experts, dids, int(P), act, arb, per, want);
+      cu::MoeGroups g;
+      g.n_pairs = int32_t(P);
+      g.max_tiles = cu::moe_group_max_tiles(int(P), int(E));
+      DeviceBuffer order(4 * P), tiles(12 * size_t(g.max_tiles)), n_tiles(4);
+      g.order = order;
+      g.tiles = tiles;
+      g.n_tiles = n_tiles;
+      cu::moe_group(dids, int(E), g);
+      cu::moe_expert_matvec_grouped(experts, g, act, arb, per, got);
+      const auto a = fetch<uint32_t>(want, size_t(P * rows)), b = fetch<uint32_t>(got, size_t(P * rows));
+      EXPECT_EQ(a, b) << ds4::quant::type_info(type).name << ", " << per << " pairs per activation row";
+      EXPECT_GT(fetch<int32_t>(n_tiles, 1)[0], 3) << "tiles";
+    }
+  }
+}
+
 TEST(MoeGpu, RouterMatchesRouteToken) {
   SKIP_WITHOUT_GPU();
   std::mt19937 rng(31);
