@@ -10,23 +10,18 @@
 namespace ds4::cuda {
 namespace {
 
-const char* expert_kernel(quant::Type type) {
+// The expert matvec kernels of a routed format, per pair and grouped (nullptr: none).
+struct ExpertKernels {
+  const char* per_pair = nullptr;
+  const char* grouped = nullptr;
+};
+ExpertKernels expert_kernels(quant::Type type) {
   switch (type) {
-    case quant::Type::MXFP4: return "ds4_moe_matvec_mxfp4";
-    case quant::Type::Q2_K: return "ds4_moe_matvec_q2_k";
-    case quant::Type::Q4_K: return "ds4_moe_matvec_q4_k";
-    case quant::Type::IQ2_XXS: return "ds4_moe_matvec_iq2_xxs";
-    default: return nullptr;
-  }
-}
-
-const char* grouped_kernel(quant::Type type) {
-  switch (type) {
-    case quant::Type::MXFP4: return "ds4_moe_matvec_grouped_mxfp4";
-    case quant::Type::Q2_K: return "ds4_moe_matvec_grouped_q2_k";
-    case quant::Type::Q4_K: return "ds4_moe_matvec_grouped_q4_k";
-    case quant::Type::IQ2_XXS: return "ds4_moe_matvec_grouped_iq2_xxs";
-    default: return nullptr;
+    case quant::Type::MXFP4: return {"ds4_moe_matvec_mxfp4", "ds4_moe_matvec_grouped_mxfp4"};
+    case quant::Type::Q2_K: return {"ds4_moe_matvec_q2_k", "ds4_moe_matvec_grouped_q2_k"};
+    case quant::Type::Q4_K: return {"ds4_moe_matvec_q4_k", "ds4_moe_matvec_grouped_q4_k"};
+    case quant::Type::IQ2_XXS: return {"ds4_moe_matvec_iq2_xxs", "ds4_moe_matvec_grouped_iq2_xxs"};
+    default: return {};
   }
 }
 
@@ -42,7 +37,7 @@ void need(DeviceSpan b, size_t bytes, const char* what) {
 constexpr unsigned kThreads = 256;
 
 size_t experts_bytes(quant::Type type, int64_t n_expert, int64_t rows, int64_t cols) {
-  if (expert_kernel(type) == nullptr)
+  if (expert_kernels(type).per_pair == nullptr)
     throw std::invalid_argument(std::string("CUDA MoE: no expert kernel for ") +
                                 std::string(quant::type_info(type).name));
   if (n_expert <= 0 || rows <= 0 || cols <= 0 || cols % quant::type_info(type).block_elems != 0)
@@ -50,6 +45,29 @@ size_t experts_bytes(quant::Type type, int64_t n_expert, int64_t rows, int64_t c
                                 "x" + std::to_string(cols));
   return size_t(quant::row_bytes(type, uint64_t(cols))) * size_t(rows) * size_t(n_expert);
 }
+
+// What both expert matvecs read and write: n_pairs pairs' activation rows (one per pairs_per_act
+// pairs, act_row_bytes apart) and output rows. Returns the kernel name (grouped or per pair);
+// throws std::invalid_argument on a format without one or buffers too small.
+const char* check_expert_io(const DeviceExperts& w, bool grouped, int n_pairs, int pairs_per_act, DeviceSpan act,
+                            size_t act_row_bytes, DeviceSpan out) {
+  const ExpertKernels k = expert_kernels(w.type);
+  const char* name = grouped ? k.grouped : k.per_pair;
+  if (name == nullptr) throw std::invalid_argument("CUDA MoE: no expert kernel for this weight format");
+  if (n_pairs < 1 || pairs_per_act < 1)
+    throw std::invalid_argument("CUDA MoE: " + std::to_string(n_pairs) + " pairs, " + std::to_string(pairs_per_act) +
+                                " per activation row");
+  const size_t row = quant::act_row_bytes(quant::traits(w.type).vec_dot_type, w.cols);
+  const int n_act = (n_pairs + pairs_per_act - 1) / pairs_per_act;
+  if (act_row_bytes < row || act_row_bytes % 4 != 0)
+    throw std::invalid_argument("CUDA MoE: activation rows " + std::to_string(act_row_bytes) + " bytes apart, need " +
+                                std::to_string(row) + " and a multiple of 4");
+  need(act, act_row_bytes * size_t(n_act - 1) + row, "activation");
+  need(out, sizeof(float) * size_t(n_pairs) * size_t(w.rows), "output");
+  return name;
+}
+
+int64_t expert_bytes(const DeviceExperts& w) { return int64_t(quant::row_bytes(w.type, uint64_t(w.cols))) * w.rows; }
 
 }  // namespace
 
@@ -99,24 +117,12 @@ void moe_route(DeviceSpan logits, int T, const RouterArgs& a, DeviceSpan ids, De
 
 void moe_expert_matvec(const DeviceExperts& w, DeviceSpan ids, int n_pairs, DeviceSpan act, size_t act_row_bytes,
                        int pairs_per_act, DeviceSpan out) {
-  const char* name = expert_kernel(w.type);
-  if (name == nullptr) throw std::invalid_argument("CUDA MoE: no expert kernel for this weight format");
-  if (n_pairs < 1 || pairs_per_act < 1)
-    throw std::invalid_argument("CUDA MoE: " + std::to_string(n_pairs) + " pairs, " + std::to_string(pairs_per_act) +
-                                " per activation row");
-  const size_t row = quant::act_row_bytes(quant::traits(w.type).vec_dot_type, w.cols);
-  const int n_act = (n_pairs + pairs_per_act - 1) / pairs_per_act;
-  if (act_row_bytes < row || act_row_bytes % 4 != 0)
-    throw std::invalid_argument("CUDA MoE: activation rows " + std::to_string(act_row_bytes) + " bytes apart, need " +
-                                std::to_string(row) + " and a multiple of 4");
-  need(act, act_row_bytes * size_t(n_act - 1) + row, "activation");
+  const char* name = check_expert_io(w, false, n_pairs, pairs_per_act, act, act_row_bytes, out);
   need(ids, 4 * size_t(n_pairs), "ids");
-  need(out, sizeof(float) * size_t(n_pairs) * size_t(w.rows), "output");
   uint64_t wp = w.data.ptr(), ip = ids.ptr(), ap = act.ptr(), op = out.ptr();
-  int64_t expert_bytes = int64_t(quant::row_bytes(w.type, uint64_t(w.cols))) * w.rows, rows = w.rows, cols = w.cols;
-  int64_t stride = int64_t(act_row_bytes);
+  int64_t eb = expert_bytes(w), rows = w.rows, cols = w.cols, stride = int64_t(act_row_bytes);
   int32_t n_expert = int32_t(w.n_expert), per = pairs_per_act;
-  void* args[] = {&wp, &expert_bytes, &n_expert, &rows, &cols, &ip, &ap, &stride, &per, &op};
+  void* args[] = {&wp, &eb, &n_expert, &rows, &cols, &ip, &ap, &stride, &per, &op};
   const int64_t row_blocks = (w.rows + 3) / 4;  // kernels/matvec.cuh: four warps a block
   Device::open().launch(name, unsigned(row_blocks * n_pairs), 128, 0, args);
 }
@@ -141,25 +147,15 @@ void moe_group(DeviceSpan ids, int n_expert, const MoeGroups& g) {
 
 void moe_expert_matvec_grouped(const DeviceExperts& w, const MoeGroups& g, DeviceSpan act, size_t act_row_bytes,
                                int pairs_per_act, DeviceSpan out) {
-  const char* name = grouped_kernel(w.type);
-  if (name == nullptr) throw std::invalid_argument("CUDA MoE: no expert kernel for this weight format");
-  if (g.n_pairs < 1 || pairs_per_act < 1 || g.max_tiles < moe_group_max_tiles(g.n_pairs, int(w.n_expert)))
+  const char* name = check_expert_io(w, true, g.n_pairs, pairs_per_act, act, act_row_bytes, out);
+  if (g.max_tiles < moe_group_max_tiles(g.n_pairs, int(w.n_expert)))
     throw std::invalid_argument("CUDA MoE: " + std::to_string(g.n_pairs) + " grouped pairs, " +
-                                std::to_string(pairs_per_act) + " per activation row, " + std::to_string(g.max_tiles) +
-                                " tiles");
-  const size_t row = quant::act_row_bytes(quant::traits(w.type).vec_dot_type, w.cols);
-  const int n_act = (g.n_pairs + pairs_per_act - 1) / pairs_per_act;
-  if (act_row_bytes < row || act_row_bytes % 4 != 0)
-    throw std::invalid_argument("CUDA MoE: activation rows " + std::to_string(act_row_bytes) + " bytes apart, need " +
-                                std::to_string(row) + " and a multiple of 4");
-  need(act, act_row_bytes * size_t(n_act - 1) + row, "activation");
-  need(out, sizeof(float) * size_t(g.n_pairs) * size_t(w.rows), "output");
+                                std::to_string(g.max_tiles) + " tiles");
   uint64_t wp = w.data.ptr(), op = g.order.ptr(), tp = g.tiles.ptr(), np = g.n_tiles.ptr(), ap = act.ptr(),
            outp = out.ptr();
-  int64_t expert_bytes = int64_t(quant::row_bytes(w.type, uint64_t(w.cols))) * w.rows, rows = w.rows, cols = w.cols;
-  int64_t stride = int64_t(act_row_bytes);
+  int64_t eb = expert_bytes(w), rows = w.rows, cols = w.cols, stride = int64_t(act_row_bytes);
   int32_t n_expert = int32_t(w.n_expert), per = pairs_per_act;
-  void* args[] = {&wp, &expert_bytes, &n_expert, &rows, &cols, &op, &tp, &np, &ap, &stride, &per, &outp};
+  void* args[] = {&wp, &eb, &n_expert, &rows, &cols, &op, &tp, &np, &ap, &stride, &per, &outp};
   const int64_t row_blocks = (w.rows + 3) / 4;  // kernels/matvec.cuh: four warps a block
   Device::open().launch(name, unsigned(row_blocks * g.max_tiles), 128, 0, args);
 }

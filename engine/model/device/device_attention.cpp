@@ -136,10 +136,15 @@ void attention_sublayer(const DeviceWeights& dw, const ModelConfig& cfg, const L
   // positions, so the host builds them before anything runs and uploads them in one copy.
   const uint32_t top_k = cfg.idx_top_k;
   std::vector<RunStart> starts(runs.size());
-  for (size_t r = 0; r < runs.size(); r++) {
+  std::vector<size_t> run_first(runs.size());  // each run's first row in the pass
+  std::vector<uint32_t> row_run(static_cast<size_t>(T));
+  for (size_t r = 0, t = 0; r < runs.size(); r++) {
     const DeviceLayerState& st = *runs[r].st;
     starts[r] = {st.n_raw, st.raw_head, st.comp_n, st.index_n};
+    run_first[r] = t;
+    for (int j = 0; j < runs[r].n; j++) row_run[t++] = uint32_t(r);
   }
+  const auto row_j = [&](int t) { return uint32_t(size_t(t) - run_first[row_run[size_t(t)]]); };
   std::vector<int32_t> attn_windows(runs.size()), ring_rows(runs.size());
   HostTable pass;
   const size_t cs_fwd = pass.add<float>(size_t(T) * n_rot), cs_inv = pass.add<float>(size_t(T) * n_rot),
@@ -159,68 +164,63 @@ void attention_sublayer(const DeviceWeights& dw, const ModelConfig& cfg, const L
     ring_dst[r] = pass.add<uint64_t>(size_t(ring_rows[r]));
   }
   const cuda::DeviceSpan raw_pass = grown(s.raw_pass, size_t(T) * hd);
-  {
-    int t = 0;
-    for (size_t r = 0; r < runs.size(); r++) {
-      DeviceLayerState& st = *runs[r].st;
-      const uint32_t pos0 = runs[r].pos0;
-      float* ccs = pass.at<float>(cmp_cs[r]);
-      uint64_t* cdst = pass.at<uint64_t>(cmp_dst[r]);
-      const size_t k = size_t(attn_windows[r]);
-      for (int j = 0; j < runs[r].n; j++, t++) {
-        const uint32_t pos = pos0 + uint32_t(j);
-        rope_angles(rope, pos, false, false, pass.at<float>(cs_fwd) + size_t(t) * n_rot);
-        rope_angles(rope, pos, true, false, pass.at<float>(cs_inv) + size_t(t) * n_rot);
-        pass.at<uint64_t>(pass_dst)[t] = raw_pass.ptr() + uint64_t(t) * hd * F;
-        if (ratio != 0 && cuda::compressor_windows(int32_t(ratio), pos, 1) == 1) {
-          // forward.cpp's compressed_row_finish: RoPE at the window's first position.
-          rope_angles(rope, pos + 1 - ratio, false, false, ccs);
-          *cdst = st.append_comp();
-          if (ratio == 4) {
-            std::copy(ccs, ccs + n_rot, ccs + k * n_rot);
-            cdst[k] = st.append_index();
-          }
-          ccs += n_rot;
-          cdst++;
+  for (size_t r = 0; r < runs.size(); r++) {
+    DeviceLayerState& st = *runs[r].st;
+    const uint32_t pos0 = runs[r].pos0;
+    float* ccs = pass.at<float>(cmp_cs[r]);
+    uint64_t* cdst = pass.at<uint64_t>(cmp_dst[r]);
+    const size_t k = size_t(attn_windows[r]);
+    for (int j = 0; j < runs[r].n; j++) {
+      const size_t t = run_first[r] + size_t(j);
+      const uint32_t pos = pos0 + uint32_t(j);
+      rope_angles(rope, pos, false, false, pass.at<float>(cs_fwd) + t * n_rot);
+      rope_angles(rope, pos, true, false, pass.at<float>(cs_inv) + t * n_rot);
+      pass.at<uint64_t>(pass_dst)[t] = raw_pass.ptr() + uint64_t(t) * hd * F;
+      if (ratio != 0 && cuda::compressor_windows(int32_t(ratio), pos, 1) == 1) {
+        // forward.cpp's compressed_row_finish: RoPE at the window's first position.
+        rope_angles(rope, pos + 1 - ratio, false, false, ccs);
+        *cdst = st.append_comp();
+        if (ratio == 4) {
+          std::copy(ccs, ccs + n_rot, ccs + k * n_rot);
+          cdst[k] = st.append_index();
         }
-        const uint64_t slot = st.push_raw_slot();
-        if (j >= runs[r].n - ring_rows[r]) pass.at<uint64_t>(ring_dst[r])[j - (runs[r].n - ring_rows[r])] = slot;
+        ccs += n_rot;
+        cdst++;
       }
+      const uint64_t slot = st.push_raw_slot();
+      if (j >= runs[r].n - ring_rows[r]) pass.at<uint64_t>(ring_dst[r])[j - (runs[r].n - ring_rows[r])] = slot;
     }
   }
   const cuda::DeviceSpan pass_dev = grown<uint8_t>(s.pass_table, pass.bytes());
   pass_dev.upload(pass.words.data(), pass.bytes());
-  const auto pass_span = [&](size_t offset, size_t bytes) { return pass_dev.sub(offset, bytes); };
-  const cuda::DeviceSpan cs_all = pass_span(cs_fwd, size_t(T) * n_rot * F);
+  const cuda::DeviceSpan cs_all = pass_dev.sub(cs_fwd, size_t(T) * n_rot * F);
 
   // RoPE of every row's q and kv; every row's raw row into the pass's own copy, which the rows
   // after it read (the ring takes the newest rows once the attention has read the older ones).
   cuda::rope(q, cs_all, T, int32_t(nh), int32_t(hd), int32_t(n_rot));
   cuda::rope(kv, cs_all, T, 1, int32_t(hd), int32_t(n_rot));
   cuda::kv_format_rows(kv, T, int32_t(hd), int32_t(n_rot), cuda::KvFormat::Fp8, true,
-                       pass_span(pass_dst, size_t(T) * sizeof(uint64_t)));
+                       pass_dev.sub(pass_dst, size_t(T) * sizeof(uint64_t)));
 
   // The compressors: each run's tokens in one launch, its completed windows finished into the
   // store's next rows.
   if (ratio != 0) {
     const uint32_t widest = ratio == 4 ? std::max(hd, id) : hd;
     const cuda::DeviceSpan pooled = grown(s.pooled, size_t(std::max(most_windows, 1)) * widest);
-    size_t first = 0;
     for (size_t r = 0; r < runs.size(); r++) {
       DeviceLayerState& st = *runs[r].st;
-      const size_t k = size_t(attn_windows[r]), n = size_t(runs[r].n);
+      const size_t k = size_t(attn_windows[r]), n = size_t(runs[r].n), first = run_first[r];
       const auto finish = [&](cuda::DeviceCompressor& cmp, cuda::DeviceSpan in_kv, cuda::DeviceSpan in_sc, uint32_t w,
                               const CompressorWeights& cw_, uint32_t dim, cuda::KvFormat fmt, size_t at) {
         const int32_t done =
             cuda::compressor_tokens(cmp, in_kv.sub(first * w * F, n * w * F), in_sc.sub(first * w * F, n * w * F),
                                     dw.at(cw_.ape), runs[r].n, runs[r].pos0, pooled);
         cuda::compressed_rows_finish(pooled, done, int32_t(dim), dw.at(cw_.norm), cfg.rms_eps,
-                                     pass_span(cmp_cs[r] + at * n_rot * F, k * n_rot * F), int32_t(n_rot), fmt,
-                                     pass_span(cmp_dst[r] + at * sizeof(uint64_t), k * sizeof(uint64_t)));
+                                     pass_dev.sub(cmp_cs[r] + at * n_rot * F, k * n_rot * F), int32_t(n_rot), fmt,
+                                     pass_dev.sub(cmp_dst[r] + at * sizeof(uint64_t), k * sizeof(uint64_t)));
       };
       finish(*st.attn_cmp, ckv, csc, cw, lw.attn_compressor, hd, cuda::KvFormat::Fp8, 0);
       if (ratio == 4) finish(*st.index_cmp, ikv, isc, iwid, lw.indexer_compressor, id, cuda::KvFormat::Fp4Hadamard, k);
-      first += n;
     }
   }
 
@@ -229,11 +229,9 @@ void attention_sublayer(const DeviceWeights& dw, const ModelConfig& cfg, const L
   // compressed rows, all of them or the indexer's choice, which its kernels write on the device
   // (cuda::indexer_select_rows: three launches for the group's choosing rows).
   std::vector<RowView> views(static_cast<size_t>(T));
-  {
-    int t = 0;
-    for (size_t r = 0; r < runs.size(); r++)
-      for (int j = 0; j < runs[r].n; j++, t++)
-        views[size_t(t)] = row_view(*runs[r].st, starts[r], runs[r].pos0, uint32_t(j), top_k);
+  for (int t = 0; t < T; t++) {
+    const uint32_t r = row_run[size_t(t)];
+    views[size_t(t)] = row_view(*runs[r].st, starts[r], runs[r].pos0, row_j(t), top_k);
   }
   bool any_choice = false;
   for (const RowView& v : views) any_choice = any_choice || v.choose;
@@ -247,28 +245,22 @@ void attention_sublayer(const DeviceWeights& dw, const ModelConfig& cfg, const L
   const cuda::DeviceSpan heads = grown(s.heads, size_t(T) * qd);
   const cuda::DeviceSpan sinks = dw.at(lw.attn_sinks);
   const float wscale = 1.0f / std::sqrt(float(id * cfg.idx_heads));
-  std::vector<uint32_t> row_run(static_cast<size_t>(T)), row_j(static_cast<size_t>(T));
-  for (int t = 0, r = 0, j = 0; t < T; t++, j++) {
-    while (j >= runs[size_t(r)].n) r++, j = 0;
-    row_run[size_t(t)] = uint32_t(r);
-    row_j[size_t(t)] = uint32_t(j);
-  }
   for (int g0 = 0; g0 < T;) {
     int g1 = g0;
     uint64_t slots = 0;
-    uint32_t tail = 0, choices = 0;  // tail: room for every indexer row past a chosen list
+    uint32_t choices = 0;
     while (g1 < T && (g1 == g0 || slots + row_slots(views[size_t(g1)], top_k) <= s.group_slots)) {
       const RowView& v = views[size_t(g1++)];
       slots += row_slots(v, top_k);
-      if (v.choose) tail = std::max(tail, v.index_n - top_k), choices++;
+      choices += v.choose ? 1 : 0;
     }
     const int n = g1 - g0;
     HostTable group;
     const size_t first_at = group.add<int32_t>(size_t(n) + 1), fixed_at = group.add<int32_t>(size_t(n)),
-                 count_at = group.add<int32_t>(size_t(n)), rows_at = group.add<uint64_t>(slots + tail),
+                 count_at = group.add<int32_t>(size_t(n)), rows_at = group.add<uint64_t>(slots),
                  choice_at = group.add<cuda::IndexerChoice>(choices);
     const cuda::DeviceSpan table = grown<uint8_t>(s.row_table, group.bytes());
-    const cuda::DeviceSpan rows_dev = table.sub(rows_at, (slots + tail) * sizeof(uint64_t)),
+    const cuda::DeviceSpan rows_dev = table.sub(rows_at, slots * sizeof(uint64_t)),
                            counts = table.sub(count_at, size_t(n) * sizeof(int32_t));
     int32_t* first = group.at<int32_t>(first_at);
     uint64_t* rows = group.at<uint64_t>(rows_at);
@@ -278,7 +270,7 @@ void attention_sublayer(const DeviceWeights& dw, const ModelConfig& cfg, const L
       const DeviceLayerState& st = *runs[row_run[size_t(t)]].st;
       const RunStart& r0 = starts[row_run[size_t(t)]];
       const RowView& v = views[size_t(t)];
-      const uint32_t own = std::min(v.raw, row_j[size_t(t)] + 1), ring = v.raw - own;
+      const uint32_t own = std::min(v.raw, row_j(t) + 1), ring = v.raw - own;
       uint64_t* e = rows + first[t - g0];
       for (uint32_t i = 0; i < ring; i++) {
         const uint32_t logical = r0.n_raw - ring + i;
@@ -332,16 +324,12 @@ void attention_sublayer(const DeviceWeights& dw, const ModelConfig& cfg, const L
 
   // The newest raw rows into each ring, now that every row has read the ring's older ones; the
   // heads back from RoPE.
-  {
-    size_t first = 0;
-    for (size_t r = 0; r < runs.size(); r++) {
-      const size_t m = size_t(ring_rows[r]), skip = size_t(runs[r].n) - m;
-      cuda::kv_raw_store(kv.sub((first + skip) * hd * F, m * hd * F), int32_t(m), int32_t(hd), int32_t(n_rot),
-                         pass_span(ring_dst[r], m * sizeof(uint64_t)));
-      first += size_t(runs[r].n);
-    }
+  for (size_t r = 0; r < runs.size(); r++) {
+    const size_t m = size_t(ring_rows[r]), first = run_first[r] + size_t(runs[r].n) - m;
+    cuda::kv_raw_store(kv.sub(first * hd * F, m * hd * F), int32_t(m), int32_t(hd), int32_t(n_rot),
+                       pass_dev.sub(ring_dst[r], m * sizeof(uint64_t)));
   }
-  cuda::rope(heads, pass_span(cs_inv, size_t(T) * n_rot * F), T, int32_t(nh), int32_t(hd), int32_t(n_rot));
+  cuda::rope(heads, pass_dev.sub(cs_inv, size_t(T) * n_rot * F), T, int32_t(nh), int32_t(hd), int32_t(n_rot));
 
   // Grouped output projection, back to the embedding width, HC post.
   const uint32_t low_n = cfg.n_out_group * cfg.out_lora_rank;
