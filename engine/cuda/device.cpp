@@ -123,6 +123,10 @@ void DeviceSpan::copy_from(const DeviceSpan& src) const {
   const DriverApi& a = api_or_throw();
   if (src.size > 0) check(a, a.cuMemcpyDtoD(sub(0, src.size).address, src.address, src.size), "cuMemcpyDtoD");
 }
+void DeviceSpan::zero() const {
+  const DriverApi& a = api_or_throw();
+  if (size > 0) check(a, a.cuMemsetD8(address, 0, size), "cuMemsetD8");
+}
 void DeviceBuffer::upload(const void* src, size_t bytes, size_t offset) {
   DeviceSpan(*this).upload(src, bytes, offset);
 }

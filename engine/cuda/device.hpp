@@ -57,6 +57,9 @@ struct DeviceSpan {
   // Copies src (all of it) to the start of this span, ordered with the kernels launched before;
   // throws std::out_of_range when src is larger.
   void copy_from(const DeviceSpan& src) const;
+  // Sets every byte to 0, ordered with the kernels launched before and after. Throws
+  // std::runtime_error from the driver.
+  void zero() const;
 };
 
 // A GPU buffer; freed on destruction. Converts to the DeviceSpan of all of it.

@@ -58,6 +58,9 @@ DeviceLayerState::DeviceLayerState(const LayerState& s)
       raw_cap(s.raw_cap),
       raw_window(s.raw_window),
       raw(size_t(s.raw_cap) * s.head_dim * sizeof(float)) {
+  // Zeroed like the CPU's ring, so that a download before the ring is full gives the CPU's state
+  // (fresh device memory holds whatever was there).
+  cuda::DeviceSpan(raw).zero();
   if (ratio == 0) return;
   comp_dim = s.comp.dim;
   comp_cap = s.comp.cap_rows;
