@@ -1,5 +1,6 @@
-// Launches the MoE kernels of kernels/moe.cuh: the router one warp per token, the expert
-// matvecs four warps a block (a row each) per pair or per tile of grouped pairs (the grouping one
+// Launches the MoE kernels of kernels/moe.cuh and moe_gemm.cuh: the router one warp per token, the
+// expert matvecs four warps a block (a row each) per pair or per tile of grouped pairs (the
+// grouping one block), the grouped tiles of more than 8 pairs as GEMM tiles (256 threads a
 // block), the elementwise steps 256 threads a block.
 #include "engine/cuda/moe.hpp"
 
@@ -10,22 +11,29 @@
 namespace ds4::cuda {
 namespace {
 
-// The expert matvec kernels of a routed format, per pair and grouped (nullptr: none).
+// The expert kernels of a routed format: matvec per pair and over grouped tiles, the GEMM over
+// grouped tiles with the weight rows of its output tile (nullptr: none).
 struct ExpertKernels {
   const char* per_pair = nullptr;
   const char* grouped = nullptr;
+  const char* gemm = nullptr;
+  int gemm_rows = 0;
 };
 ExpertKernels expert_kernels(quant::Type type) {
   switch (type) {
-    case quant::Type::MXFP4: return {"ds4_moe_matvec_mxfp4", "ds4_moe_matvec_grouped_mxfp4"};
-    case quant::Type::Q2_K: return {"ds4_moe_matvec_q2_k", "ds4_moe_matvec_grouped_q2_k"};
-    case quant::Type::Q4_K: return {"ds4_moe_matvec_q4_k", "ds4_moe_matvec_grouped_q4_k"};
-    case quant::Type::IQ2_XXS: return {"ds4_moe_matvec_iq2_xxs", "ds4_moe_matvec_grouped_iq2_xxs"};
+    case quant::Type::MXFP4:
+      return {"ds4_moe_matvec_mxfp4", "ds4_moe_matvec_grouped_mxfp4", "ds4_moe_gemm_grouped_mxfp4", 64};
+    case quant::Type::Q2_K:
+      return {"ds4_moe_matvec_q2_k", "ds4_moe_matvec_grouped_q2_k", "ds4_moe_gemm_grouped_q2_k", 32};
+    case quant::Type::Q4_K:
+      return {"ds4_moe_matvec_q4_k", "ds4_moe_matvec_grouped_q4_k", "ds4_moe_gemm_grouped_q4_k", 32};
+    case quant::Type::IQ2_XXS:
+      return {"ds4_moe_matvec_iq2_xxs", "ds4_moe_matvec_grouped_iq2_xxs", "ds4_moe_gemm_grouped_iq2_xxs", 32};
     default: return {};
   }
 }
 
-constexpr int kMoeTile = 8;             // kernels/moe.cuh
+constexpr int kMoeGroupTile = 32;       // kernels/moe.cuh
 constexpr int kMaxGroupExperts = 1024;  // kernels/moe.cuh kMaxRouterExperts
 
 void need(DeviceSpan b, size_t bytes, const char* what) {
@@ -128,7 +136,7 @@ void moe_expert_matvec(const DeviceExperts& w, DeviceSpan ids, int n_pairs, Devi
 }
 
 int32_t moe_group_max_tiles(int n_pairs, int n_expert) {
-  return (n_pairs + kMoeTile - 1) / kMoeTile + std::min(n_pairs, n_expert + 1);  // a partial tile per bucket
+  return (n_pairs + kMoeGroupTile - 1) / kMoeGroupTile + std::min(n_pairs, n_expert + 1);  // a partial tile per bucket
 }
 
 void moe_group(DeviceSpan ids, int n_expert, const MoeGroups& g) {
@@ -145,8 +153,8 @@ void moe_group(DeviceSpan ids, int n_expert, const MoeGroups& g) {
   Device::open().launch("ds4_moe_group", 1, 1024, 0, args);
 }
 
-void moe_expert_matvec_grouped(const DeviceExperts& w, const MoeGroups& g, DeviceSpan act, size_t act_row_bytes,
-                               int pairs_per_act, DeviceSpan out) {
+void moe_expert_grouped(const DeviceExperts& w, const MoeGroups& g, DeviceSpan act, size_t act_row_bytes,
+                        int pairs_per_act, DeviceSpan out) {
   const char* name = check_expert_io(w, true, g.n_pairs, pairs_per_act, act, act_row_bytes, out);
   if (g.max_tiles < moe_group_max_tiles(g.n_pairs, int(w.n_expert)))
     throw std::invalid_argument("CUDA MoE: " + std::to_string(g.n_pairs) + " grouped pairs, " +
@@ -156,7 +164,13 @@ void moe_expert_matvec_grouped(const DeviceExperts& w, const MoeGroups& g, Devic
   int64_t eb = expert_bytes(w), rows = w.rows, cols = w.cols, stride = int64_t(act_row_bytes);
   int32_t n_expert = int32_t(w.n_expert), per = pairs_per_act;
   void* args[] = {&wp, &eb, &n_expert, &rows, &cols, &op, &tp, &np, &ap, &stride, &per, &outp};
+  const ExpertKernels k = expert_kernels(w.type);
+  const int64_t row_tiles = (w.rows + k.gemm_rows - 1) / k.gemm_rows;
   const int64_t row_blocks = (w.rows + 3) / 4;  // kernels/matvec.cuh: four warps a block
+  if (row_blocks * g.max_tiles > 0x7fffffff)
+    throw std::invalid_argument("CUDA MoE: " + std::to_string(g.max_tiles) + " tiles of " + std::to_string(w.rows) +
+                                " rows (grid too large)");
+  Device::open().launch(k.gemm, unsigned(row_tiles * g.max_tiles), 256, 0, args);
   Device::open().launch(name, unsigned(row_blocks * g.max_tiles), 128, 0, args);
 }
 

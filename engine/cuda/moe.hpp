@@ -54,7 +54,7 @@ void moe_route(DeviceSpan logits, int T, const RouterArgs& a, DeviceSpan ids, De
 void moe_expert_matvec(const DeviceExperts& w, DeviceSpan ids, int n_pairs, DeviceSpan act, size_t act_row_bytes,
                        int pairs_per_act, DeviceSpan out);
 
-// The pairs grouped by expert on the device (kernels/moe.cuh moe_group) for the grouped matvec:
+// The pairs grouped by expert on the device (kernels/moe.cuh moe_group) for moe_expert_grouped:
 // order (n_pairs int32), tiles (3 int32 each, max_tiles of them), n_tiles (one int32).
 // moe_group_max_tiles is the most tiles n_pairs pairs over n_expert experts can make.
 struct MoeGroups {
@@ -66,9 +66,10 @@ int32_t moe_group_max_tiles(int n_pairs, int n_expert);
 // Throws std::invalid_argument on small buffers. Asynchronous (one launch).
 void moe_group(DeviceSpan ids, int n_expert, const MoeGroups& g);
 // moe_expert_matvec over grouped pairs: the same outputs, bit for bit, each expert's rows read
-// once per tile of up to 8 of its pairs (docs/cuda.md §stages). Asynchronous.
-void moe_expert_matvec_grouped(const DeviceExperts& w, const MoeGroups& g, DeviceSpan act, size_t act_row_bytes,
-                               int pairs_per_act, DeviceSpan out);
+// once per tile of up to 32 of its pairs, on int8 tensor cores where a tile has more than 8, else
+// by the matvec row code (docs/cuda.md §stages). Asynchronous (two launches).
+void moe_expert_grouped(const DeviceExperts& w, const MoeGroups& g, DeviceSpan act, size_t act_row_bytes,
+                        int pairs_per_act, DeviceSpan out);
 
 // mid[i] = swiglu(gate[i], up[i], clamp) * weights[i / n_ff] for i < n_rows * n_ff (routed
 // pairs: weights = the router's, one per pair) or without the product (weights empty: the

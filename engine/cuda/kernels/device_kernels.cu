@@ -18,6 +18,7 @@
 #include "engine/cuda/kernels/matvec_blocks.cuh"
 #include "engine/cuda/kernels/mma_peak.cuh"
 #include "engine/cuda/kernels/moe.cuh"
+#include "engine/cuda/kernels/moe_gemm.cuh"
 #include "engine/cuda/kernels/rms_norm.cuh"
 #include "engine/cuda/kernels/rope.cuh"
 #include "engine/cuda/kernels/stream_copy.cuh"

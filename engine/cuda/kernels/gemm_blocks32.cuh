@@ -8,6 +8,7 @@
 // ... in ascending order) for the whole output tile; the tree is three shared-memory steps.
 #include <cstdint>
 
+#include "engine/cuda/kernels/gemm_rows.cuh"
 #include "engine/cuda/kernels/gemm_tree.cuh"
 #include "engine/cuda/kernels/mma.cuh"
 #include "engine/quant/block_arith.hpp"
@@ -57,18 +58,18 @@ struct GemmMxfp4Weight {  // {u8 e (E8M0); u8 qs[16]}: element j in the low nibb
 };
 
 // Weight rows are Weight::kBytes blocks of 32 elements (Q8_0, MXFP4), activation rows 36-byte
-// blocks {f32 d; i8 q[32]} act_row_bytes apart (a multiple of 4); out[t * rows + r]. Thread block i covers tokens
-// 32W (i % token_tiles) + [0, 32W) and weight rows 64 (i / token_tiles) + [0, 64), so consecutive
-// blocks share a weight tile (read from DRAM once, then from L2). Warp w takes slice w % 8 of
+// blocks {f32 d; i8 q[32]} in x (gemm_rows.cuh). The thread block covers tokens tile_t0 + [0, 32W)
+// of x and weight rows r0 + [0, 64); the plain kernel gives block i token tile i % token_tiles and
+// row tile i / token_tiles, so consecutive blocks share a weight tile (read from DRAM once, then
+// from L2). Warp w takes slice w % 8 of
 // tokens 32 (w / 8) + [0, 32) of the tile. In the mma, A is the activations (m = token, 2 tiles
 // of 16) and B the weights (n = weight row, 8 tiles of 8), one k = 32 step per block: lane
 // (g, q) loads A words of tokens g, g + 8 and B words of weight row g (mma.cuh), and holds outputs
 // (token g or g + 8, weight row 2q or 2q + 1) of each tile. Rows and tokens past the end are read
 // as the last one and never written.
 template <int W, class Weight>
-__device__ void gemm_blocks32(const uint8_t* __restrict__ w, int64_t rows, int64_t cols,
-                              const uint8_t* __restrict__ act, int64_t act_row_bytes, int64_t n,
-                              float* __restrict__ out) {
+__device__ void gemm_blocks32(const uint8_t* __restrict__ w, int64_t rows, int64_t cols, GemmRows x, int64_t tile_t0,
+                              int64_t r0) {
   constexpr int kMi = kGemmWarpTokens / 16, kNi = kGemmRows / 8, kAcc = kMi * kNi * 4;
   constexpr int kWarps = fast::kSlices * W;
   __shared__ float partial[W][2][kAcc][32];    // the tree's partner partials, 2 per half
@@ -77,22 +78,19 @@ __device__ void gemm_blocks32(const uint8_t* __restrict__ w, int64_t rows, int64
   const int warp = static_cast<int>(threadIdx.x / 32), lane = static_cast<int>(threadIdx.x % 32);
   const int s = warp % fast::kSlices, half = warp / fast::kSlices;
   const int g = lane / 4, q = lane % 4;
-  const int64_t token_tiles = (n + kGemmWarpTokens * W - 1) / (kGemmWarpTokens * W);
-  const int64_t t0 = static_cast<int64_t>(blockIdx.x % token_tiles) * kGemmWarpTokens * W + kGemmWarpTokens * half;
-  const int64_t r0 = static_cast<int64_t>(blockIdx.x / token_tiles) * kGemmRows;
+  const int64_t t0 = tile_t0 + kGemmWarpTokens * half;
   const int64_t nb = cols / 32, wrow_bytes = nb * Weight::kBytes;
-  auto token = [&](int64_t t) { return act + (t < n ? t : n - 1) * act_row_bytes; };
   auto wrow = [&](int64_t r) { return w + (r < rows ? r : rows - 1) * wrow_bytes; };
   const uint8_t* arow[kMi][2];
 #pragma unroll
   for (int mi = 0; mi < kMi; mi++)
 #pragma unroll
-    for (int h = 0; h < 2; h++) arow[mi][h] = token(t0 + 16 * mi + 8 * h + g);
+    for (int h = 0; h < 2; h++) arow[mi][h] = x.act_row(t0 + 16 * mi + 8 * h + g);
   const uint8_t* brow[kNi];
 #pragma unroll
   for (int ni = 0; ni < kNi; ni++) brow[ni] = wrow(r0 + 8 * ni + g);
   const uint8_t* own_w[2] = {wrow(r0 + lane), wrow(r0 + 32 + lane)};
-  const uint8_t* own_x = token(t0 + lane);
+  const uint8_t* own_x = x.act_row(t0 + lane);
   const int32_t bias[4] = {kMmaFloatBias, kMmaFloatBias, kMmaFloatBias, kMmaFloatBias};
 
   float acc[kMi][kNi][4];
@@ -154,7 +152,7 @@ __device__ void gemm_blocks32(const uint8_t* __restrict__ w, int64_t rows, int64
 #pragma unroll
       for (int c = 0; c < 4; c++) {
         const int64_t t = t0 + 16 * mi + 8 * (c / 2) + g, r = r0 + 8 * ni + 2 * q + c % 2;
-        if (t < n && r < rows) out[t * rows + r] = acc[mi][ni][c];
+        if (t < x.n && r < rows) x.out_row_of(t)[r] = acc[mi][ni][c];
       }
 }
 
@@ -165,7 +163,11 @@ __device__ void gemm_blocks32(const uint8_t* __restrict__ w, int64_t rows, int64
   extern "C" __global__ void __launch_bounds__(256 * W) \
       ds4_gemm_##NAME##_t##TOKENS(const uint8_t* w, int64_t rows, int64_t cols, const uint8_t* act, \
                                   int64_t act_row_bytes, int64_t n, float* out) { \
-    ds4::cuda::kernels::gemm_blocks32<W, ds4::cuda::kernels::WEIGHT>(w, rows, cols, act, act_row_bytes, n, out); \
+    namespace k = ds4::cuda::kernels; \
+    const int64_t tile_tokens = k::kGemmWarpTokens * W, token_tiles = (n + tile_tokens - 1) / tile_tokens; \
+    const k::GemmRows x{act, act_row_bytes, out, rows, nullptr, 1, n}; \
+    k::gemm_blocks32<W, k::WEIGHT>(w, rows, cols, x, static_cast<int64_t>(blockIdx.x % token_tiles) * tile_tokens, \
+                                   static_cast<int64_t>(blockIdx.x / token_tiles) * k::kGemmRows); \
   }
 DS4_GEMM_BLOCKS32(q8_0, GemmQ8_0Weight, 1, 32)
 DS4_GEMM_BLOCKS32(q8_0, GemmQ8_0Weight, 2, 64)

@@ -7,6 +7,7 @@
 // fast::iq2_xxs_finish after the tree. Slices, warps and tree as in gemm_blocks32.cuh.
 #include <cstdint>
 
+#include "engine/cuda/kernels/gemm_rows.cuh"
 #include "engine/cuda/kernels/gemm_tree.cuh"
 #include "engine/cuda/kernels/mma.cuh"
 #include "engine/quant/block_arith.hpp"
@@ -32,8 +33,8 @@ __device__ __forceinline__ uint32_t iq2_signed_word(uint32_t v, uint32_t signs) 
 // BlockQ8_K act_row_bytes apart (a multiple of 4). Lane (g, q) of B tile ni takes weight row
 // 8ni + g, elements 4q..4q+3 (grid entry q / 2, half q % 2) and 16+4q..16+4q+3 (entry 2 + q / 2)
 // of group ib. Per block, lane l decodes d and the eight 2 s + 1 of weight row l into shared memory.
-__device__ void gemm_iq2_xxs(const uint8_t* __restrict__ w, int64_t rows, int64_t cols, const uint8_t* __restrict__ act,
-                             int64_t act_row_bytes, int64_t n, float* __restrict__ out) {
+__device__ void gemm_iq2_xxs(const uint8_t* __restrict__ w, int64_t rows, int64_t cols, GemmRows x, int64_t t0,
+                             int64_t r0) {
   namespace qd = ds4::quant::detail;
   constexpr int kMi = kGemmIq2Tokens / 16, kNi = kGemmIq2Rows / 8, kAcc = kMi * kNi * 4, kGroups = 8;
   constexpr int64_t kWBytes = sizeof(qd::BlockIQ2_XXS), kABytes = sizeof(qd::BlockQ8_K);
@@ -43,22 +44,18 @@ __device__ void gemm_iq2_xxs(const uint8_t* __restrict__ w, int64_t rows, int64_
   __shared__ float wd[kWarps][kGemmIq2Rows], xd[kWarps][kGemmIq2Tokens];
   const int s = static_cast<int>(threadIdx.x / 32), lane = static_cast<int>(threadIdx.x % 32);
   const int g = lane / 4, q = lane % 4;
-  const int64_t token_tiles = (n + kGemmIq2Tokens - 1) / kGemmIq2Tokens;
-  const int64_t t0 = static_cast<int64_t>(blockIdx.x % token_tiles) * kGemmIq2Tokens;
-  const int64_t r0 = static_cast<int64_t>(blockIdx.x / token_tiles) * kGemmIq2Rows;
   const int64_t nb = cols / 256, wrow_bytes = nb * kWBytes;
-  auto token = [&](int64_t t) { return act + (t < n ? t : n - 1) * act_row_bytes; };
   auto wrow = [&](int64_t r) { return w + (r < rows ? r : rows - 1) * wrow_bytes; };
   const uint8_t* arow[kMi][2];
 #pragma unroll
   for (int mi = 0; mi < kMi; mi++)
 #pragma unroll
-    for (int h = 0; h < 2; h++) arow[mi][h] = token(t0 + 16 * mi + 8 * h + g);
+    for (int h = 0; h < 2; h++) arow[mi][h] = x.act_row(t0 + 16 * mi + 8 * h + g);
   const uint8_t* brow[kNi];
 #pragma unroll
   for (int ni = 0; ni < kNi; ni++) brow[ni] = wrow(r0 + 8 * ni + g);
   const uint8_t* own_w = wrow(r0 + lane);
-  const uint8_t* own_x = token(t0 + lane);
+  const uint8_t* own_x = x.act_row(t0 + lane);
   const int32_t zero[4] = {0, 0, 0, 0};
   const int half = q % 2, entry = q / 2;
 
@@ -143,7 +140,7 @@ __device__ void gemm_iq2_xxs(const uint8_t* __restrict__ w, int64_t rows, int64_
 #pragma unroll
       for (int c = 0; c < 4; c++) {
         const int64_t t = t0 + 16 * mi + 8 * (c / 2) + g, r = r0 + 8 * ni + 2 * q + c % 2;
-        if (t < n && r < rows) out[t * rows + r] = quant::fast::iq2_xxs_finish(acc[mi][ni][c]);
+        if (t < x.n && r < rows) x.out_row_of(t)[r] = quant::fast::iq2_xxs_finish(acc[mi][ni][c]);
       }
 }
 
@@ -152,5 +149,9 @@ __device__ void gemm_iq2_xxs(const uint8_t* __restrict__ w, int64_t rows, int64_
 extern "C" __global__ void __launch_bounds__(256)
     ds4_gemm_iq2_xxs(const uint8_t* w, int64_t rows, int64_t cols, const uint8_t* act, int64_t act_row_bytes, int64_t n,
                      float* out) {
-  ds4::cuda::kernels::gemm_iq2_xxs(w, rows, cols, act, act_row_bytes, n, out);
+  namespace k = ds4::cuda::kernels;
+  const int64_t token_tiles = (n + k::kGemmIq2Tokens - 1) / k::kGemmIq2Tokens;
+  const k::GemmRows x{act, act_row_bytes, out, rows, nullptr, 1, n};
+  k::gemm_iq2_xxs(w, rows, cols, x, static_cast<int64_t>(blockIdx.x % token_tiles) * k::kGemmIq2Tokens,
+                  static_cast<int64_t>(blockIdx.x / token_tiles) * k::kGemmIq2Rows);
 }

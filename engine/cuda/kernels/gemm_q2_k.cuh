@@ -8,6 +8,7 @@
 // Slices, warps and tree as in gemm_blocks32.cuh (split-K inside the block).
 #include <cstdint>
 
+#include "engine/cuda/kernels/gemm_rows.cuh"
 #include "engine/cuda/kernels/gemm_tree.cuh"
 #include "engine/cuda/kernels/mma.cuh"
 #include "engine/quant/block_arith.hpp"
@@ -27,8 +28,8 @@ constexpr int kGemmQ2KTokens = 32, kGemmQ2KRows = 32;
 // sub-block's scale (a word times a scalar: each byte product <= 45, no carry). Per block, lane l
 // writes the mins of weight row l and the bsums of token l (|bsum| <= 2048, split into bytes
 // lo = bsum & 127, hi = bsum >> 7) to shared memory: summs = Σ min·lo + 128 Σ min·hi.
-__device__ void gemm_q2_k(const uint8_t* __restrict__ w, int64_t rows, int64_t cols, const uint8_t* __restrict__ act,
-                          int64_t act_row_bytes, int64_t n, float* __restrict__ out) {
+__device__ void gemm_q2_k(const uint8_t* __restrict__ w, int64_t rows, int64_t cols, GemmRows x, int64_t t0,
+                          int64_t r0) {
   namespace qd = ds4::quant::detail;
   constexpr int kMi = kGemmQ2KTokens / 16, kNi = kGemmQ2KRows / 8, kAcc = kMi * kNi * 4;
   constexpr int64_t kWBytes = sizeof(qd::BlockQ2_K), kABytes = sizeof(qd::BlockQ8_K);
@@ -39,22 +40,18 @@ __device__ void gemm_q2_k(const uint8_t* __restrict__ w, int64_t rows, int64_t c
   __shared__ float wd[kWarps][kGemmQ2KRows], wdmin[kWarps][kGemmQ2KRows], xd[kWarps][kGemmQ2KTokens];
   const int s = static_cast<int>(threadIdx.x / 32), lane = static_cast<int>(threadIdx.x % 32);
   const int g = lane / 4, q = lane % 4;
-  const int64_t token_tiles = (n + kGemmQ2KTokens - 1) / kGemmQ2KTokens;
-  const int64_t t0 = static_cast<int64_t>(blockIdx.x % token_tiles) * kGemmQ2KTokens;
-  const int64_t r0 = static_cast<int64_t>(blockIdx.x / token_tiles) * kGemmQ2KRows;
   const int64_t nb = cols / 256, wrow_bytes = nb * kWBytes;
-  auto token = [&](int64_t t) { return act + (t < n ? t : n - 1) * act_row_bytes; };
   auto wrow = [&](int64_t r) { return w + (r < rows ? r : rows - 1) * wrow_bytes; };
   const uint8_t* arow[kMi][2];
 #pragma unroll
   for (int mi = 0; mi < kMi; mi++)
 #pragma unroll
-    for (int h = 0; h < 2; h++) arow[mi][h] = token(t0 + 16 * mi + 8 * h + g);
+    for (int h = 0; h < 2; h++) arow[mi][h] = x.act_row(t0 + 16 * mi + 8 * h + g);
   const uint8_t* brow[kNi];
 #pragma unroll
   for (int ni = 0; ni < kNi; ni++) brow[ni] = wrow(r0 + 8 * ni + g);
   const uint8_t* own_w = wrow(r0 + lane);
-  const uint8_t* own_x = token(t0 + lane);
+  const uint8_t* own_x = x.act_row(t0 + lane);
 
   float acc[kMi][kNi][4];
 #pragma unroll
@@ -162,7 +159,7 @@ __device__ void gemm_q2_k(const uint8_t* __restrict__ w, int64_t rows, int64_t c
 #pragma unroll
       for (int c = 0; c < 4; c++) {
         const int64_t t = t0 + 16 * mi + 8 * (c / 2) + g, r = r0 + 8 * ni + 2 * q + c % 2;
-        if (t < n && r < rows) out[t * rows + r] = acc[mi][ni][c];
+        if (t < x.n && r < rows) x.out_row_of(t)[r] = acc[mi][ni][c];
       }
 }
 
@@ -171,5 +168,9 @@ __device__ void gemm_q2_k(const uint8_t* __restrict__ w, int64_t rows, int64_t c
 extern "C" __global__ void __launch_bounds__(256, 2)
     ds4_gemm_q2_k(const uint8_t* w, int64_t rows, int64_t cols, const uint8_t* act, int64_t act_row_bytes, int64_t n,
                   float* out) {
-  ds4::cuda::kernels::gemm_q2_k(w, rows, cols, act, act_row_bytes, n, out);
+  namespace k = ds4::cuda::kernels;
+  const int64_t token_tiles = (n + k::kGemmQ2KTokens - 1) / k::kGemmQ2KTokens;
+  const k::GemmRows x{act, act_row_bytes, out, rows, nullptr, 1, n};
+  k::gemm_q2_k(w, rows, cols, x, static_cast<int64_t>(blockIdx.x % token_tiles) * k::kGemmQ2KTokens,
+               static_cast<int64_t>(blockIdx.x / token_tiles) * k::kGemmQ2KRows);
 }

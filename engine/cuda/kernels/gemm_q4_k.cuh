@@ -7,6 +7,7 @@
 // fast::kquant_update. Slices, warps and tree as in gemm_blocks32.cuh (split-K inside the block).
 #include <cstdint>
 
+#include "engine/cuda/kernels/gemm_rows.cuh"
 #include "engine/cuda/kernels/gemm_tree.cuh"
 #include "engine/cuda/kernels/mma.cuh"
 #include "engine/quant/block_arith.hpp"
@@ -21,15 +22,15 @@ constexpr int kGemmQ4KTokens = 32, kGemmQ4KRows = 32;
 
 // Weight rows are BlockQ4_K (144 bytes: f16 d, dmin; 12 packed 6-bit scales and mins; 128 bytes
 // of nibbles, sub-block j in the low (j even) or high (j odd) nibbles of bytes 32 (j / 2) + l),
-// activation rows BlockQ8_K (292 bytes: f32 d; i8 q[256]; i16 bsums[16]) act_row_bytes apart (a
-// multiple of 4). Thread block i covers tokens 32 (i % token_tiles) + [0, 32) and weight rows
-// 32 (i / token_tiles) + [0, 32). A = activations (2 m16 tiles), B = weights (4 n8 tiles), as in
-// gemm_blocks32.cuh; the nibbles are 32-bit words of 4 weights masked to bytes (0..15, valid s8).
-// Per block, lane l decodes the scales of weight row l and the sums of token l into shared memory:
-// sc_j as int32, the mins m_j as bytes, and bs_j = bsums[2j] + bsums[2j + 1] (|bs_j| <= 4096) as
-// bytes of lo = bs_j & 127 and hi = bs_j >> 7, so that summs = Σ m·lo + 128 Σ m·hi by __dp4a.
-__device__ void gemm_q4_k(const uint8_t* __restrict__ w, int64_t rows, int64_t cols, const uint8_t* __restrict__ act,
-                          int64_t act_row_bytes, int64_t n, float* __restrict__ out) {
+// activation rows BlockQ8_K (292 bytes: f32 d; i8 q[256]; i16 bsums[16]) in x (gemm_rows.cuh).
+// The thread block covers tokens t0 + [0, 32) of x and weight rows r0 + [0, 32) (the plain kernel:
+// block i, token tile i % token_tiles, row tile i / token_tiles). A = activations (2 m16 tiles), B = weights (4 n8
+// tiles), as in gemm_blocks32.cuh; the nibbles are 32-bit words of 4 weights masked to bytes (0..15, valid s8). Per
+// block, lane l decodes the scales of weight row l and the sums of token l into shared memory: sc_j as int32, the mins
+// m_j as bytes, and bs_j = bsums[2j] + bsums[2j + 1] (|bs_j| <= 4096) as bytes of lo = bs_j & 127 and hi = bs_j >> 7,
+// so that summs = Σ m·lo + 128 Σ m·hi by __dp4a.
+__device__ void gemm_q4_k(const uint8_t* __restrict__ w, int64_t rows, int64_t cols, GemmRows x, int64_t t0,
+                          int64_t r0) {
   namespace qd = ds4::quant::detail;
   constexpr int kMi = kGemmQ4KTokens / 16, kNi = kGemmQ4KRows / 8, kAcc = kMi * kNi * 4, kSub = 8;
   constexpr int64_t kWBytes = sizeof(qd::BlockQ4_K), kABytes = sizeof(qd::BlockQ8_K);
@@ -41,22 +42,18 @@ __device__ void gemm_q4_k(const uint8_t* __restrict__ w, int64_t rows, int64_t c
   __shared__ float wd[kWarps][kGemmQ4KRows], wdmin[kWarps][kGemmQ4KRows], xd[kWarps][kGemmQ4KTokens];
   const int s = static_cast<int>(threadIdx.x / 32), lane = static_cast<int>(threadIdx.x % 32);
   const int g = lane / 4, q = lane % 4;
-  const int64_t token_tiles = (n + kGemmQ4KTokens - 1) / kGemmQ4KTokens;
-  const int64_t t0 = static_cast<int64_t>(blockIdx.x % token_tiles) * kGemmQ4KTokens;
-  const int64_t r0 = static_cast<int64_t>(blockIdx.x / token_tiles) * kGemmQ4KRows;
   const int64_t nb = cols / 256, wrow_bytes = nb * kWBytes;
-  auto token = [&](int64_t t) { return act + (t < n ? t : n - 1) * act_row_bytes; };
   auto wrow = [&](int64_t r) { return w + (r < rows ? r : rows - 1) * wrow_bytes; };
   const uint8_t* arow[kMi][2];
 #pragma unroll
   for (int mi = 0; mi < kMi; mi++)
 #pragma unroll
-    for (int h = 0; h < 2; h++) arow[mi][h] = token(t0 + 16 * mi + 8 * h + g);
+    for (int h = 0; h < 2; h++) arow[mi][h] = x.act_row(t0 + 16 * mi + 8 * h + g);
   const uint8_t* brow[kNi];
 #pragma unroll
   for (int ni = 0; ni < kNi; ni++) brow[ni] = wrow(r0 + 8 * ni + g);
   const uint8_t* own_w = wrow(r0 + lane);
-  const uint8_t* own_x = token(t0 + lane);
+  const uint8_t* own_x = x.act_row(t0 + lane);
   const int32_t zero[4] = {0, 0, 0, 0};
 
   float acc[kMi][kNi][4];
@@ -167,7 +164,7 @@ __device__ void gemm_q4_k(const uint8_t* __restrict__ w, int64_t rows, int64_t c
 #pragma unroll
       for (int c = 0; c < 4; c++) {
         const int64_t t = t0 + 16 * mi + 8 * (c / 2) + g, r = r0 + 8 * ni + 2 * q + c % 2;
-        if (t < n && r < rows) out[t * rows + r] = acc[mi][ni][c];
+        if (t < x.n && r < rows) x.out_row_of(t)[r] = acc[mi][ni][c];
       }
 }
 
@@ -177,5 +174,9 @@ __device__ void gemm_q4_k(const uint8_t* __restrict__ w, int64_t rows, int64_t c
 extern "C" __global__ void __launch_bounds__(256, 2)
     ds4_gemm_q4_k(const uint8_t* w, int64_t rows, int64_t cols, const uint8_t* act, int64_t act_row_bytes, int64_t n,
                   float* out) {
-  ds4::cuda::kernels::gemm_q4_k(w, rows, cols, act, act_row_bytes, n, out);
+  namespace k = ds4::cuda::kernels;
+  const int64_t token_tiles = (n + k::kGemmQ4KTokens - 1) / k::kGemmQ4KTokens;
+  const k::GemmRows x{act, act_row_bytes, out, rows, nullptr, 1, n};
+  k::gemm_q4_k(w, rows, cols, x, static_cast<int64_t>(blockIdx.x % token_tiles) * k::kGemmQ4KTokens,
+               static_cast<int64_t>(blockIdx.x / token_tiles) * k::kGemmQ4KRows);
 }

@@ -121,14 +121,16 @@ __device__ void moe_matvec(const uint8_t* __restrict__ w, int64_t expert_bytes, 
                               act_row_bytes, o, rows);
 }
 
-// Pairs grouped by expert (docs/cuda.md §stages, expert grouping): a tile is up to kMoeTile
-// pairs of one expert, whose rows the grouped matvec reads once for all of them.
-constexpr int kMoeTile = 8;  // the widest matvec row code
+// Pairs grouped by expert (docs/cuda.md §stages, expert grouping): a tile is up to kMoeGroupTile
+// pairs of one expert, whose rows are read once for all of them: by the int8 tensor-core GEMM
+// (moe_gemm.cuh) when it has more than kMoeTile pairs, else by the grouped matvec.
+constexpr int kMoeTile = 8;        // the widest matvec row code
+constexpr int kMoeGroupTile = 32;  // the GEMM kernels' token tile
 constexpr int kMoeGroupThreads = 1024;
 
 // One block: counts per bucket (expert ids; bucket n_expert for ids outside [0, n_expert)) by
 // shared-memory atomics (exact), then thread 0 lays the buckets out in id order, the pairs of a
-// bucket in pair order (order[]), and cuts each bucket into tiles of at most kMoeTile pairs:
+// bucket in pair order (order[]), and cuts each bucket into tiles of at most kMoeGroupTile pairs:
 // tiles[3 * i] = bucket, tiles[3 * i + 1] = first entry of order[], tiles[3 * i + 2] = pairs;
 // *n_tiles = their number.
 __device__ inline void moe_group(const int32_t* __restrict__ ids, int32_t n_pairs, int32_t n_expert,
@@ -146,10 +148,10 @@ __device__ inline void moe_group(const int32_t* __restrict__ ids, int32_t n_pair
   int32_t n = 0, at = 0;
   for (int32_t b = 0; b <= n_expert; b++) {  // count[b] becomes the bucket's next entry
     const int32_t c = static_cast<int32_t>(count[b]);
-    for (int32_t k = 0; k < c; k += kMoeTile) {
+    for (int32_t k = 0; k < c; k += kMoeGroupTile) {
       tiles[3 * n] = b;
       tiles[3 * n + 1] = at + k;
-      tiles[3 * n + 2] = c - k < kMoeTile ? c - k : kMoeTile;
+      tiles[3 * n + 2] = c - k < kMoeGroupTile ? c - k : kMoeGroupTile;
       n++;
     }
     count[b] = static_cast<uint32_t>(at);
@@ -168,9 +170,10 @@ __device__ void moe_tile_row(const uint8_t* __restrict__ w, int64_t cols, const 
       [=](int t) { return out + static_cast<int64_t>(pairs[t]) * rows; });
 }
 
-// moe_matvec over tiles: block (tile, four rows) runs the tile's pairs through its expert's rows
-// at once with the width-n row code (the same bits as n width-1 rows), so the expert is read once
-// per tile instead of once per pair. Tiles past *n_tiles return; bucket n_expert gives NaN rows.
+// moe_matvec over the tiles of at most kMoeTile pairs: block (tile, four rows) runs the tile's
+// pairs through its expert's rows at once with the width-n row code (the same bits as n width-1
+// rows), so the expert is read once per tile instead of once per pair. Tiles past *n_tiles and
+// larger tiles (moe_gemm.cuh's) return; bucket n_expert gives NaN rows, whatever its size.
 template <class Block>
 __device__ void moe_matvec_grouped(const uint8_t* __restrict__ w, int64_t expert_bytes, int32_t n_expert, int64_t rows,
                                    int64_t cols, const int32_t* __restrict__ order, const int32_t* __restrict__ tiles,
@@ -181,6 +184,7 @@ __device__ void moe_matvec_grouped(const uint8_t* __restrict__ w, int64_t expert
   const int64_t row = (blockIdx.x % row_blocks) * kWarpsPerBlock + threadIdx.x / 32;
   if (tile >= *n_tiles || row >= rows) return;
   const int32_t e = tiles[3 * tile], n = tiles[3 * tile + 2];
+  if (n > kMoeTile && e != n_expert) return;
   const int32_t* pairs = order + tiles[3 * tile + 1];
   float* o = out + row;
   if (e == n_expert) {

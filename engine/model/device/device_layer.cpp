@@ -62,7 +62,8 @@ void ffn_sublayer(const DeviceWeights& dw, const ModelConfig& cfg, const LayerWe
   // Routed experts: gate/up of every (token, slot) pair by the ids on the device, the weighted
   // SwiGLU, the re-quantized hidden rows through down. Over more than one token the pairs are
   // grouped by expert on the device first, so that an expert's rows are read once per tile of up
-  // to 8 of its pairs rather than once per pair (the same bits; docs/cuda.md §stages).
+  // to 32 of its pairs rather than once per pair, on tensor cores where a tile has more than 8
+  // (the same bits; docs/cuda.md §stages).
   size_t xq_row = 0, mq_row = 0;
   const cuda::DeviceSpan xq = activation_rows(lw.ffn_gate_exps.type, xn, T, D, s.xq, xq_row);
   const cuda::DeviceSpan gate = grown(s.gate, size_t(P * F)), up = grown(s.up, size_t(P * F)),
@@ -77,7 +78,7 @@ void ffn_sublayer(const DeviceWeights& dw, const ModelConfig& cfg, const LayerWe
     cuda::moe_group(ids, int(E), groups);
   }
   const auto routed = [&](const Tensor& t, cuda::DeviceSpan act, size_t act_row, int per, cuda::DeviceSpan out) {
-    if (T > 1) cuda::moe_expert_matvec_grouped(experts(dw, t), groups, act, act_row, per, out);
+    if (T > 1) cuda::moe_expert_grouped(experts(dw, t), groups, act, act_row, per, out);
     else cuda::moe_expert_matvec(experts(dw, t), ids, int(P), act, act_row, per, out);
   };
   routed(lw.ffn_gate_exps, xq, xq_row, int(K), gate);

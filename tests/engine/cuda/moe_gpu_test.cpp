@@ -6,6 +6,7 @@
 // steps are the device activation quantizers (act_quant.hpp). Skips with the reason where no GPU is usable.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -122,18 +123,19 @@ TEST(MoeGpu, WholeFfnMatchesMoeForward) {
   }
 }
 
-// Pairs grouped by expert on the device (moe_group, moe_expert_matvec_grouped): the same output
-// bits as the per-pair matvec, for pairs that share experts (tiles of 1 to 8 pairs, one expert
-// with 11), one with an id out of range (NaN rows as per pair), gate/up (a token row per K
-// pairs) and down (a row per pair), every routed format.
-TEST(MoeGpu, GroupedExpertMatvecIsThePerPairOne) {
+// Pairs grouped by expert on the device (moe_group, moe_expert_grouped): the same output bits as
+// the per-pair matvec, for every routed format, gate/up (a token row per K pairs) and down (a row
+// per pair): an expert with 40 pairs (a GEMM tile of 32, then a matvec tile of 8), one with 11 (a
+// GEMM tile), a bucket of 9 ids out of range (NaN rows as per pair, by the matvec), the rest
+// small random tiles; 40 weight rows (a partial GEMM row tile) of 9 blocks of 256 (slice 0 takes
+// two), so the GEMM's edges are crossed too.
+TEST(MoeGpu, GroupedExpertsAreThePerPairMatvec) {
   SKIP_WITHOUT_GPU();
   std::mt19937 rng(32);
-  const int64_t E = 6, rows = 12, cols = 256, K = 3, T = 9, P = T * K;
+  const int64_t E = 6, rows = 40, cols = 9 * 256, K = 3, T = 24, P = T * K;
   std::vector<int32_t> ids(P);
-  for (int64_t p = 0; p < P; p++) ids[p] = p < 11 ? 2 : int32_t(rng() % E);  // expert 2: 11 pairs and more
-  ids[13] = -1;
-  ids[20] = int32_t(E);
+  for (int64_t p = 0; p < P; p++)
+    ids[p] = p < 40 ? 2 : p <= 50 ? 4 : p <= 59 ? (p % 2 ? -1 : int32_t(E)) : int32_t(rng() % E);
   const DeviceBuffer dids = upload_bytes(ids.data(), ids.size() * 4);
   for (const Type type : {Type::IQ2_XXS, Type::Q2_K, Type::Q4_K, Type::MXFP4}) {
     const Type vdt = ds4::quant::traits(type).vec_dot_type;
@@ -154,10 +156,19 @@ TEST(MoeGpu, GroupedExpertMatvecIsThePerPairOne) {
       g.tiles = tiles;
       g.n_tiles = n_tiles;
       cu::moe_group(dids, int(E), g);
-      cu::moe_expert_matvec_grouped(experts, g, act, arb, per, got);
+      cu::moe_expert_grouped(experts, g, act, arb, per, got);
       const auto a = fetch<uint32_t>(want, size_t(P * rows)), b = fetch<uint32_t>(got, size_t(P * rows));
       EXPECT_EQ(a, b) << ds4::quant::type_info(type).name << ", " << per << " pairs per activation row";
-      EXPECT_GT(fetch<int32_t>(n_tiles, 1)[0], 3) << "tiles";
+      const int32_t n = fetch<int32_t>(n_tiles, 1)[0];
+      const auto t = fetch<int32_t>(tiles, 3 * size_t(n));
+      int gemm_tiles = 0, want_gemm = 0;
+      for (int32_t i = 0; i < n; i++) gemm_tiles += t[3 * i + 2] > 8 && t[3 * i] != E;
+      for (int32_t e = 0; e < E; e++) {  // tiles of 32, then the rest
+        const auto c = std::count(ids.begin(), ids.end(), e);
+        want_gemm += int(c / 32) + (c % 32 > 8 ? 1 : 0);
+      }
+      EXPECT_GE(want_gemm, 2);
+      EXPECT_EQ(gemm_tiles, want_gemm) << "tiles of more than 8 pairs";
     }
   }
 }
