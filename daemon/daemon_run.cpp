@@ -125,8 +125,8 @@ void load_model(const config::Config& cfg, serving::Service& service, std::share
     if (drafter.kind == config::DrafterKind::Mtp && cfg.speculation.k > 0) {
       try {
         auto mtp = MtpModel::load(drafter.path, model, cfg.model.path);
-        spdlog::info("speculative decoding: MTP drafter {} ({}), k = {}", drafter.path,
-                     planner::format_gib(mtp->weight_bytes()), cfg.speculation.k);
+        spdlog::info("speculative decoding: MTP drafter {} ({}), k = {}; {}", drafter.path,
+                     planner::format_gib(mtp->weight_bytes()), cfg.speculation.k, mtp->placement());
         backend->set_drafter_model(std::move(mtp));
       } catch (const std::exception& e) {
         throw std::runtime_error("speculation.drafter " + config::drafter_name(drafter) + ": " + e.what());

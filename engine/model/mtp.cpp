@@ -9,8 +9,10 @@
 #include <string>
 
 #include "engine/gguf/sidecar_binding.hpp"
+#include "engine/model/device/device_mtp.hpp"
 #include "engine/model/forward.hpp"
 #include "engine/model/model_impl.hpp"
+#include "engine/model/mtp_impl.hpp"
 #include "engine/model/numerics.hpp"
 #include "engine/model/rms_norm.hpp"
 
@@ -27,19 +29,6 @@ constexpr uint32_t kDraftRollback = 32;
 constexpr uint64_t kMaxCatchUp = 128;
 }  // namespace
 
-struct MtpModel::Impl {
-  gguf::GgufFile file;
-  std::shared_ptr<const Model> base;
-  model::LayerWeights block;
-  model::Tensor e_proj, h_proj, enorm, hnorm, norm, hc_head_fn, hc_head_scale, hc_head_base;
-  model::RopeParams rope;
-  model::BlockSpec spec;
-  model::ModelConfig block_cfg;  // the base's, with one ratio-0 layer
-  uint64_t bytes = 0;
-
-  explicit Impl(gguf::GgufFile f) : file(std::move(f)) {}
-};
-
 MtpModel::MtpModel(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 MtpModel::~MtpModel() = default;
 const Model& MtpModel::base() const { return *impl_->base; }
@@ -47,6 +36,7 @@ uint32_t MtpModel::hidden_reach() const {
   return uint32_t(std::min<uint64_t>(impl_->base->impl().cfg.n_swa, kMaxCatchUp));
 }
 uint64_t MtpModel::weight_bytes() const { return impl_->bytes; }
+const std::string& MtpModel::placement() const { return impl_->placement; }
 
 std::shared_ptr<const MtpModel> MtpModel::load(const std::filesystem::path& sidecar, std::shared_ptr<const Model> base,
                                                const std::filesystem::path& base_path) {
@@ -72,9 +62,13 @@ std::shared_ptr<const MtpModel> MtpModel::load(const std::filesystem::path& side
   impl->block_cfg.n_layer = 1;
   impl->block_cfg.compress_ratio = {0};
   impl->rope = model::rope_params_for_layer(impl->block_cfg, 0);
-  const float clamp = c.swiglu_clamp.at(std::min<size_t>(1, c.swiglu_clamp.size() - 1));
-  impl->spec = model::BlockSpec{&impl->block, &impl->rope, 0, 0, false, clamp};
+  impl->clamp = c.swiglu_clamp.at(std::min<size_t>(1, c.swiglu_clamp.size() - 1));
+  impl->spec = model::BlockSpec{&impl->block, &impl->rope, 0, 0, false, impl->clamp};
   for (const gguf::TensorInfo& t : f.tensors()) impl->bytes += t.n_bytes;
+  // A base on the device drafts there too, when the sidecar's weights fit beside it.
+  if (base->impl().device)
+    impl->device = model::device::place_sidecar_weights(f.base(), f.size(), base->impl().device, impl->placement);
+  else impl->placement = "MTP block on the CPU, as its base model";
   impl->base = std::move(base);
   return std::shared_ptr<const MtpModel>(new MtpModel(std::move(impl)));
 }
@@ -91,12 +85,14 @@ struct MtpDrafter::State {
   std::vector<float> P, Hin, H_mid, H_out, e, en, E, pn, Hh, logits;
   std::vector<int32_t> toks;
   std::vector<model::RowSlot> slots;
+  std::unique_ptr<model::device::DeviceMtp> dev;  // a base on the device: the block's rows there
 };
 
 MtpDrafter::MtpDrafter(std::shared_ptr<const MtpModel> mtp) : mtp_(std::move(mtp)), state_(std::make_unique<State>()) {
   if (!mtp_) throw std::invalid_argument("MtpDrafter needs an MTP model");
   const model::ModelConfig& c = mtp_->impl().block_cfg;
   state_->layers = model::make_layer_states(c, c.n_swa + kDraftRollback, kDraftRollback);
+  if (mtp_->impl().device) state_->dev = std::make_unique<model::device::DeviceMtp>(mtp_->impl(), state_->layers[0]);
 }
 MtpDrafter::~MtpDrafter() = default;
 MtpDrafter::MtpDrafter(MtpDrafter&&) noexcept = default;
@@ -107,6 +103,7 @@ std::span<const float> MtpDrafter::last_logits() const { return state_->logits; 
 void MtpDrafter::reset() {
   State& s = *state_;
   for (auto& l : s.layers) l.reset();
+  if (s.dev) s.dev->state().n_raw = s.dev->state().raw_head = 0;
   s.first = s.next = 0;
   s.seen.clear();
 }
@@ -155,6 +152,15 @@ void mtp_rows(const MtpModel::Impl& mi, MtpDrafter::State& s, const int32_t* tok
   }
 }
 
+// mtp_rows where the block runs: on the device only the last row's output state comes back, so
+// s.H_out then holds that row alone (what the next draft step reads).
+void block_rows(const MtpModel::Impl& mi, MtpDrafter::State& s, const int32_t* tokens, const float* P, int T,
+                uint64_t pos0, float* logits) {
+  if (!s.dev) return mtp_rows(mi, s, tokens, P, T, pos0, logits);
+  s.H_out.resize(mi.base->impl().cfg.hc_dim());
+  s.dev->rows(tokens, P, T, uint32_t(pos0), s.H_out.data(), logits);
+}
+
 int32_t argmax(const float* x, uint32_t n) {
   uint32_t best = 0;
   for (uint32_t i = 1; i < n; i++)
@@ -181,13 +187,14 @@ std::vector<int32_t> MtpDrafter::draft(const Context& target, int32_t next, size
   for (uint64_t p = 0; p < keep; p++)
     if (s.seen[p] != tok[p]) keep = p;
   model::LayerState& L = s.layers[0];
+  uint32_t& n_raw = s.dev ? s.dev->state().n_raw : L.n_raw;  // the block's rows: where it runs
   const uint64_t window = L.raw_window;
   if (keep < s.next) {
     const uint64_t back = s.next - keep;
     // Roll back only if the ring still holds a full window behind `keep` (else start over).
-    if (keep <= s.first || back > L.n_raw || L.n_raw - back < std::min<uint64_t>(keep - s.first, window)) reset();
+    if (keep <= s.first || back > n_raw || n_raw - back < std::min<uint64_t>(keep - s.first, window)) reset();
     else {
-      L.n_raw -= uint32_t(back);
+      n_raw -= uint32_t(back);
       s.next = keep;
     }
   }
@@ -214,7 +221,7 @@ std::vector<int32_t> MtpDrafter::draft(const Context& target, int32_t next, size
     std::copy(h.begin(), h.end(), s.P.begin() + size_t(t) * hc);
   }
   s.logits.resize(c.n_vocab);
-  mtp_rows(mi, s, s.toks.data(), s.P.data(), T, from, s.logits.data());
+  block_rows(mi, s, s.toks.data(), s.P.data(), T, from, s.logits.data());
   // Kept rows' tokens were checked equal to the target's above; starting over copies them.
   if (start_over) s.seen.assign(tok.begin(), tok.begin() + std::ptrdiff_t(from));
   else s.seen.resize(from);
@@ -226,10 +233,10 @@ std::vector<int32_t> MtpDrafter::draft(const Context& target, int32_t next, size
   while (drafts.size() < k && s.next + drafts.size() < target.capacity()) {
     s.P.assign(s.H_out.end() - hc, s.H_out.end());
     const int32_t d = drafts.back();
-    mtp_rows(mi, s, &d, s.P.data(), 1, n + drafts.size(), s.logits.data());
+    block_rows(mi, s, &d, s.P.data(), 1, n + drafts.size(), s.logits.data());
     drafts.push_back(argmax(s.logits.data(), c.n_vocab));
   }
-  L.n_raw -= uint32_t(drafts.size() - 1);  // the draft rows: only committed positions stay
+  n_raw -= uint32_t(drafts.size() - 1);  // the draft rows: only committed positions stay
   return drafts;
 }
 

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "engine/model/model.hpp"
@@ -33,6 +34,9 @@ class MtpModel {
   // (ContextOptions::keep_hidden) for drafts that read as far back as the block attends.
   uint32_t hidden_reach() const;
   uint64_t weight_bytes() const;
+  // Where the block runs, one sentence for the log: on the CPU, or (a base model loaded for the
+  // CUDA device) on the device with its weights' placement, or on the CPU where they do not fit.
+  const std::string& placement() const;
 
   struct Impl;
   const Impl& impl() const { return *impl_; }

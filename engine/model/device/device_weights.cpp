@@ -4,13 +4,15 @@
 #include <algorithm>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "engine/model/model_impl.hpp"
 
 namespace ds4::model::device {
 
-DeviceWeights::DeviceWeights(const void* base, size_t bytes, WeightPlacement placement, const HostRegistration* pinned)
-    : base_(static_cast<const unsigned char*>(base)), bytes_(bytes), placement_(placement) {
+DeviceWeights::DeviceWeights(const void* base, size_t bytes, WeightPlacement placement, const HostRegistration* pinned,
+                             std::shared_ptr<const DeviceWeights> beside)
+    : base_(static_cast<const unsigned char*>(base)), bytes_(bytes), placement_(placement), beside_(std::move(beside)) {
   switch (placement) {
     case WeightPlacement::InPlace:
       if (pinned != nullptr) {
@@ -35,8 +37,10 @@ DeviceWeights::DeviceWeights(const void* base, size_t bytes, WeightPlacement pla
 
 DeviceSpan DeviceWeights::at(const model::Tensor& t) const {
   if (!t.present()) throw std::invalid_argument("DeviceWeights: tensor " + t.name + " is absent");
-  if (t.data < base_ || t.bytes > bytes_ || size_t(t.data - base_) > bytes_ - t.bytes)
+  if (t.data < base_ || t.bytes > bytes_ || size_t(t.data - base_) > bytes_ - t.bytes) {
+    if (beside_) return beside_->at(t);
     throw std::out_of_range("DeviceWeights: tensor " + t.name + " is outside the model mapping");
+  }
   return {device_base_ + uint64_t(t.data - base_), t.bytes};
 }
 

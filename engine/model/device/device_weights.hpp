@@ -28,11 +28,14 @@ class DeviceWeights {
   // it (a registration the caller already holds, e.g. --pin cuda's, may be passed instead);
   // Copied allocates one device buffer of `bytes` and uploads the mapping. Throws
   // std::invalid_argument for DoesNotFit, std::runtime_error from the driver.
-  DeviceWeights(const void* base, size_t bytes, WeightPlacement placement, const HostRegistration* pinned = nullptr);
+  // `beside`, when given, answers for tensors outside this mapping (an MTP sidecar's weights with
+  // the base model's beside them: the block reads its own, the embedding and LM head the base's).
+  DeviceWeights(const void* base, size_t bytes, WeightPlacement placement, const HostRegistration* pinned = nullptr,
+                std::shared_ptr<const DeviceWeights> beside = nullptr);
 
   WeightPlacement placement() const { return placement_; }
   // Where tensor `t`'s bytes are on the device; throws std::out_of_range for a tensor outside
-  // the mapping, std::invalid_argument for an absent one.
+  // the mapping (and beside's), std::invalid_argument for an absent one.
   DeviceSpan at(const model::Tensor& t) const;
   // A 2-D tensor as a matvec weight (rows ne[1] of ne[0] inputs), and expert e of a 3-D one.
   DeviceWeight matrix(const model::Tensor& t) const;
@@ -45,6 +48,7 @@ class DeviceWeights {
   HostRegistration registration_;  // InPlace, unless the caller's was passed
   DeviceBuffer copy_;              // Copied
   uint64_t device_base_ = 0;
+  std::shared_ptr<const DeviceWeights> beside_;
 };
 
 // The weights of a loaded model placed for device 0 (LoadOptions::device Cuda): choose_placement

@@ -1,0 +1,53 @@
+#pragma once
+// The MTP block on the device (docs/cuda.md §mtp): mtp.cpp's rows step with the device's stages,
+// bit for bit the CPU's Fast order. The embedding (stream 0) and each stream of the target's
+// final state are normed and projected, added, run through the block (the device attention on the
+// block's own raw rows, then the FFN) and collapsed by the block's head into the base's LM head.
+// Only the inputs (the target's states, host floats) go up and the last row's state and logits
+// come down. Concurrency: one drafter, one host thread, the device's default stream.
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "engine/cuda/device.hpp"
+#include "engine/model/device/device_attention.hpp"
+#include "engine/model/device/device_head.hpp"
+#include "engine/model/device/device_kv_state.hpp"
+#include "engine/model/device/device_layer.hpp"
+#include "engine/model/device/device_weights.hpp"
+#include "engine/model/mtp.hpp"
+
+namespace ds4::model::device {
+
+// Places an MTP sidecar's weights for the device beside the base's (`base`: the base model's
+// device weights): in place or copied as cuda::place_on_device decides for the sidecar's bytes.
+// Returns null when they do not fit, with `reason` saying so (the drafter then runs on the CPU).
+std::shared_ptr<const DeviceWeights> place_sidecar_weights(const void* data, size_t bytes,
+                                                           std::shared_ptr<const DeviceWeights> base,
+                                                           std::string& reason);
+
+class DeviceMtp {
+ public:
+  // The block's state on the device, sized as `shape` (the drafter's ratio-0 layer state), empty.
+  // mi must hold device weights (MtpModel::Impl::device) and outlive this.
+  DeviceMtp(const MtpModel::Impl& mi, const LayerState& shape);
+
+  // T rows at positions pos0 ..: tokens[t] with the target's final state P[t] (n_hc x n_embd host
+  // floats each) appended to the block's raw rows. Writes the last row's output state to last_H
+  // (hc_dim floats) and, when logits is set, its logits (n_vocab floats). Waits for the device.
+  void rows(const int32_t* tokens, const float* P, int T, uint32_t pos0, float* last_H, float* logits);
+
+  // The block's raw rows: counters on the host (a rollback moves n_raw only), rows on the device.
+  DeviceLayerState& state() { return layers_[0]; }
+
+ private:
+  const MtpModel::Impl& mi_;
+  std::vector<DeviceLayerState> layers_;
+  std::vector<RowRun> runs_;
+  LayerScratch ls_;
+  AttentionScratch as_;
+  HeadScratch hs_;
+  cuda::DeviceBuffer tokens_, error_, e_, en_, E_, P_, pn_, Hh_, Hin_, mid_, out_, logits_, act_;
+};
+
+}  // namespace ds4::model::device
