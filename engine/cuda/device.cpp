@@ -3,6 +3,7 @@
 // device's architecture or JIT-compiles the PTX on newer GPUs.
 #include "engine/cuda/device.hpp"
 
+#include <atomic>
 #include <map>
 #include <mutex>
 #include <stdexcept>
@@ -73,6 +74,9 @@ DeviceInfo probe_once() {
   return d;
 }
 
+// Host waits for the device (downloads, synchronize) by every thread: Device::host_waits.
+std::atomic<uint64_t> g_host_waits{0};
+
 }  // namespace
 
 bool compiled_in() { return detail::embedded_kernels().size != 0; }
@@ -117,6 +121,7 @@ void DeviceSpan::upload(const void* src, size_t bytes, size_t offset) const {
 }
 void DeviceSpan::download(void* dst, size_t bytes, size_t offset) const {
   const DriverApi& a = api_or_throw();
+  g_host_waits.fetch_add(1, std::memory_order_relaxed);
   check(a, a.cuMemcpyDtoH(dst, sub(offset, bytes).address, bytes), "cuMemcpyDtoH");
 }
 void DeviceSpan::copy_from(const DeviceSpan& src) const {
@@ -186,7 +191,11 @@ void Device::launch(const char* name, unsigned grid, unsigned block, unsigned sh
   launches_.fetch_add(1, std::memory_order_relaxed);
 }
 
-void Device::synchronize() { check(*impl_->api, impl_->api->cuCtxSynchronize(), "cuCtxSynchronize"); }
+void Device::synchronize() {
+  g_host_waits.fetch_add(1, std::memory_order_relaxed);
+  check(*impl_->api, impl_->api->cuCtxSynchronize(), "cuCtxSynchronize");
+}
+uint64_t Device::host_waits() const { return g_host_waits.load(std::memory_order_relaxed); }
 
 size_t Device::free_memory() {
   size_t free_bytes = 0, total = 0;

@@ -94,6 +94,9 @@ class Device {
   void launch(const char* name, unsigned grid, unsigned block, unsigned shared_bytes, void** args);
   // Kernel launches made so far, by every thread: what a pass costs in launches (tests, benches).
   uint64_t launches() const { return launches_.load(std::memory_order_relaxed); }
+  // Times the host waited for the device so far (downloads, synchronize), by every thread: each
+  // empties the launch queue, so a pass should wait only for its results.
+  uint64_t host_waits() const;
   void synchronize();
   // Bytes the device has free now (cuMemGetInfo), for the placement (placement.hpp).
   size_t free_memory();

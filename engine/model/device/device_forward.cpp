@@ -10,6 +10,18 @@
 #include "engine/model/model_impl.hpp"
 
 namespace ds4::model::device {
+namespace {
+
+// The pass's two error words in one wait; a set word is read again, cleared and thrown by its own
+// check (cuda::check_embed_error, check_route_error).
+void check_pass_errors(cuda::DeviceSpan errors) {
+  int32_t words[2] = {0, 0};
+  errors.download(words, sizeof words);
+  if (words[0] != 0) cuda::check_embed_error(errors.sub(0, 4));
+  if (words[1] != 0) check_route_error(errors.sub(4, 4));
+}
+
+}  // namespace
 
 DevicePass::DevicePass(const Model::Impl& m, const DeviceWeights& weights) : m_(m), dw_(weights) {
   if (m.ex.exact) throw std::invalid_argument("the CUDA backend computes the Fast order only: load the model in Fast");
@@ -23,19 +35,22 @@ void DevicePass::run(std::span<const SequenceRows> seqs, const int32_t* tokens, 
   if (T <= 0) return;
   check_token_ids(cfg, tokens, T);
   const size_t hc = cfg.hc_dim(), row = hc * sizeof(float);
-  const cuda::DeviceSpan dtok = grown<int32_t>(tokens_, size_t(T)), error = grown<int32_t>(error_, 1);
+  // Two error words, read once after the pass (a wait there, not in a layer): the embedding's, the
+  // hash layers' routing.
+  const cuda::DeviceSpan dtok = grown<int32_t>(tokens_, size_t(T)), errors = grown<int32_t>(error_, 2);
+  const cuda::DeviceSpan error = errors.sub(0, 4), route_error = errors.sub(4, 4);
   cuda::DeviceSpan H = grown(H_, size_t(T) * hc), mid = grown(H_mid_, size_t(T) * hc),
                    next = grown(H_next_, size_t(T) * hc);
   dtok.upload(tokens, size_t(T) * sizeof(int32_t));
-  const int32_t zero = 0;
-  error.upload(&zero, sizeof zero);
+  const int32_t zeros[2] = {0, 0};
+  errors.upload(zeros, sizeof zeros);
   cuda::embed(dtok, T, dw_.at(m_.w.token_embd), cfg.n_vocab, cfg.n_embd, cfg.n_hc, H, error);
   for (uint32_t il = 0; il < cfg.n_layer; il++) {
     runs_.clear();
     for (const SequenceRows& q : seqs) runs_.push_back(RowRun{&q.layers->at(il), q.pos0, q.n});
     const LayerWeights& lw = m_.w.layers[il];
     attention_sublayer(dw_, cfg, lw, m_.rope[il], runs_, H, T, mid, ls_, as_);
-    ffn_sublayer(dw_, cfg, lw, il < cfg.n_hash_layer, cfg.swiglu_clamp[il], dtok, mid, T, next, ls_);
+    ffn_sublayer(dw_, cfg, lw, il < cfg.n_hash_layer, cfg.swiglu_clamp[il], dtok, mid, T, next, ls_, route_error);
     std::swap(H, next);
     if (on_layer) on_layer(il);
   }
@@ -49,7 +64,7 @@ void DevicePass::run(std::span<const SequenceRows> seqs, const int32_t* tokens, 
     first += q.n;
   }
   if (n_logit <= 0) {
-    cuda::check_embed_error(error);
+    check_pass_errors(errors);
     return;
   }
   // The head is per row: a consecutive run of rows needs no gathering.
@@ -63,7 +78,7 @@ void DevicePass::run(std::span<const SequenceRows> seqs, const int32_t* tokens, 
   const cuda::DeviceSpan out = grown(logits_, size_t(n_logit) * cfg.n_vocab);
   output_head(dw_, cfg, head_weights(m_.w), Hsel, n_logit, out, hs_);
   out.download(logits, size_t(n_logit) * cfg.n_vocab * sizeof(float));
-  cuda::check_embed_error(error);
+  check_pass_errors(errors);
 }
 
 DeviceForward::DeviceForward(const Model::Impl& m, ScratchPool<DevicePass>& passes,

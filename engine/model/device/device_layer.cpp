@@ -34,22 +34,28 @@ cuda::DeviceExperts experts(const DeviceWeights& dw, const Tensor& t) {
 }  // namespace
 
 void ffn_sublayer(const DeviceWeights& dw, const ModelConfig& cfg, const LayerWeights& lw, bool hash_layer, float clamp,
-                  cuda::DeviceSpan tokens, cuda::DeviceSpan H, int T, cuda::DeviceSpan H_out, LayerScratch& s) {
+                  cuda::DeviceSpan tokens, cuda::DeviceSpan H, int T, cuda::DeviceSpan H_out, LayerScratch& s,
+                  cuda::DeviceSpan route_error) {
   const int64_t E = cfg.n_expert, K = cfg.n_expert_used, F = cfg.n_ff, D = cfg.n_embd, P = T * K;
   hc_pre(dw, cfg, lw.hc_ffn, lw.ffn_norm, H, T, s);
   const cuda::DeviceSpan xn = cuda::DeviceSpan(s.xn).sub(0, size_t(T * D) * sizeof(float));
 
   // Router: the logits by the plain projection, selection and weights on the device.
   const cuda::DeviceSpan logits = grown(s.logits, size_t(T * E)), ids = grown<int32_t>(s.ids, size_t(P)),
-                         weights = grown(s.weights, size_t(P)), error = grown<int32_t>(s.error, 1);
+                         weights = grown(s.weights, size_t(P));
+  // The caller's error word, read after its pass; else this layer's own, read here.
+  const bool own_error = route_error.bytes() == 0;
+  const cuda::DeviceSpan error = own_error ? grown<int32_t>(s.error, 1) : route_error.sub(0, sizeof(int32_t));
   project(dw.matrix(lw.ffn_gate_inp), xn, T, logits, s.act);
   cuda::RouterArgs ra;
   ra.n_expert = int32_t(E);
   ra.n_used = int32_t(K);
   ra.scale = cfg.expert_weight_scale;
   if (hash_layer) {
-    const int32_t zero = 0;
-    error.upload(&zero, sizeof zero);
+    if (own_error) {
+      const int32_t zero = 0;
+      error.upload(&zero, sizeof zero);
+    }
     ra.tid2eid = dw.at(lw.ffn_gate_tid2eid);
     ra.n_vocab = int64_t(lw.ffn_gate_tid2eid.ne[1]);
     ra.tokens = tokens;
@@ -98,11 +104,16 @@ void ffn_sublayer(const DeviceWeights& dw, const ModelConfig& cfg, const LayerWe
   project(dw.matrix(lw.ffn_down_shexp), smid, T, sd, s.act);
   cuda::moe_sum(down, sd, T, int(K), D, out);
   cuda::hc_post(out, H, s.split, T, cfg.n_hc, D, H_out);
-  if (hash_layer) {
-    int32_t bad = 0;
-    error.download(&bad, sizeof bad);
-    if (bad != 0) throw std::runtime_error("device MoE: a token id the hash layer's tid2eid table cannot route");
-  }
+  if (hash_layer && own_error) check_route_error(error);
+}
+
+void check_route_error(cuda::DeviceSpan route_error) {
+  int32_t bad = 0;
+  route_error.download(&bad, sizeof bad);
+  if (bad == 0) return;
+  const int32_t zero = 0;
+  route_error.upload(&zero, sizeof zero);
+  throw std::runtime_error("device MoE: a token id the hash layer's tid2eid table cannot route");
 }
 
 }  // namespace ds4::model::device

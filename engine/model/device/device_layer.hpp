@@ -24,9 +24,16 @@ void hc_pre(const DeviceWeights& dw, const ModelConfig& cfg, const HcWeights& hw
             cuda::DeviceSpan H, int T, LayerScratch& s);
 
 // The FFN sublayer of layer `il` for T tokens: H_out = hc_post(moe(hc_pre(H))). tokens: T int32
-// ids on the device (hash layers route by them). H_out must not be H. Throws std::runtime_error
-// when a hash layer met a token its tid2eid table cannot route (the device's error word).
+// ids on the device (hash layers route by them). H_out must not be H. A hash layer that meets a
+// token its tid2eid table cannot route sets the device word `route_error` to 1 when one is given
+// (the caller reads it once its pass is queued: check_route_error); without one this waits for
+// the device and throws std::runtime_error itself.
 void ffn_sublayer(const DeviceWeights& dw, const ModelConfig& cfg, const LayerWeights& lw, bool hash_layer, float clamp,
-                  cuda::DeviceSpan tokens, cuda::DeviceSpan H, int T, cuda::DeviceSpan H_out, LayerScratch& s);
+                  cuda::DeviceSpan tokens, cuda::DeviceSpan H, int T, cuda::DeviceSpan H_out, LayerScratch& s,
+                  cuda::DeviceSpan route_error = {});
+
+// Waits for the device, reads the word ffn_sublayer's hash layers set and clears it; throws
+// std::runtime_error when set.
+void check_route_error(cuda::DeviceSpan route_error);
 
 }  // namespace ds4::model::device

@@ -2,15 +2,20 @@
 // calls on a CPU context of the Fast model, on the real ds4-tiny weights: logits bit for bit
 // through prefill, decode, verify and truncate (the rollback of docs/cuda.md §rollback, across
 // compressor windows), the same hidden states for an MTP drafter, the same snapshot bytes, a
-// snapshot written on one backend restored on the other, and a BatchStep over device contexts.
+// snapshot written on one backend restored on the other, a BatchStep over device contexts, the
+// host's waits in a pass, and a hash layer's routing error.
 // Skips where no GPU is usable; model_device_emulated_tests runs it on the emulator.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <filesystem>
+#include <fstream>
 #include <random>
 #include <span>
 #include <stdexcept>
 #include <vector>
 
+#include "engine/gguf/gguf_reader.hpp"
 #include "engine/loaded_model/loaded_model.hpp"
 #include "engine/model/batch_step.hpp"
 #include "tests/engine/model/device_test_support.hpp"
@@ -179,6 +184,56 @@ TEST(DeviceContextGpu, BatchStepOverDeviceContextsMatchesSoloCpuRuns) {
   // And each continues alone.
   EXPECT_EQ(a.decode(random_tokens(rng, 1)[0]), "");
   EXPECT_EQ(c.decode(random_tokens(rng, 1)[0]), "");
+}
+
+// A pass waits for the device only for its results: the logits, then both error words (the
+// embedding's and the hash layers' routing) in one read. Until 7 Dec 2026 each of ds4-tiny's
+// three hash layers read its routing word itself, emptying the launch queue mid-pass (5 waits).
+TEST(DeviceContextGpu, ADecodeWaitsForTheDeviceOnlyForItsResults) {
+  SKIP_WITHOUT_GPU();
+  std::mt19937 rng(43);
+  ContextOptions o = options();
+  o.keep_hidden = 0;  // kept states come down row by row
+  Context c(device_tiny(), o);
+  c.prefill(random_tokens(rng, 9));
+  const cuda::Device& dev = cuda::Device::open();
+  const uint64_t before = dev.host_waits();
+  c.decode(random_tokens(rng, 1)[0]);
+  EXPECT_EQ(dev.host_waits() - before, 2u);
+}
+
+// A tid2eid entry outside the experts (a corrupt file): the pass that routes that token fails
+// with the hash layer's error, read once the pass is queued, as the CPU fails in route_token.
+TEST(DeviceContextGpu, ATokenAHashLayerCannotRouteFailsThePass) {
+  SKIP_WITHOUT_GPU();
+  namespace fs = std::filesystem;
+  const fs::path src = test::tiny_vectors_dir() / "model.gguf";
+  const fs::path bad = fs::temp_directory_path() / ("ds4d-bad-tid2eid-" + std::to_string(::getpid()) + ".gguf");
+  fs::copy_file(src, bad, fs::copy_options::overwrite_existing);
+  constexpr int32_t kToken = 5;
+  {
+    const gguf::GgufFile f = gguf::GgufFile::open(src.string());
+    const gguf::TensorInfo* t = f.find_tensor("blk.1.ffn_gate_tid2eid.weight");
+    ASSERT_NE(t, nullptr);
+    const auto offset = f.bytes(*t).data() - f.base() + std::ptrdiff_t(kToken * t->dims[0] * sizeof(int32_t));
+    std::fstream io(bad, std::ios::binary | std::ios::in | std::ios::out);
+    io.seekp(offset);
+    const int32_t expert = 99;
+    io.write(reinterpret_cast<const char*>(&expert), sizeof expert);
+  }
+  LoadOptions lo;
+  lo.arithmetic = Arithmetic::Fast;
+  lo.threads = 1;
+  lo.device = ComputeDevice::Cuda;
+  const auto model = Model::load(bad, lo);
+  fs::remove(bad);  // mapped: the name is no longer needed
+  Context c(model, options());
+  try {
+    c.prefill(std::vector<int32_t>{1, kToken, 2});
+    ADD_FAILURE() << "the pass routed a token to expert 99";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("tid2eid"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace
