@@ -1,6 +1,7 @@
 // See device_forward.hpp. The order is forward.cpp's forward_rows: embed, blocks, head.
 #include "engine/model/device/device_forward.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -54,13 +55,20 @@ void DevicePass::run(std::span<const SequenceRows> seqs, const int32_t* tokens, 
     std::swap(H, next);
     if (on_layer) on_layer(il);
   }
+  // Each sequence's final states into its ring: the rows the ring keeps (its last `slots`), in at
+  // most two copies (where the ring wraps) rather than one wait per row.
   int first = 0;
   for (const SequenceRows& q : seqs) {
-    if (q.hidden && q.hidden->slots)
-      for (int t = 0; t < q.n; t++) {
-        H.download(q.hidden->slot(q.pos0 + uint32_t(t)), row, size_t(first + t) * row);
-        q.hidden->mark(q.pos0 + uint32_t(t));
+    if (q.hidden && q.hidden->slots) {
+      const uint32_t slots = q.hidden->slots;
+      for (uint32_t t = uint32_t(q.n) - std::min<uint32_t>(uint32_t(q.n), slots); t < uint32_t(q.n);) {
+        const uint64_t pos = uint64_t(q.pos0) + t;
+        const uint32_t run = std::min<uint32_t>(uint32_t(q.n) - t, slots - uint32_t(pos % slots));
+        H.download(q.hidden->slot(pos), run * row, size_t(first + int(t)) * row);
+        for (uint32_t i = 0; i < run; i++) q.hidden->mark(pos + i);
+        t += run;
       }
+    }
     first += q.n;
   }
   if (n_logit <= 0) {

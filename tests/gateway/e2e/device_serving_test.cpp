@@ -1,7 +1,8 @@
 // The serving path on the CUDA backend (docs/cuda.md §forward), run on the emulated device: the
 // embedded agent model loaded with `--backend cuda` (load_model_on: placement and self-check)
 // serves through the same Service as the CPU, with exact speculation (ngram and MTP drafters:
-// verify and rollback on the device, the MTP drafter reading the device's hidden states) and the
+// verify and rollback on the device, the MTP drafter's block there too on the device's hidden
+// states: docs/cuda.md §mtp) and the
 // prefix cache (a warm session's snapshot taken from and restored to the device). Every reply
 // must be the CPU's, token for token.
 #include <gtest/gtest.h>
