@@ -34,6 +34,7 @@ struct Model::Impl {
   uint64_t fingerprint = 0;             // identifies config + weights layout (snapshots)
   // LoadOptions::device Cuda: the weights as the device reads them; every Context runs there.
   std::shared_ptr<const model::device::DeviceWeights> device;
+  uint64_t device_reserve = 0;  // LoadOptions::device_reserve_bytes: the contexts' device state
   // The passes' scratch, lent per pass to every context of the model (scratch_pool.hpp): the
   // CPU's, and the device's next to `device`.
   mutable model::ScratchPool<model::ForwardScratch> cpu_scratch{

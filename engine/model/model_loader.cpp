@@ -322,6 +322,7 @@ std::shared_ptr<Model> Model::load(const std::filesystem::path& path, const Load
   if (options.device == ComputeDevice::Cuda) {
     if (progress) progress(0.9, "device");
     impl->device = model::device::place_weights(*impl, options.device_reserve_bytes, info.placement);
+    impl->device_reserve = options.device_reserve_bytes;
     const Model::Impl* m = impl.get();
     impl->device_scratch = std::make_shared<model::ScratchPool<model::device::DevicePass>>(
         [m] { return std::make_unique<model::device::DevicePass>(*m, *m->device); });

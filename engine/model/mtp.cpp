@@ -67,7 +67,8 @@ std::shared_ptr<const MtpModel> MtpModel::load(const std::filesystem::path& side
   for (const gguf::TensorInfo& t : f.tensors()) impl->bytes += t.n_bytes;
   // A base on the device drafts there too, when the sidecar's weights fit beside it.
   if (base->impl().device)
-    impl->device = model::device::place_sidecar_weights(f.base(), f.size(), base->impl().device, impl->placement);
+    impl->device = model::device::place_sidecar_weights(f.base(), f.size(), base->impl().device,
+                                                        base->impl().device_reserve, impl->placement);
   else impl->placement = "MTP block on the CPU, as its base model";
   impl->base = std::move(base);
   return std::shared_ptr<const MtpModel>(new MtpModel(std::move(impl)));

@@ -15,9 +15,9 @@
 namespace ds4::model::device {
 
 std::shared_ptr<const DeviceWeights> place_sidecar_weights(const void* data, size_t bytes,
-                                                           std::shared_ptr<const DeviceWeights> base,
+                                                           std::shared_ptr<const DeviceWeights> base, uint64_t reserve,
                                                            std::string& reason) {
-  const cuda::Placement p = cuda::place_on_device(bytes, 0);
+  const cuda::Placement p = cuda::place_on_device(bytes, reserve);
   if (p.weights == WeightPlacement::DoesNotFit) {
     reason = "MTP block on the CPU: its weights do not fit the device (" + p.reason + ")";
     return nullptr;

@@ -7,6 +7,7 @@
 // come down. Concurrency: one drafter, one host thread, the device's default stream.
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "engine/cuda/device.hpp"
@@ -20,10 +21,11 @@
 namespace ds4::model::device {
 
 // Places an MTP sidecar's weights for the device beside the base's (`base`: the base model's
-// device weights): in place or copied as cuda::place_on_device decides for the sidecar's bytes.
+// device weights): in place or copied as cuda::place_on_device decides for the sidecar's bytes,
+// with `reserve` (the base's Model::Impl::device_reserve) still kept for the contexts' state.
 // Returns null when they do not fit, with `reason` saying so (the drafter then runs on the CPU).
 std::shared_ptr<const DeviceWeights> place_sidecar_weights(const void* data, size_t bytes,
-                                                           std::shared_ptr<const DeviceWeights> base,
+                                                           std::shared_ptr<const DeviceWeights> base, uint64_t reserve,
                                                            std::string& reason);
 
 class DeviceMtp {
