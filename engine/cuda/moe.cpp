@@ -54,14 +54,13 @@ size_t experts_bytes(quant::Type type, int64_t n_expert, int64_t rows, int64_t c
   return size_t(quant::row_bytes(type, uint64_t(cols))) * size_t(rows) * size_t(n_expert);
 }
 
-// What both expert matvecs read and write: n_pairs pairs' activation rows (one per pairs_per_act
-// pairs, act_row_bytes apart) and output rows. Returns the kernel name (grouped or per pair);
-// throws std::invalid_argument on a format without one or buffers too small.
-const char* check_expert_io(const DeviceExperts& w, bool grouped, int n_pairs, int pairs_per_act, DeviceSpan act,
-                            size_t act_row_bytes, DeviceSpan out) {
+// What the expert launchers (per pair, grouped) read and write: n_pairs pairs' activation rows
+// (one per pairs_per_act pairs, act_row_bytes apart) and output rows. Returns the format's kernels;
+// throws std::invalid_argument on a format without them or buffers too small.
+ExpertKernels check_expert_io(const DeviceExperts& w, int n_pairs, int pairs_per_act, DeviceSpan act,
+                              size_t act_row_bytes, DeviceSpan out) {
   const ExpertKernels k = expert_kernels(w.type);
-  const char* name = grouped ? k.grouped : k.per_pair;
-  if (name == nullptr) throw std::invalid_argument("CUDA MoE: no expert kernel for this weight format");
+  if (k.per_pair == nullptr) throw std::invalid_argument("CUDA MoE: no expert kernel for this weight format");
   if (n_pairs < 1 || pairs_per_act < 1)
     throw std::invalid_argument("CUDA MoE: " + std::to_string(n_pairs) + " pairs, " + std::to_string(pairs_per_act) +
                                 " per activation row");
@@ -72,7 +71,7 @@ const char* check_expert_io(const DeviceExperts& w, bool grouped, int n_pairs, i
                                 std::to_string(row) + " and a multiple of 4");
   need(act, act_row_bytes * size_t(n_act - 1) + row, "activation");
   need(out, sizeof(float) * size_t(n_pairs) * size_t(w.rows), "output");
-  return name;
+  return k;
 }
 
 int64_t expert_bytes(const DeviceExperts& w) { return int64_t(quant::row_bytes(w.type, uint64_t(w.cols))) * w.rows; }
@@ -125,7 +124,7 @@ void moe_route(DeviceSpan logits, int T, const RouterArgs& a, DeviceSpan ids, De
 
 void moe_expert_matvec(const DeviceExperts& w, DeviceSpan ids, int n_pairs, DeviceSpan act, size_t act_row_bytes,
                        int pairs_per_act, DeviceSpan out) {
-  const char* name = check_expert_io(w, false, n_pairs, pairs_per_act, act, act_row_bytes, out);
+  const char* name = check_expert_io(w, n_pairs, pairs_per_act, act, act_row_bytes, out).per_pair;
   need(ids, 4 * size_t(n_pairs), "ids");
   uint64_t wp = w.data.ptr(), ip = ids.ptr(), ap = act.ptr(), op = out.ptr();
   int64_t eb = expert_bytes(w), rows = w.rows, cols = w.cols, stride = int64_t(act_row_bytes);
@@ -155,7 +154,7 @@ void moe_group(DeviceSpan ids, int n_expert, const MoeGroups& g) {
 
 void moe_expert_grouped(const DeviceExperts& w, const MoeGroups& g, DeviceSpan act, size_t act_row_bytes,
                         int pairs_per_act, DeviceSpan out) {
-  const char* name = check_expert_io(w, true, g.n_pairs, pairs_per_act, act, act_row_bytes, out);
+  const ExpertKernels k = check_expert_io(w, g.n_pairs, pairs_per_act, act, act_row_bytes, out);
   if (g.max_tiles < moe_group_max_tiles(g.n_pairs, int(w.n_expert)))
     throw std::invalid_argument("CUDA MoE: " + std::to_string(g.n_pairs) + " grouped pairs, " +
                                 std::to_string(g.max_tiles) + " tiles");
@@ -164,14 +163,13 @@ void moe_expert_grouped(const DeviceExperts& w, const MoeGroups& g, DeviceSpan a
   int64_t eb = expert_bytes(w), rows = w.rows, cols = w.cols, stride = int64_t(act_row_bytes);
   int32_t n_expert = int32_t(w.n_expert), per = pairs_per_act;
   void* args[] = {&wp, &eb, &n_expert, &rows, &cols, &op, &tp, &np, &ap, &stride, &per, &outp};
-  const ExpertKernels k = expert_kernels(w.type);
   const int64_t row_tiles = (w.rows + k.gemm_rows - 1) / k.gemm_rows;
   const int64_t row_blocks = (w.rows + 3) / 4;  // kernels/matvec.cuh: four warps a block
   if (row_blocks * g.max_tiles > 0x7fffffff)
     throw std::invalid_argument("CUDA MoE: " + std::to_string(g.max_tiles) + " tiles of " + std::to_string(w.rows) +
                                 " rows (grid too large)");
   Device::open().launch(k.gemm, unsigned(row_tiles * g.max_tiles), 256, 0, args);
-  Device::open().launch(name, unsigned(row_blocks * g.max_tiles), 128, 0, args);
+  Device::open().launch(k.grouped, unsigned(row_blocks * g.max_tiles), 128, 0, args);
 }
 
 void moe_swiglu(DeviceSpan gate, DeviceSpan up, DeviceSpan weights, int64_t n_rows, int64_t n_ff, float clamp,

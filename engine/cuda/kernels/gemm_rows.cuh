@@ -1,9 +1,9 @@
 #pragma once
 // Which activation rows a GEMM thread block reads and which output rows it writes: the plain
 // GEMM's n consecutive tokens (out[t * rows + r]), or a tile of an expert's (token, slot) pairs
-// from the MoE grouping (moe_gemm.cuh), whose rows are gathered from the pairs' activation rows
-// and scattered to the pairs' output rows. The tile's arithmetic is the same either way, so a
-// pair's outputs are the bits the plain GEMM (and the matvec) gives its row.
+// from the MoE grouping (moe.cuh's moe_tile, for its GEMM and its grouped matvec alike), whose
+// rows are gathered from the pairs' activation rows and scattered to the pairs' output rows. The tile's arithmetic is
+// the same either way, so a pair's outputs are the bits the plain GEMM (and the matvec) gives its row.
 #include <cstdint>
 
 namespace ds4::cuda::kernels {

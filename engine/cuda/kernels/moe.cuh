@@ -7,6 +7,7 @@
 // plain matvec's row code (matvec_blocks.cuh) with another address.
 #include <cstdint>
 
+#include "engine/cuda/kernels/gemm_rows.cuh"
 #include "engine/cuda/kernels/matvec_blocks.cuh"
 #include "engine/model/moe_arith.hpp"
 
@@ -161,13 +162,26 @@ __device__ inline void moe_group(const int32_t* __restrict__ ids, int32_t n_pair
   *n_tiles = n;
 }
 
+// Tile `tile` of moe_group's layout as both grouped kernels (this matvec, moe_gemm.cuh's GEMM)
+// read it: its bucket (the expert, or n_expert for bad ids; -1 past *n_tiles) and its pairs as
+// rows (GemmRows: pair p reads activation row p / pairs_per_act and writes output row p).
+struct MoeTile {
+  int32_t bucket = -1;
+  GemmRows x;
+};
+__device__ inline MoeTile moe_tile(int64_t tile, const int32_t* __restrict__ order, const int32_t* __restrict__ tiles,
+                                   const int32_t* __restrict__ n_tiles, const uint8_t* act, int64_t act_row_bytes,
+                                   int32_t pairs_per_act, float* out, int64_t rows) {
+  if (tile >= *n_tiles) return {};
+  return {tiles[3 * tile],
+          GemmRows{act, act_row_bytes, out, rows, order + tiles[3 * tile + 1], pairs_per_act, tiles[3 * tile + 2]}};
+}
+
+// Weight row `row` (w: its first block) against the tile's N pairs.
 template <class Block, int N>
-__device__ void moe_tile_row(const uint8_t* __restrict__ w, int64_t cols, const int32_t* __restrict__ pairs,
-                             const uint8_t* __restrict__ act, int64_t act_row_bytes, int32_t pairs_per_act,
-                             float* __restrict__ out, int64_t rows) {
+__device__ void moe_tile_row(const uint8_t* __restrict__ w, int64_t cols, GemmRows x, int64_t row) {
   matvec_blocks_rows_at<N, Block>(
-      w, cols, [=](int t) { return act + pairs[t] / pairs_per_act * act_row_bytes; },
-      [=](int t) { return out + static_cast<int64_t>(pairs[t]) * rows; });
+      w, cols, [=](int t) { return x.act_row(t); }, [=](int t) { return x.out_row_of(t) + row; });
 }
 
 // moe_matvec over the tiles of at most kMoeTile pairs: block (tile, four rows) runs the tile's
@@ -180,29 +194,27 @@ __device__ void moe_matvec_grouped(const uint8_t* __restrict__ w, int64_t expert
                                    const int32_t* __restrict__ n_tiles, const uint8_t* __restrict__ act,
                                    int64_t act_row_bytes, int32_t pairs_per_act, float* __restrict__ out) {
   const int64_t row_blocks = (rows + kWarpsPerBlock - 1) / kWarpsPerBlock;
-  const int64_t tile = blockIdx.x / row_blocks;
   const int64_t row = (blockIdx.x % row_blocks) * kWarpsPerBlock + threadIdx.x / 32;
-  if (tile >= *n_tiles || row >= rows) return;
-  const int32_t e = tiles[3 * tile], n = tiles[3 * tile + 2];
-  if (n > kMoeTile && e != n_expert) return;
-  const int32_t* pairs = order + tiles[3 * tile + 1];
-  float* o = out + row;
-  if (e == n_expert) {
+  if (row >= rows) return;
+  const MoeTile m =
+      moe_tile(blockIdx.x / row_blocks, order, tiles, n_tiles, act, act_row_bytes, pairs_per_act, out, rows);
+  if (m.bucket < 0 || (m.x.n > kMoeTile && m.bucket != n_expert)) return;
+  if (m.bucket == n_expert) {
     if (threadIdx.x % 32 == 0)
-      for (int32_t t = 0; t < n; t++) o[static_cast<int64_t>(pairs[t]) * rows] = arith::bits_to_f32(0x7fc00000u);
+      for (int32_t t = 0; t < m.x.n; t++) m.x.out_row_of(t)[row] = arith::bits_to_f32(0x7fc00000u);
     return;
   }
   const int64_t row_bytes = cols / Block::kElems * static_cast<int64_t>(sizeof(typename Block::Weight));
-  const uint8_t* wr = w + e * expert_bytes + row * row_bytes;
-  switch (n) {
-    case 1: moe_tile_row<Block, 1>(wr, cols, pairs, act, act_row_bytes, pairs_per_act, o, rows); break;
-    case 2: moe_tile_row<Block, 2>(wr, cols, pairs, act, act_row_bytes, pairs_per_act, o, rows); break;
-    case 3: moe_tile_row<Block, 3>(wr, cols, pairs, act, act_row_bytes, pairs_per_act, o, rows); break;
-    case 4: moe_tile_row<Block, 4>(wr, cols, pairs, act, act_row_bytes, pairs_per_act, o, rows); break;
-    case 5: moe_tile_row<Block, 5>(wr, cols, pairs, act, act_row_bytes, pairs_per_act, o, rows); break;
-    case 6: moe_tile_row<Block, 6>(wr, cols, pairs, act, act_row_bytes, pairs_per_act, o, rows); break;
-    case 7: moe_tile_row<Block, 7>(wr, cols, pairs, act, act_row_bytes, pairs_per_act, o, rows); break;
-    default: moe_tile_row<Block, 8>(wr, cols, pairs, act, act_row_bytes, pairs_per_act, o, rows); break;
+  const uint8_t* wr = w + m.bucket * expert_bytes + row * row_bytes;
+  switch (m.x.n) {
+    case 1: moe_tile_row<Block, 1>(wr, cols, m.x, row); break;
+    case 2: moe_tile_row<Block, 2>(wr, cols, m.x, row); break;
+    case 3: moe_tile_row<Block, 3>(wr, cols, m.x, row); break;
+    case 4: moe_tile_row<Block, 4>(wr, cols, m.x, row); break;
+    case 5: moe_tile_row<Block, 5>(wr, cols, m.x, row); break;
+    case 6: moe_tile_row<Block, 6>(wr, cols, m.x, row); break;
+    case 7: moe_tile_row<Block, 7>(wr, cols, m.x, row); break;
+    default: moe_tile_row<Block, 8>(wr, cols, m.x, row); break;
   }
 }
 

@@ -24,12 +24,10 @@ __device__ void moe_gemm_grouped(const uint8_t* __restrict__ w, int64_t expert_b
                                  const int32_t* __restrict__ n_tiles, const uint8_t* __restrict__ act,
                                  int64_t act_row_bytes, int32_t pairs_per_act, float* __restrict__ out, Gemm gemm) {
   const int64_t row_tiles = (rows + kTileRows - 1) / kTileRows;
-  const int64_t tile = blockIdx.x / row_tiles, r0 = static_cast<int64_t>(blockIdx.x % row_tiles) * kTileRows;
-  if (tile >= *n_tiles) return;
-  const int32_t e = tiles[3 * tile], n = tiles[3 * tile + 2];
-  if (n <= kMoeTile || e == n_expert) return;
-  const GemmRows x{act, act_row_bytes, out, rows, order + tiles[3 * tile + 1], pairs_per_act, n};
-  gemm(w + e * expert_bytes, x, r0);
+  const MoeTile m =
+      moe_tile(blockIdx.x / row_tiles, order, tiles, n_tiles, act, act_row_bytes, pairs_per_act, out, rows);
+  if (m.bucket < 0 || m.x.n <= kMoeTile || m.bucket == n_expert) return;
+  gemm(w + m.bucket * expert_bytes, m.x, static_cast<int64_t>(blockIdx.x % row_tiles) * kTileRows);
 }
 
 // MXFP4's tile body at 32 tokens (one warp a slice).
