@@ -51,7 +51,8 @@ struct Binder {
     std::string allowed;
     for (quant::Type ty : types) {
       type_ok |= ti->type == ty;
-      allowed += (allowed.empty() ? "" : "|") + std::string(quant::type_info(ty).name);
+      if (!allowed.empty()) allowed += '|';
+      allowed += quant::type_info(ty).name;
     }
     if (!type_ok)
       fail(f, "tensor " + name + " has type " + std::string(quant::type_info(ti->type).name) + ", expected " + allowed);

@@ -40,7 +40,9 @@ TEST(HostRegistrationGpu, MappedWeightGivesTheCopysBits) {
   const ds4::cuda::HostRegistration reg(host, rb * kRows);
   const auto mapped = ds4::cuda::map_weight(Type::Q8_0, reg, host, kRows, kCols);
   EXPECT_EQ(mapped.owned.bytes(), 0u);
-  if (ds4::cuda::probe().host_pointer_mapped) EXPECT_EQ(mapped.data.ptr(), reinterpret_cast<uintptr_t>(host));
+  if (ds4::cuda::probe().host_pointer_mapped) {
+    EXPECT_EQ(mapped.data.ptr(), reinterpret_cast<uintptr_t>(host));
+  }
   const auto copy = ds4::cuda::upload_weight(Type::Q8_0, host, kRows, kCols);
   ds4::cuda::matvec(copy, dact, arb, 2, out_copy);
   ds4::cuda::matvec(mapped, dact, arb, 2, out_mapped);
