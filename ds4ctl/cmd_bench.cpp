@@ -17,6 +17,7 @@
 #include "ds4ctl/count_list.hpp"
 #include "engine/cuda/backend_choice.hpp"
 #include "engine/cuda/device.hpp"
+#include "engine/cuda/pass_graph.hpp"
 #include "engine/gguf/gguf_reader.hpp"
 #include "engine/kernels/thread_pool.hpp"
 #include "engine/loaded_model/loaded_model.hpp"
@@ -165,12 +166,14 @@ int run_bench(const BenchOptions& o) {
   // On the GPU, kernel launches per token (prefill/decode; cuda::Device::launches): a few
   // microseconds each, so a pass's launch count bounds its speed (docs/cuda.md §attention-rows).
   const auto launches = [&] { return on_gpu ? ds4::cuda::Device::open().launches() : 0; };
-  fmt::print("{:>8} {:>14} {:>13} {:>10} {:>10} {:>10} {:>14}\n", "context", "prefill tok/s", "decode tok/s",
-             "ms/token", "eff GB/s", "roofline", "launches/tok");
+  // On the GPU the decode loop runs twice, with its passes as CUDA graphs and then launched one by
+  // one, so the last column is the graphs' gain measured side by side (docs/cuda.md §graphs).
+  fmt::print("{:>8} {:>14} {:>13} {:>10} {:>10} {:>10} {:>14} {:>8}\n", "context", "prefill tok/s", "decode tok/s",
+             "ms/token", "eff GB/s", "roofline", "launches/tok", "graphs");
   std::vector<uint32_t> contexts = o.contexts;
   std::sort(contexts.begin(), contexts.end());
   for (uint32_t n_ctx : contexts) {
-    const uint32_t capacity = n_ctx + o.decode_tokens + 2;
+    const uint32_t capacity = n_ctx + (on_gpu ? 2 : 1) * o.decode_tokens + 2;
     ds4::Context ctx(model, ds4::ContextOptions{capacity});
     std::string prefill_rate = "-", prefill_launches = "-";
     std::span<const float> logits;
@@ -190,13 +193,21 @@ int run_bench(const BenchOptions& o) {
     const auto t0 = Clock::now();
     for (uint32_t i = 0; i < o.decode_tokens; ++i) logits = ctx.decode(ds4::sampler::argmax(logits));
     const double s = seconds_since(t0);
+    std::string graphs = "-";
+    if (on_gpu && ds4::cuda::PassGraph::enabled()) {
+      ds4::cuda::PassGraph::set_enabled(false);
+      const auto t1 = Clock::now();
+      for (uint32_t i = 0; i < o.decode_tokens; ++i) logits = ctx.decode(ds4::sampler::argmax(logits));
+      graphs = fmt::format("{:.2f}x", seconds_since(t1) / s);
+      ds4::cuda::PassGraph::set_enabled(true);
+    }
     const std::string per_token =
         on_gpu ? fmt::format("{}/{:.0f}", prefill_launches, double(launches() - l0) / o.decode_tokens) : "-";
     const double tok_s = o.decode_tokens / s;
     const double eff_gbs = roof.bytes_per_token * tok_s / 1e9;
     const std::string of_roof = on_gpu ? "-" : fmt::format("{:.0f}%", 100.0 * eff_gbs / roof.gbs());
-    fmt::print("{:>8} {:>14} {:>13.2f} {:>10.2f} {:>10.2f} {:>10} {:>14}\n", n_ctx, prefill_rate, tok_s,
-               1e3 * s / o.decode_tokens, eff_gbs, of_roof, per_token);
+    fmt::print("{:>8} {:>14} {:>13.2f} {:>10.2f} {:>10.2f} {:>10} {:>14} {:>8}\n", n_ctx, prefill_rate, tok_s,
+               1e3 * s / o.decode_tokens, eff_gbs, of_roof, per_token, graphs);
   }
   return 0;
 }

@@ -88,7 +88,7 @@ if [ -d "$BUILD_DIR-full" ] && cmake --build "$BUILD_DIR-full" -j "$(nproc)" --t
       | tee "$OUT_DIR/bench-$b.txt" || status=1
   done
   copy=$(sed -n 's/^summary: .*copy \([0-9.]*\) GB\/s/\1/p' "$OUT_DIR/summary.txt")
-  awk -v copy="$copy" '$1 == 2048 && copy > 0 { printf "decode at 2048 on the GPU: %s GB/s = %.3f of copy bandwidth (goal 0.85); kernel launches per token prefill/decode %s\n", $5, $5 / copy, $7 }' \
+  awk -v copy="$copy" '$1 == 2048 && copy > 0 { printf "decode at 2048 on the GPU: %s GB/s = %.3f of copy bandwidth (goal 0.85); kernel launches per token prefill/decode %s; CUDA graphs speed decode up %s\n", $5, $5 / copy, $7, $8 }' \
     "$OUT_DIR/bench-cuda.txt" | tee -a "$OUT_DIR/summary.txt"
   rm -f "$OUT_DIR/bench.gguf"
 else

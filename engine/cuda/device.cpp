@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine/cuda/capture.hpp"
 #include "engine/cuda/driver_api.hpp"
 #include "engine/cuda/embedded_kernels.hpp"
 
@@ -77,7 +78,30 @@ DeviceInfo probe_once() {
 // Host waits for the device (downloads, synchronize) by every thread: Device::host_waits.
 std::atomic<uint64_t> g_host_waits{0};
 
+thread_local detail::Capture* t_capture = nullptr;
+
+// A wait inside a capture would read memory the captured nodes have not written yet: a bug in
+// the pass, named here rather than left to a wrong answer.
+void refuse_in_capture(const char* what) {
+  if (t_capture != nullptr)
+    throw std::logic_error(std::string(what) + " inside a graph capture: a captured pass may not wait for the device");
+}
+
+void release(detail::CUdeviceptr p) {
+  if (t_capture != nullptr) {
+    t_capture->frees.push_back(p);
+    return;
+  }
+  detail::driver(nullptr)->cuMemFree(p);
+}
+
 }  // namespace
+
+namespace detail {
+Capture* capturing() { return t_capture; }
+void set_capturing(Capture* c) { t_capture = c; }
+void count_host_wait() { g_host_waits.fetch_add(1, std::memory_order_relaxed); }
+}  // namespace detail
 
 bool compiled_in() { return detail::embedded_kernels().size != 0; }
 
@@ -101,13 +125,13 @@ DeviceBuffer::DeviceBuffer(size_t bytes) : bytes_(bytes) {
   ptr_ = p;
 }
 DeviceBuffer::~DeviceBuffer() {
-  if (ptr_ != 0) detail::driver(nullptr)->cuMemFree(ptr_);
+  if (ptr_ != 0) release(ptr_);
 }
 DeviceBuffer::DeviceBuffer(DeviceBuffer&& o) noexcept
     : ptr_(std::exchange(o.ptr_, 0)), bytes_(std::exchange(o.bytes_, 0)) {}
 DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
   if (this != &o) {
-    if (ptr_ != 0) detail::driver(nullptr)->cuMemFree(ptr_);
+    if (ptr_ != 0) release(ptr_);
     ptr_ = std::exchange(o.ptr_, 0);
     bytes_ = std::exchange(o.bytes_, 0);
   }
@@ -117,20 +141,40 @@ void DeviceSpan::upload(const void* src, size_t bytes, size_t offset) const {
   const DriverApi& a = api_or_throw();
   // Stream-ordered, so a buffer rewritten for every row is still read by the right kernels; the
   // synchronous copy would first wait for all of them (docs/cuda.md §host-round-trips).
-  check(a, a.cuMemcpyHtoDAsync(sub(offset, bytes).address, src, bytes, nullptr), "cuMemcpyHtoDAsync");
+  const uint64_t dst = sub(offset, bytes).address;
+  if (detail::Capture* c = t_capture; c != nullptr) {
+    c->note(1);
+    check(a, a.cuMemcpyHtoDAsync(dst, c->stage(src, bytes), bytes, c->stream), "cuMemcpyHtoDAsync (captured)");
+    return;
+  }
+  check(a, a.cuMemcpyHtoDAsync(dst, src, bytes, nullptr), "cuMemcpyHtoDAsync");
 }
 void DeviceSpan::download(void* dst, size_t bytes, size_t offset) const {
   const DriverApi& a = api_or_throw();
+  refuse_in_capture("DeviceSpan::download");
   g_host_waits.fetch_add(1, std::memory_order_relaxed);
   check(a, a.cuMemcpyDtoH(dst, sub(offset, bytes).address, bytes), "cuMemcpyDtoH");
 }
 void DeviceSpan::copy_from(const DeviceSpan& src) const {
   const DriverApi& a = api_or_throw();
-  if (src.size > 0) check(a, a.cuMemcpyDtoD(sub(0, src.size).address, src.address, src.size), "cuMemcpyDtoD");
+  if (src.size == 0) return;
+  const uint64_t dst = sub(0, src.size).address;
+  if (detail::Capture* c = t_capture; c != nullptr) {
+    c->note(2);
+    check(a, a.cuMemcpyDtoDAsync(dst, src.address, src.size, c->stream), "cuMemcpyDtoDAsync (captured)");
+    return;
+  }
+  check(a, a.cuMemcpyDtoD(dst, src.address, src.size), "cuMemcpyDtoD");
 }
 void DeviceSpan::zero() const {
   const DriverApi& a = api_or_throw();
-  if (size > 0) check(a, a.cuMemsetD8(address, 0, size), "cuMemsetD8");
+  if (size == 0) return;
+  if (detail::Capture* c = t_capture; c != nullptr) {
+    c->note(3);
+    check(a, a.cuMemsetD8Async(address, 0, size, c->stream), "cuMemsetD8Async (captured)");
+    return;
+  }
+  check(a, a.cuMemsetD8(address, 0, size), "cuMemsetD8");
 }
 void DeviceBuffer::upload(const void* src, size_t bytes, size_t offset) {
   DeviceSpan(*this).upload(src, bytes, offset);
@@ -187,11 +231,19 @@ void Device::launch(const char* name, unsigned grid, unsigned block, unsigned sh
     }
     f = it->second;
   }
+  if (detail::Capture* c = t_capture; c != nullptr) {
+    // Captured, not run: the graph's launch counts (graph_launches), not its nodes.
+    c->note(4 ^ reinterpret_cast<uintptr_t>(f));
+    c->kernels++;
+    check(a, a.cuLaunchKernel(f, grid, 1, 1, block, 1, 1, shared_bytes, c->stream, args, nullptr), name);
+    return;
+  }
   check(a, a.cuLaunchKernel(f, grid, 1, 1, block, 1, 1, shared_bytes, nullptr, args, nullptr), name);
   launches_.fetch_add(1, std::memory_order_relaxed);
 }
 
 void Device::synchronize() {
+  refuse_in_capture("Device::synchronize");
   g_host_waits.fetch_add(1, std::memory_order_relaxed);
   check(*impl_->api, impl_->api->cuCtxSynchronize(), "cuCtxSynchronize");
 }
@@ -219,6 +271,7 @@ uint64_t Device::record() {
 
 float Device::elapsed_since(uint64_t start_event) {
   const DriverApi& a = *impl_->api;
+  refuse_in_capture("Device::time_ms");
   const uint64_t end = record();
   detail::CUevent start = nullptr, stop = nullptr;
   {

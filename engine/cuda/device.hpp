@@ -85,15 +85,23 @@ class DeviceBuffer {
 
 // The opened device: primary context current on the calling thread, embedded module loaded.
 // Throws std::runtime_error naming what is missing when no usable device exists. Any thread may
-// launch (open() makes the context current on it); all launches go to the default stream.
+// launch (open() makes the context current on it); launches go to the default stream, except on a
+// thread that is capturing a PassGraph (pass_graph.hpp), whose launches become the graph's nodes.
 class Device {
  public:
   static Device& open();
   const DeviceInfo& info() const { return info_; }
   // Launches kernel `name` with a 1D grid; args as for cuLaunchKernel. Throws on a launch error.
   void launch(const char* name, unsigned grid, unsigned block, unsigned shared_bytes, void** args);
-  // Kernel launches made so far, by every thread: what a pass costs in launches (tests, benches).
+  // Kernels run so far, by every thread, launched one by one or as the nodes of a graph: what a
+  // pass costs in kernels (tests, benches).
   uint64_t launches() const { return launches_.load(std::memory_order_relaxed); }
+  // Graphs launched so far (pass_graph.hpp), each counted once here and by its kernels above.
+  uint64_t graph_launches() const { return graph_launches_.load(std::memory_order_relaxed); }
+  void count_graph_launch(uint64_t kernels) {
+    launches_.fetch_add(kernels, std::memory_order_relaxed);
+    graph_launches_.fetch_add(1, std::memory_order_relaxed);
+  }
   // Times the host waited for the device so far (downloads, synchronize), by every thread: each
   // empties the launch queue, so a pass should wait only for its results.
   uint64_t host_waits() const;
@@ -117,6 +125,7 @@ class Device {
   std::unique_ptr<Impl> impl_;
   DeviceInfo info_;
   std::atomic<uint64_t> launches_{0};
+  std::atomic<uint64_t> graph_launches_{0};
 };
 
 }  // namespace ds4::cuda

@@ -64,7 +64,18 @@ Loaded load() {
       resolve(lib, "cuEventRecord", a.cuEventRecord, w) &&
       resolve(lib, "cuEventSynchronize", a.cuEventSynchronize, w) &&
       resolve(lib, "cuEventElapsedTime", a.cuEventElapsedTime, w) &&
-      resolve(lib, "cuEventDestroy_v2", a.cuEventDestroy, w) && resolve(lib, "cuGetErrorString", a.cuGetErrorString, w);
+      resolve(lib, "cuEventDestroy_v2", a.cuEventDestroy, w) && resolve(lib, "cuEventQuery", a.cuEventQuery, w) &&
+      resolve(lib, "cuGetErrorString", a.cuGetErrorString, w) && resolve(lib, "cuStreamCreate", a.cuStreamCreate, w) &&
+      resolve(lib, "cuStreamDestroy_v2", a.cuStreamDestroy, w) &&
+      resolve(lib, "cuStreamBeginCapture_v2", a.cuStreamBeginCapture, w) &&
+      resolve(lib, "cuStreamEndCapture", a.cuStreamEndCapture, w) &&
+      resolve(lib, "cuGraphInstantiateWithFlags", a.cuGraphInstantiate, w) &&
+      resolve(lib, "cuGraphExecUpdate_v2", a.cuGraphExecUpdate, w) &&
+      resolve(lib, "cuGraphLaunch", a.cuGraphLaunch, w) && resolve(lib, "cuGraphDestroy", a.cuGraphDestroy, w) &&
+      resolve(lib, "cuGraphExecDestroy", a.cuGraphExecDestroy, w) &&
+      resolve(lib, "cuMemAllocHost_v2", a.cuMemAllocHost, w) && resolve(lib, "cuMemFreeHost", a.cuMemFreeHost, w) &&
+      resolve(lib, "cuMemsetD8Async", a.cuMemsetD8Async, w) &&
+      resolve(lib, "cuMemcpyDtoDAsync_v2", a.cuMemcpyDtoDAsync, w);
   if (!all) return l;
   if (const CUresult r = a.cuInit(0); r != 0) {
     const char* s = nullptr;

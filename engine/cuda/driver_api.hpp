@@ -16,11 +16,24 @@ struct CUmod_st;
 struct CUfunc_st;
 struct CUstream_st;
 struct CUevent_st;
+struct CUgraph_st;
+struct CUgraphExec_st;
+struct CUgraphNode_st;
 using CUcontext = CUctx_st*;
 using CUmodule = CUmod_st*;
 using CUfunction = CUfunc_st*;
 using CUstream = CUstream_st*;
 using CUevent = CUevent_st*;
+using CUgraph = CUgraph_st*;
+using CUgraphExec = CUgraphExec_st*;
+using CUgraphNode = CUgraphNode_st*;
+
+// cuGraphExecUpdate_v2's report (CUgraphExecUpdateResultInfo): why an update was refused.
+struct GraphUpdateResult {
+  int result = 0;  // CUgraphExecUpdateResult: 0 success, else what differs (topology, a node's kind, ...)
+  CUgraphNode error_node = nullptr;
+  CUgraphNode error_from_node = nullptr;
+};
 
 constexpr int kAttrComputeCapabilityMajor = 75;  // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR
 constexpr int kAttrComputeCapabilityMinor = 76;
@@ -31,6 +44,9 @@ constexpr int kAttrHostPointerForRegisteredMem = 91;  // registered memory at th
 constexpr int kAttrReadOnlyHostRegisterSupported = 113;
 constexpr unsigned kHostRegisterDeviceMap = 0x02;  // CU_MEMHOSTREGISTER_DEVICEMAP
 constexpr unsigned kHostRegisterReadOnly = 0x08;   // CU_MEMHOSTREGISTER_READ_ONLY
+constexpr unsigned kStreamNonBlocking = 0x1;       // CU_STREAM_NON_BLOCKING: no implicit sync with stream 0
+constexpr int kCaptureModeRelaxed = 2;             // CU_STREAM_CAPTURE_MODE_RELAXED
+constexpr CUresult kErrorNotReady = 600;           // CUDA_ERROR_NOT_READY (cuEventQuery: still running)
 
 struct DriverApi {
   CUresult (*cuInit)(unsigned) = nullptr;
@@ -64,7 +80,22 @@ struct DriverApi {
   CUresult (*cuEventSynchronize)(CUevent) = nullptr;
   CUresult (*cuEventElapsedTime)(float*, CUevent, CUevent) = nullptr;
   CUresult (*cuEventDestroy)(CUevent) = nullptr;
+  CUresult (*cuEventQuery)(CUevent) = nullptr;
   CUresult (*cuGetErrorString)(CUresult, const char**) = nullptr;
+  // Graphs (pass_graph.cpp): a pass captured on its own stream, launched as one graph.
+  CUresult (*cuStreamCreate)(CUstream*, unsigned) = nullptr;
+  CUresult (*cuStreamDestroy)(CUstream) = nullptr;
+  CUresult (*cuStreamBeginCapture)(CUstream, int) = nullptr;
+  CUresult (*cuStreamEndCapture)(CUstream, CUgraph*) = nullptr;
+  CUresult (*cuGraphInstantiate)(CUgraphExec*, CUgraph, unsigned long long) = nullptr;
+  CUresult (*cuGraphExecUpdate)(CUgraphExec, CUgraph, GraphUpdateResult*) = nullptr;
+  CUresult (*cuGraphLaunch)(CUgraphExec, CUstream) = nullptr;
+  CUresult (*cuGraphDestroy)(CUgraph) = nullptr;
+  CUresult (*cuGraphExecDestroy)(CUgraphExec) = nullptr;
+  CUresult (*cuMemAllocHost)(void**, size_t) = nullptr;
+  CUresult (*cuMemFreeHost)(void*) = nullptr;
+  CUresult (*cuMemsetD8Async)(CUdeviceptr, unsigned char, size_t, CUstream) = nullptr;
+  CUresult (*cuMemcpyDtoDAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream) = nullptr;
 };
 
 // The driver, loaded once per process; null with `why` set when libcuda.so.1 cannot be opened,

@@ -42,19 +42,39 @@ void DevicePass::run(std::span<const SequenceRows> seqs, const int32_t* tokens, 
   const cuda::DeviceSpan error = errors.sub(0, 4), route_error = errors.sub(4, 4);
   cuda::DeviceSpan H = grown(H_, size_t(T) * hc), mid = grown(H_mid_, size_t(T) * hc),
                    next = grown(H_next_, size_t(T) * hc);
-  dtok.upload(tokens, size_t(T) * sizeof(int32_t));
-  const int32_t zeros[2] = {0, 0};
-  errors.upload(zeros, sizeof zeros);
-  cuda::embed(dtok, T, dw_.at(m_.w.token_embd), cfg.n_vocab, cfg.n_embd, cfg.n_hc, H, error);
-  for (uint32_t il = 0; il < cfg.n_layer; il++) {
-    runs_.clear();
-    for (const SequenceRows& q : seqs) runs_.push_back(RowRun{&q.layers->at(il), q.pos0, q.n});
-    const LayerWeights& lw = m_.w.layers[il];
-    attention_sublayer(dw_, cfg, lw, m_.rope[il], runs_, H, T, mid, ls_, as_);
-    ffn_sublayer(dw_, cfg, lw, il < cfg.n_hash_layer, cfg.swiglu_clamp[il], dtok, mid, T, next, ls_, route_error);
-    std::swap(H, next);
-    if (on_layer) on_layer(il);
-  }
+  // The head is per row: a consecutive run of rows needs no gathering.
+  bool consecutive = true;
+  for (int i = 1; i < n_logit; i++) consecutive = consecutive && logit_rows[i] == logit_rows[0] + i;
+  const cuda::DeviceSpan Hsel = n_logit <= 0 || consecutive ? cuda::DeviceSpan{} : grown(H_sel_, size_t(n_logit) * hc);
+  const cuda::DeviceSpan out = n_logit <= 0 ? cuda::DeviceSpan{} : grown(logits_, size_t(n_logit) * cfg.n_vocab);
+  // Everything the device does for the pass, queued without a wait: launched one by one, or as
+  // one graph for the short passes (decode, verify, a batch step), where the launches' cost is
+  // of the order of the work (docs/cuda.md §graphs).
+  const auto enqueue = [&] {
+    dtok.upload(tokens, size_t(T) * sizeof(int32_t));
+    const int32_t zeros[2] = {0, 0};
+    errors.upload(zeros, sizeof zeros);
+    cuda::embed(dtok, T, dw_.at(m_.w.token_embd), cfg.n_vocab, cfg.n_embd, cfg.n_hc, H, error);
+    for (uint32_t il = 0; il < cfg.n_layer; il++) {
+      runs_.clear();
+      for (const SequenceRows& q : seqs) runs_.push_back(RowRun{&q.layers->at(il), q.pos0, q.n});
+      const LayerWeights& lw = m_.w.layers[il];
+      attention_sublayer(dw_, cfg, lw, m_.rope[il], runs_, H, T, mid, ls_, as_);
+      ffn_sublayer(dw_, cfg, lw, il < cfg.n_hash_layer, cfg.swiglu_clamp[il], dtok, mid, T, next, ls_, route_error);
+      std::swap(H, next);
+      if (on_layer) on_layer(il);
+    }
+    if (n_logit <= 0) return;
+    cuda::DeviceSpan rows = H.sub(size_t(logit_rows[0]) * row, size_t(n_logit) * row);
+    if (!consecutive) {
+      for (int i = 0; i < n_logit; i++)
+        Hsel.sub(size_t(i) * row, row).copy_from(H.sub(size_t(logit_rows[i]) * row, row));
+      rows = Hsel;
+    }
+    output_head(dw_, cfg, head_weights(m_.w), rows, n_logit, out, hs_);
+  };
+  if (T <= kGraphRows && cuda::PassGraph::enabled()) graph_.run(enqueue);
+  else enqueue();
   // Each sequence's final states into its ring: the rows the ring keeps (its last `slots`), in at
   // most two copies (where the ring wraps) rather than one wait per row.
   int first = 0;
@@ -71,21 +91,8 @@ void DevicePass::run(std::span<const SequenceRows> seqs, const int32_t* tokens, 
     }
     first += q.n;
   }
-  if (n_logit <= 0) {
-    check_pass_errors(errors);
-    return;
-  }
-  // The head is per row: a consecutive run of rows needs no gathering.
-  bool consecutive = true;
-  for (int i = 1; i < n_logit; i++) consecutive = consecutive && logit_rows[i] == logit_rows[0] + i;
-  cuda::DeviceSpan Hsel = H.sub(size_t(logit_rows[0]) * row, size_t(n_logit) * row);
-  if (!consecutive) {
-    Hsel = grown(H_sel_, size_t(n_logit) * hc);
-    for (int i = 0; i < n_logit; i++) Hsel.sub(size_t(i) * row, row).copy_from(H.sub(size_t(logit_rows[i]) * row, row));
-  }
-  const cuda::DeviceSpan out = grown(logits_, size_t(n_logit) * cfg.n_vocab);
-  output_head(dw_, cfg, head_weights(m_.w), Hsel, n_logit, out, hs_);
-  out.download(logits, size_t(n_logit) * cfg.n_vocab * sizeof(float));
+  if (n_logit > 0) out.download(logits, size_t(n_logit) * cfg.n_vocab * sizeof(float));
+  graph_.settle();
   check_pass_errors(errors);
 }
 

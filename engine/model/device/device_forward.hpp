@@ -7,13 +7,15 @@
 // between the backends at any token. A rollback moves only the compressor history and windows
 // (docs/cuda.md §rollback).
 //
-// Concurrency: one context, one host thread, the device's default stream.
+// Concurrency: one context, one host thread, the device's default stream (a short pass is captured
+// on its own stream and launched there as one graph: docs/cuda.md §graphs).
 #include <cstdint>
 #include <functional>
 #include <span>
 #include <vector>
 
 #include "engine/cuda/device.hpp"
+#include "engine/cuda/pass_graph.hpp"
 #include "engine/model/device/device_attention.hpp"
 #include "engine/model/device/device_head.hpp"
 #include "engine/model/device/device_kv_state.hpp"
@@ -49,6 +51,11 @@ class DevicePass {
   void run(std::span<const SequenceRows> seqs, const int32_t* tokens, const int* logit_rows, int n_logit, float* logits,
            const std::function<void(uint32_t)>& on_layer = {});
 
+  // Passes of up to this many rows run as one CUDA graph when PassGraph::enabled(): decode, verify
+  // and batch steps, not prefill chunks (whose kernels dwarf their launches).
+  static constexpr int kGraphRows = 32;
+  const cuda::PassGraph& graph() const { return graph_; }
+
  private:
   const Model::Impl& m_;
   const DeviceWeights& dw_;
@@ -57,6 +64,7 @@ class DevicePass {
   HeadScratch hs_;
   std::vector<RowRun> runs_;
   cuda::DeviceBuffer tokens_, H_, H_mid_, H_next_, H_sel_, error_, logits_;
+  cuda::PassGraph graph_;  // after the buffers: destroyed first, waiting for its last launch
 };
 
 class DeviceForward {

@@ -9,6 +9,7 @@
 #include "engine/cuda/placement.hpp"
 #include "engine/cuda/rms_norm.hpp"
 #include "engine/model/device/device_buffers.hpp"
+#include "engine/model/device/device_forward.hpp"
 #include "engine/model/device/device_linear.hpp"
 #include "engine/model/mtp_impl.hpp"
 
@@ -38,35 +39,42 @@ void DeviceMtp::rows(const int32_t* tokens, const float* P, int T, uint32_t pos0
   const int64_t D = c.n_embd, hc = int64_t(c.hc_dim()), n_hc = c.n_hc, R = int64_t(T) * n_hc;
   check_token_ids(c, tokens, T);
   const cuda::DeviceSpan dtok = grown<int32_t>(tokens_, size_t(T)), error = grown<int32_t>(error_, 1);
-  dtok.upload(tokens, size_t(T) * sizeof(int32_t));
-  const int32_t zero = 0;
-  error.upload(&zero, sizeof zero);
-  // e = RMSNorm(embed(t)) * enorm, projected by e_proj: the embedding in one stream.
   const cuda::DeviceSpan e = grown(e_, size_t(T * D)), en = grown(en_, size_t(T * D)), E = grown(E_, size_t(T * D));
-  cuda::embed(dtok, T, dw.at(m.w.token_embd), c.n_vocab, D, 1, e, error);
-  cuda::rms_norm(e, dw.at(mi_.enorm), en, T, D, c.rms_eps);
-  project(dw.matrix(mi_.e_proj), en, T, E, act_);
-  // Each stream of P: RMSNorm * hnorm, projected by h_proj; then E added to every stream.
   const cuda::DeviceSpan dP = grown(P_, size_t(R * D)), pn = grown(pn_, size_t(R * D)), Hh = grown(Hh_, size_t(R * D));
-  dP.upload(P, size_t(R * D) * sizeof(float));
-  cuda::rms_norm(dP, dw.at(mi_.hnorm), pn, R, D, c.rms_eps);
-  project(dw.matrix(mi_.h_proj), pn, int(R), Hh, act_);
   const cuda::DeviceSpan Hin = grown(Hin_, size_t(T * hc));
-  cuda::add_broadcast(E, Hh, Hin, T, n_hc, D);
-  // The block: a ratio-0 layer on its own raw rows, then the FFN (top-k routing).
-  runs_.assign(1, RowRun{&layers_[0], pos0, T});
   const cuda::DeviceSpan mid = grown(mid_, size_t(T * hc)), out = grown(out_, size_t(T * hc));
-  attention_sublayer(dw, mi_.block_cfg, mi_.block, mi_.rope, runs_, Hin, T, mid, ls_, as_);
-  ffn_sublayer(dw, mi_.block_cfg, mi_.block, false, mi_.clamp, dtok, mid, T, out, ls_);
   const size_t row = size_t(hc) * sizeof(float);
   const cuda::DeviceSpan last = out.sub(size_t(T - 1) * row, row);
-  if (logits) {
-    const HeadWeights hw{&mi_.hc_head_fn, &mi_.hc_head_scale, &mi_.hc_head_base, &mi_.norm, &m.w.output};
-    const cuda::DeviceSpan lg = grown(logits_, c.n_vocab);
-    output_head(dw, c, hw, last, 1, lg, hs_);
-    lg.download(logits, size_t(c.n_vocab) * sizeof(float));
-  }
+  const cuda::DeviceSpan lg = logits ? grown(logits_, c.n_vocab) : cuda::DeviceSpan{};
+  // The step queued without a wait: one graph for a draft step or a short catch-up, as the
+  // target's short passes (docs/cuda.md §graphs).
+  const auto enqueue = [&] {
+    dtok.upload(tokens, size_t(T) * sizeof(int32_t));
+    const int32_t zero = 0;
+    error.upload(&zero, sizeof zero);
+    // e = RMSNorm(embed(t)) * enorm, projected by e_proj: the embedding in one stream.
+    cuda::embed(dtok, T, dw.at(m.w.token_embd), c.n_vocab, D, 1, e, error);
+    cuda::rms_norm(e, dw.at(mi_.enorm), en, T, D, c.rms_eps);
+    project(dw.matrix(mi_.e_proj), en, T, E, act_);
+    // Each stream of P: RMSNorm * hnorm, projected by h_proj; then E added to every stream.
+    dP.upload(P, size_t(R * D) * sizeof(float));
+    cuda::rms_norm(dP, dw.at(mi_.hnorm), pn, R, D, c.rms_eps);
+    project(dw.matrix(mi_.h_proj), pn, int(R), Hh, act_);
+    cuda::add_broadcast(E, Hh, Hin, T, n_hc, D);
+    // The block: a ratio-0 layer on its own raw rows, then the FFN (top-k routing).
+    runs_.assign(1, RowRun{&layers_[0], pos0, T});
+    attention_sublayer(dw, mi_.block_cfg, mi_.block, mi_.rope, runs_, Hin, T, mid, ls_, as_);
+    ffn_sublayer(dw, mi_.block_cfg, mi_.block, false, mi_.clamp, dtok, mid, T, out, ls_);
+    if (logits) {
+      const HeadWeights hw{&mi_.hc_head_fn, &mi_.hc_head_scale, &mi_.hc_head_base, &mi_.norm, &m.w.output};
+      output_head(dw, c, hw, last, 1, lg, hs_);
+    }
+  };
+  if (T <= DevicePass::kGraphRows && cuda::PassGraph::enabled()) graph_.run(enqueue);
+  else enqueue();
+  if (logits) lg.download(logits, size_t(c.n_vocab) * sizeof(float));
   last.download(last_H, row);
+  graph_.settle();
   cuda::check_embed_error(error);
 }
 

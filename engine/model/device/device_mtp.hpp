@@ -4,13 +4,15 @@
 // final state are normed and projected, added, run through the block (the device attention on the
 // block's own raw rows, then the FFN) and collapsed by the block's head into the base's LM head.
 // Only the inputs (the target's states, host floats) go up and the last row's state and logits
-// come down. Concurrency: one drafter, one host thread, the device's default stream.
+// come down. Concurrency: one drafter, one host thread, the device's default stream (a short step
+// is captured on its own stream and launched as one graph: docs/cuda.md §graphs).
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "engine/cuda/device.hpp"
+#include "engine/cuda/pass_graph.hpp"
 #include "engine/model/device/device_attention.hpp"
 #include "engine/model/device/device_head.hpp"
 #include "engine/model/device/device_kv_state.hpp"
@@ -50,6 +52,7 @@ class DeviceMtp {
   AttentionScratch as_;
   HeadScratch hs_;
   cuda::DeviceBuffer tokens_, error_, e_, en_, E_, P_, pn_, Hh_, Hin_, mid_, out_, logits_, act_;
+  cuda::PassGraph graph_;  // after the buffers: destroyed first, waiting for its last launch
 };
 
 }  // namespace ds4::model::device

@@ -18,6 +18,10 @@ void install_driver();
 // does when its device is lost (docs/cuda.md §device-lost).
 void fail_from_now_on(int code);
 
+// Graphs and executable graphs the engine holds now (made and not destroyed): what a PassGraph
+// keeps, and what a leak would grow.
+std::size_t graphs_held();
+
 // Allocations made so far (cuMemAlloc calls that succeeded).
 std::size_t allocations_made();
 // The allocation after the next n fails once with CUDA_ERROR_OUT_OF_MEMORY, an error the context

@@ -6,6 +6,8 @@
 #include "engine/cuda/kernels/device_kernels.cu"
 //
 #include <cstring>
+#include <functional>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 
@@ -23,7 +25,19 @@ void call_with(void (*kernel)(A...), void** args) {
   call_with(kernel, args, std::index_sequence_for<A...>{});
 }
 
-#define DS4_EMULATED_KERNEL(NAME) {#NAME, [](void** args) { call_with(&NAME, args); }},
+template <class... A, size_t... I>
+std::function<void()> bind_with(void (*kernel)(A...), void** args, std::index_sequence<I...>) {
+  return [kernel, values = std::tuple<std::remove_cv_t<A>...>(*static_cast<std::remove_cv_t<A>*>(args[I])...)] {
+    std::apply(kernel, values);
+  };
+}
+template <class... A>
+std::function<void()> bind_with(void (*kernel)(A...), void** args) {
+  return bind_with(kernel, args, std::index_sequence_for<A...>{});
+}
+
+#define DS4_EMULATED_KERNEL(NAME) \
+  {#NAME, [](void** args) { call_with(&NAME, args); }, [](void** args) { return bind_with(&NAME, args); }},
 const EmulatedKernel kKernels[] = {
 #include "emulated_kernel_list.inc"
 };
