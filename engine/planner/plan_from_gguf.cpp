@@ -67,6 +67,7 @@ ModelFacts read_model_facts(const gguf::GgufFile& f) {
   d.indexer_dim = g.indexer_dim;
   d.out_groups = f.get_or<uint64_t>(p + "attention.output_group_count", 0);
   d.out_rank = f.get_or<uint64_t>(p + "attention.output_lora_rank", 0);
+  d.layers = g.layers.size();
   return m;
 }
 

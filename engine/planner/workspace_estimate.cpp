@@ -23,11 +23,15 @@ uint64_t activation_bytes_per_token(const ActivationDims& d) {
   return floats * 4 + quantized;
 }
 
+uint64_t graph_bytes(const ActivationDims& d) {
+  return kGraphShapes * (kGraphKernelsPerLayer * d.layers + kGraphHeadKernels) * kGraphNodeBytes;
+}
+
 uint64_t workspace_estimate(const ActivationDims& d, uint32_t prefill_cap) {
   const uint64_t attention_group = kAttentionGroupSlots * (d.heads * 4 + 8)  // scores and row addresses
                                    + kIndexerGroupRows * 5;                  // the indexer's scores, mask
   return kCudaContextBytes + activation_bytes_per_token(d) * prefill_cap + uint64_t{kLogitRows} * d.vocab * 4 +
-         attention_group;
+         attention_group + graph_bytes(d);
 }
 
 }  // namespace ds4::planner

@@ -6,8 +6,9 @@
 // q latent, queries and head outputs, the compressors' and the indexer's inputs, the grouped
 // output's low rank rows, the router logits, every routed and shared expert's gate, up and product
 // rows and routed down outputs, and the int8 copies of the activations the matrix products read;
-// one row of logits per decoded/verified position; the device attention's group of scores. The
-// tests hold the device pass's scratch and the CPU's under it. memory.workspace can replace it.
+// one row of logits per decoded/verified position; the device attention's group of scores; the
+// CUDA graphs' executables. The tests hold the device pass's scratch and the CPU's under it.
+// memory.workspace can replace it.
 #include <cstdint>
 
 namespace ds4::planner {
@@ -27,6 +28,7 @@ struct ActivationDims {
   uint64_t indexer_dim = 128;
   uint64_t out_groups = 8;  // grouped output projection: groups x rank
   uint64_t out_rank = 1024;
+  uint64_t layers = 43;
 };
 
 inline constexpr uint64_t kCudaContextBytes = 512ull << 20;  // driver context and modules, typical
@@ -37,8 +39,18 @@ inline constexpr uint32_t kLogitRows = 16;                   // decode + specula
 inline constexpr uint64_t kAttentionGroupSlots = 65536;
 // Indexer rows scored per batched choice at most: their scores (4 bytes) and mask (1 byte).
 inline constexpr uint64_t kIndexerGroupRows = 1u << 20;
+// CUDA graphs (docs/cuda.md §graphs): the executables a pass keeps (cuda::PassGraph::kMaxShapes),
+// the kernels a decode step runs per layer and in the embedding and head (ds4-tiny's: 305 for its
+// 6 layers), and what the driver holds per kernel node of an executable (NVIDIA's CCCL
+// developers' figure, about 10 KB; not measured here).
+inline constexpr uint64_t kGraphShapes = 16;
+inline constexpr uint64_t kGraphKernelsPerLayer = 50;
+inline constexpr uint64_t kGraphHeadKernels = 8;
+inline constexpr uint64_t kGraphNodeBytes = 10u << 10;
 
 uint64_t activation_bytes_per_token(const ActivationDims& d);
+// The executables one pass scratch's graphs may hold: kGraphShapes of a short pass's kernels.
+uint64_t graph_bytes(const ActivationDims& d);
 uint64_t workspace_estimate(const ActivationDims& d, uint32_t prefill_cap);
 
 }  // namespace ds4::planner

@@ -9,9 +9,13 @@
 #include "engine/cuda/embed.hpp"
 #include "engine/model/device/device_buffers.hpp"
 #include "engine/model/model_impl.hpp"
+#include "engine/planner/workspace_estimate.hpp"
 
 namespace ds4::model::device {
 namespace {
+
+// The planner budgets the executables a pass's graphs keep (planner::graph_bytes).
+static_assert(cuda::PassGraph::kMaxShapes == planner::kGraphShapes);
 
 // The pass's two error words in one wait; a set word is read again, cleared and thrown by its own
 // check (cuda::check_embed_error, check_route_error).

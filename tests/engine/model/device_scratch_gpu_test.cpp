@@ -55,9 +55,10 @@ TEST(DeviceScratch, ContextsShareOnePassScratchWithinThePlansWorkspace) {
   a.verify(prompt(100, 4));                    // and for 4 rows of logits (the batched step's)
   EXPECT_GT(scratch, 0u);
   // The plan counts one prefill's activations (planner::workspace_estimate less the CUDA
-  // context): the scratch a prefill grew must fit in it.
+  // context and graphs): the scratch a prefill grew must fit in it.
   const planner::ModelFacts facts = planner::read_model_facts(m->gguf());
-  const uint64_t planned = planner::workspace_estimate(facts.dims, kPrompt) - planner::kCudaContextBytes;
+  const uint64_t planned =
+      planner::workspace_estimate(facts.dims, kPrompt) - planner::kCudaContextBytes - planner::graph_bytes(facts.dims);
   EXPECT_LE(scratch, planned) << "planned per token: " << planner::activation_bytes_per_token(facts.dims) << " B";
   std::cout << "device scratch of a " << kPrompt << "-token prefill: " << scratch << " B, planned " << planned
             << " B\n";
