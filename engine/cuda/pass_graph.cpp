@@ -180,6 +180,7 @@ void PassGraph::run(const std::function<void()>& enqueue) {
     throw;
   }
   detail::set_capturing(nullptr);
+  m.frees = std::move(c.frees);  // rare: a scratch buffer grew inside the pass
   check(a, a.cuStreamEndCapture(m.stream, &g), "cuStreamEndCapture");
   struct Destroy {
     const DriverApi& a;
@@ -194,7 +195,6 @@ void PassGraph::run(const std::function<void()>& enqueue) {
     check(a, a.cuEventRecord(m.done, nullptr), "cuEventRecord (graph)");
     m.launched = true;
   }
-  m.frees = std::move(c.frees);  // rare: a scratch buffer grew inside the pass
   if (!m.launched) m.free_now();
 }
 

@@ -144,11 +144,12 @@ TEST(Ds4ctlBench, PrintsRooflineAndOneRowPerContext) {
   EXPECT_NE(r.out.find("context  prefill tok/s"), std::string::npos) << r.out;
   const std::string num = R"( +[0-9.]+)";
   EXPECT_TRUE(std::regex_search(r.out, std::regex(R"(\n +0 +-)" + num + num + num + R"( +[0-9]+%)"))) << r.out;
-  // On the CPU the launches column (the GPU's kernel launches per token) says "-".
-  EXPECT_NE(r.out.find("roofline   launches/tok"), std::string::npos) << r.out;
+  // On the CPU the launches column (the GPU's kernel launches per token) and the graphs column
+  // (decode with CUDA graphs over without) say "-".
+  EXPECT_NE(r.out.find("roofline   launches/tok   graphs"), std::string::npos) << r.out;
   for (const char* ctx : {"16", "40"})
     EXPECT_TRUE(std::regex_search(
-        r.out, std::regex(std::string(R"(\n +)") + ctx + num + num + num + num + R"( +[0-9]+% +-\n)")))
+        r.out, std::regex(std::string(R"(\n +)") + ctx + num + num + num + num + R"( +[0-9]+% +- +-\n)")))
         << ctx << "\n"
         << r.out;
 }
