@@ -29,9 +29,9 @@ const B& act_block(const uint8_t* act0, size_t stride, int t, int64_t b) {
 }
 
 // Runs `pass(act0, nt, sums)` over the activation rows in passes of up to kMultiRows, one order
-// policy Sum per row (a row of nb blocks), and stores each row's result() into out.
+// policy Sum per row, and stores each row's result() into out.
 template <class Sum, class Pass>
-void for_row_passes(const void* act, size_t stride, int n_act, int64_t nb, float* out, Pass&& pass) {
+void for_row_passes(const void* act, size_t stride, int n_act, float* out, Pass&& pass) {
   for (int t0 = 0; t0 < n_act; t0 += kMultiRows) {
     const int nt = n_act - t0 < kMultiRows ? n_act - t0 : kMultiRows;
     Sum sums[kMultiRows];
@@ -94,7 +94,7 @@ void dot_blocks32_multi(const W& values, const void* act, size_t stride, int n_a
   if constexpr (std::is_same_v<Sum, SlicedSum>) {
     dot_blocks32_multi_fast<D>(values, act, stride, n_act, nb, out);
   } else {
-    for_row_passes<Sum>(act, stride, n_act, nb, out, [&](const uint8_t* act0, int nt, Sum* acc) {
+    for_row_passes<Sum>(act, stride, n_act, out, [&](const uint8_t* act0, int nt, Sum* acc) {
       for (int64_t b = 0; b < nb; b++) {
         int8x16_t lo, hi;
         const float wd = values(b, lo, hi);
@@ -119,7 +119,7 @@ void dot_mxfp4_multi(const BlockMXFP4* w, const void* act, size_t stride, int n_
 
 template <class D, class Sum>
 void dot_q2_k_multi(const BlockQ2_K* x, const void* act, size_t stride, int n_act, int64_t nb, float* out) {
-  for_row_passes<Sum>(act, stride, n_act, nb, out, [&](const uint8_t* act0, int nt, Sum* sumf) {
+  for_row_passes<Sum>(act, stride, n_act, out, [&](const uint8_t* act0, int nt, Sum* sumf) {
     for (int64_t i = 0; i < nb; i++) {
       // Decode once: the sub-block mins and scales, and the 16 groups of 16 levels in the order
       // the single-row kernel takes them (half, k step of 2, then its four sub-blocks).
@@ -173,7 +173,7 @@ void dot_q2_k_multi(const BlockQ2_K* x, const void* act, size_t stride, int n_ac
 template <class D, class Sum>
 void dot_q4_k_multi(const BlockQ4_K* x, const void* act, size_t stride, int n_act, int64_t nb, float* out) {
   const uint8x16_t m4 = vdupq_n_u8(0x0f);
-  for_row_passes<Sum>(act, stride, n_act, nb, out, [&](const uint8_t* act0, int nt, Sum* sumf) {
+  for_row_passes<Sum>(act, stride, n_act, out, [&](const uint8_t* act0, int nt, Sum* sumf) {
     for (int64_t i = 0; i < nb; i++) {
       // Decode once: scales and mins, and the 16 groups of 16 nibbles (chunk c: low nibbles of
       // both halves, then high nibbles).
@@ -215,7 +215,7 @@ void dot_q4_k_multi(const BlockQ4_K* x, const void* act, size_t stride, int n_ac
 
 template <class D, class Sum>
 void dot_iq2_xxs_multi(const BlockIQ2_XXS* x, const void* act, size_t stride, int n_act, int64_t nb, float* out) {
-  for_row_passes<Sum>(act, stride, n_act, nb, out, [&](const uint8_t* act0, int nt, Sum* sumf) {
+  for_row_passes<Sum>(act, stride, n_act, out, [&](const uint8_t* act0, int nt, Sum* sumf) {
     for (int64_t i = 0; i < nb; i++) {
       // Decode once: the signed grid values of the 8 groups of 32 and their odd scales.
       int8x16_t gv[16];
