@@ -62,6 +62,7 @@ struct Stream {
 // would run at once, outside the graph, where a real driver lets it pass silently.
 thread_local Stream* capture_of_thread = nullptr;
 size_t graphs_alive = 0;
+int graph_error = 0;  // fail_graphs' code
 
 // Where a call on stream `s` goes: *capture set when it is to be recorded there, null when it runs
 // now; or the error that refuses it.
@@ -242,6 +243,7 @@ CUresult end_capture(CUstream s, CUgraph* g) {
 }
 CUresult graph_instantiate(CUgraphExec* e, CUgraph g, unsigned long long) {
   if (g == nullptr) return kInvalidValue;
+  if (graph_error != 0) return graph_error;
   graphs_alive++;
   return *e = reinterpret_cast<CUgraphExec>(new Graph(*reinterpret_cast<Graph*>(g))), 0;
 }
@@ -362,6 +364,7 @@ DriverApi make_api() {
 
 void fail_from_now_on(int code) { sticky_error = code; }
 size_t graphs_held() { return graphs_alive; }
+void fail_graphs(int code) { graph_error = code; }
 size_t allocations_made() { return allocations_ok; }
 void fail_allocation_after(size_t n) { failing_alloc = allocations_ok + n; }
 

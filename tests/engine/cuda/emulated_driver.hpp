@@ -22,6 +22,10 @@ void fail_from_now_on(int code);
 // keeps, and what a leak would grow.
 std::size_t graphs_held();
 
+// From now on instantiating a graph fails with driver error `code` (900: a capture the driver does
+// not support), until called with 0; everything else works: a graph fault the context survives.
+void fail_graphs(int code);
+
 // Allocations made so far (cuMemAlloc calls that succeeded).
 std::size_t allocations_made();
 // The allocation after the next n fails once with CUDA_ERROR_OUT_OF_MEMORY, an error the context
