@@ -4,9 +4,11 @@
 // bytes) and each matvec kernel's weight bytes per second on a matrix far larger than L2, and
 // prints each as a ratio of the copy bandwidth; then the prefill GEMM (engine/cuda/gemm.hpp)
 // bit for bit against the CPU and the matvec, the int8 mma.sync peak (kernels/mma_peak.cuh) and
-// the GEMM's int8 throughput as a share of it. Exit status: 0 all identical, 1 a mismatch,
-// 2 no usable device (the reason printed).
+// the GEMM's int8 throughput as a share of it; last, what a pass of small kernels costs the host
+// launched one by one and as a CUDA graph. Exit status: 0 all identical, 1 a mismatch, 2 no
+// usable device (the reason printed).
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -17,6 +19,7 @@
 #include "engine/cuda/device.hpp"
 #include "engine/cuda/gemm.hpp"
 #include "engine/cuda/matvec.hpp"
+#include "engine/cuda/pass_graph.hpp"
 #include "engine/quant/quant.hpp"
 #include "tools/cuda_check/gemm_compare.hpp"
 #include "tools/cuda_check/matvec_compare.hpp"
@@ -156,6 +159,34 @@ bool check_gemm(ds4::cuda::Device& dev) {
   return identical;
 }
 
+// A decode-sized pass of tiny kernels (2000 copies of 256 bytes), launched one by one and as one
+// CUDA graph captured, updated and launched each time as the device forward does
+// (docs/cuda.md §graphs): wall-clock microseconds per kernel until the device is done, after a
+// warm-up.
+void launch_overhead(ds4::cuda::Device& dev) {
+  constexpr int kKernels = 2000, kReps = 10;
+  ds4::cuda::DeviceBuffer a(4096), b(4096);
+  uint64_t src = a.ptr(), dst = b.ptr(), n = 16;
+  void* args[] = {&src, &dst, &n};
+  const auto pass = [&] {
+    for (int i = 0; i < kKernels; i++) dev.launch("ds4_stream_copy", 1, 32, 0, args);
+  };
+  const auto per_kernel_us = [&](const auto& run_pass) {
+    run_pass();
+    dev.synchronize();
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int r = 0; r < kReps; r++) run_pass();
+    dev.synchronize();
+    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() /
+           (kReps * kKernels);
+  };
+  const double plain = per_kernel_us(pass);
+  ds4::cuda::PassGraph graph;
+  const double graphed = per_kernel_us([&] { graph.run(pass); });
+  std::printf("launches: %d small kernels, %.2f us each one by one, %.2f us each as a CUDA graph: %.2fx\n", kKernels,
+              plain, graphed, plain / graphed);
+}
+
 int run() {
   const ds4::cuda::DeviceInfo info = ds4::cuda::probe();
   if (!info.usable) {
@@ -195,6 +226,7 @@ int run() {
     }
   }
   identical = check_gemm(dev) && identical;
+  launch_overhead(dev);
   std::printf("summary: bits %s; copy %.0f GB/s\n", identical ? "IDENTICAL" : "DIFFER", copy);
   return identical ? 0 : 1;
 }
