@@ -28,6 +28,11 @@ void check_pass_errors(cuda::DeviceSpan errors) {
 
 }  // namespace
 
+void queue_pass(cuda::PassGraph& graph, int rows, const std::function<void()>& enqueue) {
+  if (rows <= kGraphRows && cuda::PassGraph::enabled()) graph.run(enqueue);
+  else enqueue();
+}
+
 DevicePass::DevicePass(const Model::Impl& m, const DeviceWeights& weights) : m_(m), dw_(weights) {
   if (m.ex.exact) throw std::invalid_argument("the CUDA backend computes the Fast order only: load the model in Fast");
 }
@@ -77,8 +82,7 @@ void DevicePass::run(std::span<const SequenceRows> seqs, const int32_t* tokens, 
     }
     output_head(dw_, cfg, head_weights(m_.w), rows, n_logit, out, hs_);
   };
-  if (T <= kGraphRows && cuda::PassGraph::enabled()) graph_.run(enqueue);
-  else enqueue();
+  queue_pass(graph_, T, enqueue);
   // Each sequence's final states into its ring: the rows the ring keeps (its last `slots`), in at
   // most two copies (where the ring wraps) rather than one wait per row.
   int first = 0;

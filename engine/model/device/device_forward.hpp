@@ -37,6 +37,15 @@ struct SequenceRows {
   HiddenRing* hidden = nullptr;
 };
 
+// Passes of up to this many rows run as one CUDA graph while cuda::PassGraph::enabled(): decode,
+// verify, batch steps and MTP draft steps, not prefill chunks (whose kernels dwarf their launches).
+constexpr int kGraphRows = 32;
+
+// Queues a pass of `rows` rows (`enqueue`: everything it does on the device, without a wait) as
+// one graph on `graph` when it is short and graphs are on, else kernel by kernel. The caller reads
+// the results after it, then calls graph.settle().
+void queue_pass(cuda::PassGraph& graph, int rows, const std::function<void()>& enqueue);
+
 // A forward pass on the device over the rows of one or more sequences, forward_rows' twin: the
 // projections and the FFN over every row at once (the weights read once per pass), the stateful
 // attention part row by row on each row's own state, so a row's logits do not depend on the rows
@@ -50,11 +59,6 @@ class DevicePass {
   // on_layer(il) is called after each layer is queued.
   void run(std::span<const SequenceRows> seqs, const int32_t* tokens, const int* logit_rows, int n_logit, float* logits,
            const std::function<void(uint32_t)>& on_layer = {});
-
-  // Passes of up to this many rows run as one CUDA graph when PassGraph::enabled(): decode, verify
-  // and batch steps, not prefill chunks (whose kernels dwarf their launches).
-  static constexpr int kGraphRows = 32;
-  const cuda::PassGraph& graph() const { return graph_; }
 
  private:
   const Model::Impl& m_;

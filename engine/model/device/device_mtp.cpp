@@ -70,8 +70,7 @@ void DeviceMtp::rows(const int32_t* tokens, const float* P, int T, uint32_t pos0
       output_head(dw, c, hw, last, 1, lg, hs_);
     }
   };
-  if (T <= DevicePass::kGraphRows && cuda::PassGraph::enabled()) graph_.run(enqueue);
-  else enqueue();
+  queue_pass(graph_, T, enqueue);
   if (logits) lg.download(logits, size_t(c.n_vocab) * sizeof(float));
   last.download(last_H, row);
   graph_.settle();
