@@ -1,8 +1,9 @@
 // See emulated_driver.hpp. A fake device 0 ("CUDA-thread emulator", compute capability 9.0,
-// integrated like GB10: registered host memory keeps its address) whose memory (4 GiB) is aligned
-// host memory and whose kernels run synchronously in the emulator, so events
-// time nothing (0 ms) and synchronisation has nothing to wait for. A launch with a 2-D/3-D grid or
-// block, or of a kernel the table lacks, fails with the driver's own error codes, as a real
+// integrated like GB10: registered host memory keeps its address; or discrete, as an H100, where
+// emulate_discrete_device says so) whose memory (4 GiB unless told) is aligned host memory and
+// whose kernels run synchronously in the emulator, so events time nothing (0 ms) and
+// synchronisation has nothing to wait for. A launch with a 2-D/3-D grid or block, or of a kernel
+// the table lacks, fails with the driver's own error codes, as a real
 // device would refuse it; out-of-range copies are DeviceBuffer's to catch, as with the driver.
 // Graphs: a capture records each call as a node that does the call's work when the graph is
 // launched (a kernel with a copy of its arguments, a copy reading its source then); the emulator
@@ -16,6 +17,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -30,7 +32,9 @@ using namespace ds4::cuda::detail;
 constexpr CUresult kInvalidValue = 1, kOutOfMemory = 2, kNotFound = 500, kLaunchFailed = 719;
 constexpr CUresult kAlreadyRegistered = 712, kNotRegistered = 713;
 constexpr CUresult kCaptureUnsupported = 900, kCaptureInvalidated = 901, kCaptureImplicit = 906, kUpdateFailure = 910;
-constexpr size_t kMemory = size_t(4) << 30;  // what the fake device reports as its total
+size_t memory_total = size_t(4) << 30;  // what the fake device reports as its total
+bool discrete = false;                  // emulate_discrete_device: it does not share the host's memory
+bool probed = false;                    // the device's kind was asked for
 
 int sticky_error = 0;  // fail_from_now_on's code; 0: the device works
 
@@ -99,13 +103,15 @@ CUresult device_attribute(int* v, int attr, CUdevice) {
     case kAttrComputeCapabilityMinor: return *v = 0, 0;
     case kAttrMultiprocessorCount: return *v = 4, 0;
     case kAttrL2CacheSize: return *v = 1 << 20, 0;
-    case kAttrIntegrated:  // its memory is the host's, as on GB10
+    case kAttrIntegrated:  // its memory is the host's, as on GB10, unless emulated as discrete
+      probed = true;
+      return *v = discrete ? 0 : 1, 0;
     case kAttrHostPointerForRegisteredMem:
     case kAttrReadOnlyHostRegisterSupported: return *v = 1, 0;
     default: return kInvalidValue;
   }
 }
-CUresult total_memory(size_t* bytes, CUdevice) { return *bytes = kMemory, 0; }
+CUresult total_memory(size_t* bytes, CUdevice) { return *bytes = memory_total, 0; }
 CUresult ctx_retain(CUcontext* c, CUdevice) { return *c = reinterpret_cast<CUcontext>(&context), 0; }
 CUresult ctx_release(CUdevice) { return 0; }
 CUresult ctx_set(CUcontext) { return 0; }
@@ -125,7 +131,7 @@ CUresult mem_alloc(CUdeviceptr* p, size_t bytes) {
     return kOutOfMemory;
   }
   const size_t rounded = (bytes + 255) / 256 * 256;
-  void* m = allocated + rounded <= kMemory ? std::aligned_alloc(256, rounded) : nullptr;
+  void* m = allocated + rounded <= memory_total ? std::aligned_alloc(256, rounded) : nullptr;
   if (m == nullptr) return kOutOfMemory;
   *p = reinterpret_cast<CUdeviceptr>(m);
   allocations[*p] = rounded;
@@ -183,8 +189,8 @@ CUresult copy_on_device(CUdeviceptr dst, CUdeviceptr src, size_t n) {
   return copy_on_device_async(dst, src, n, nullptr);
 }
 CUresult mem_info(size_t* free_bytes, size_t* total) {
-  *free_bytes = kMemory - allocated;
-  *total = kMemory;
+  *free_bytes = allocated < memory_total ? memory_total - allocated : 0;
+  *total = memory_total;
   return 0;
 }
 CUresult mem_set_async(CUdeviceptr dst, unsigned char v, size_t n, CUstream s) {
@@ -366,6 +372,21 @@ void fail_from_now_on(int code) { sticky_error = code; }
 size_t graphs_held() { return graphs_alive; }
 void fail_graphs(int code) { graph_error = code; }
 size_t allocations_made() { return allocations_ok; }
+size_t allocated_bytes() { return allocated; }
+size_t registered_bytes() {
+  size_t n = 0;
+  for (const auto& [base, bytes] : registered) n += bytes;
+  return n;
+}
+void emulate_discrete_device(size_t total) {
+  if (probed && !discrete)
+    throw std::logic_error(
+        "emu::emulate_discrete_device: the device was already probed as integrated (call it "
+        "before anything asks for the device, from a static initializer)");
+  discrete = true;
+  memory_total = total;
+}
+void set_free_memory(size_t bytes) { memory_total = allocated + bytes; }
 void fail_allocation_after(size_t n) { failing_alloc = allocations_ok + n; }
 
 void install_driver() {

@@ -26,8 +26,20 @@ std::size_t graphs_held();
 // not support), until called with 0; everything else works: a graph fault the context survives.
 void fail_graphs(int code);
 
-// Allocations made so far (cuMemAlloc calls that succeeded).
+// Allocations made so far (cuMemAlloc calls that succeeded), the bytes they hold now, and the
+// host bytes registered now (cuMemHostRegister).
 std::size_t allocations_made();
+std::size_t allocated_bytes();
+std::size_t registered_bytes();
+
+// The device reports itself discrete (not integrated: an H100 rather than a GB10) with `total`
+// bytes of memory. Call before anything asks for the device (Device caches what it probed): from
+// a static initializer of a binary of its own; throws std::logic_error once it was probed as
+// integrated. The memory is still host memory; only the figures and the kind change.
+void emulate_discrete_device(std::size_t total);
+// From now on the device has `bytes` free beyond what is allocated now: as if another process
+// took or gave back the rest (cuMemGetInfo, and cuMemAlloc's limit).
+void set_free_memory(std::size_t bytes);
 // The allocation after the next n fails once with CUDA_ERROR_OUT_OF_MEMORY, an error the context
 // survives (what a pass meets when the device's memory runs out); the ones after it work again.
 void fail_allocation_after(std::size_t n);
