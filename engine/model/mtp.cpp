@@ -15,6 +15,7 @@
 #include "engine/model/mtp_impl.hpp"
 #include "engine/model/numerics.hpp"
 #include "engine/model/rms_norm.hpp"
+#include "engine/planner/workspace_estimate.hpp"
 
 namespace ds4 {
 
@@ -27,6 +28,8 @@ constexpr uint32_t kDraftRollback = 32;
 // than the drafts saved; 128 rows kept 98 % of the acceptance (docs/speculation.md §mtp). DS4
 // Flash's window is 128.
 constexpr uint64_t kMaxCatchUp = 128;
+// The plan's drafter term counts a step of that many rows and the next token.
+static_assert(planner::kDrafterPassRows == kMaxCatchUp + 1);
 }  // namespace
 
 MtpModel::MtpModel(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -80,14 +83,12 @@ struct MtpDrafter::State {
   // computed from (row p from seen[p] and the target's final state after p - 1).
   uint64_t first = 0, next = 0;
   std::vector<int32_t> seen;
-  model::ForwardScratch fs;
-  model::HeadScratch head;
-  model::QuantAct qa;
-  std::vector<float> P, Hin, H_mid, H_out, e, en, E, pn, Hh, logits;
-  std::vector<int32_t> toks;
-  std::vector<model::RowSlot> slots;
+  std::vector<float> logits;                      // the last step's (last_logits)
   std::unique_ptr<model::device::DeviceMtp> dev;  // a base on the device: the block's rows there
 };
+
+DraftScratch::DraftScratch() = default;
+DraftScratch::~DraftScratch() = default;
 
 MtpDrafter::MtpDrafter(std::shared_ptr<const MtpModel> mtp) : mtp_(std::move(mtp)), state_(std::make_unique<State>()) {
   if (!mtp_) throw std::invalid_argument("MtpDrafter needs an MTP model");
@@ -112,54 +113,55 @@ void MtpDrafter::reset() {
 namespace {
 
 // Runs the block over T consecutive rows at positions pos0.. of `layers`: tokens[t] with the
-// previous state P[t] (n_hc x D each). Leaves the output states in s.H_out and, when logits is
+// previous state P[t] (n_hc x D each). Leaves the output states in x.H_out and, when logits is
 // set, the last row's logits there.
-void mtp_rows(const MtpModel::Impl& mi, MtpDrafter::State& s, const int32_t* tokens, const float* P, int T,
-              uint64_t pos0, float* logits) {
+void mtp_rows(const MtpModel::Impl& mi, MtpDrafter::State& s, DraftScratch& x, const int32_t* tokens, const float* P,
+              int T, uint64_t pos0, float* logits) {
   const Model::Impl& m = mi.base->impl();
   const model::ModelConfig& c = m.cfg;
   const uint32_t D = c.n_embd, hc = c.hc_dim(), n_hc = c.n_hc;
   // e = RMSNorm(embed(t)) * enorm, projected by e_proj.
-  s.e.resize(size_t(T) * hc);
-  model::embed_rows(m, tokens, T, s.e.data());  // stream 0 of each row is the embedding
-  s.en.resize(size_t(T) * D);
+  x.e.resize(size_t(T) * hc);
+  model::embed_rows(m, tokens, T, x.e.data());  // stream 0 of each row is the embedding
+  x.en.resize(size_t(T) * D);
   for (int t = 0; t < T; t++)
-    model::rms_norm(m.ex, s.en.data() + size_t(t) * D, s.e.data() + size_t(t) * hc, mi.enorm.f32(), D, c.rms_eps);
-  s.E.resize(size_t(T) * D);
-  model::project(m.ex, mi.e_proj, s.en.data(), T, s.E.data(), s.qa);
+    model::rms_norm(m.ex, x.en.data() + size_t(t) * D, x.e.data() + size_t(t) * hc, mi.enorm.f32(), D, c.rms_eps);
+  x.E.resize(size_t(T) * D);
+  model::project(m.ex, mi.e_proj, x.en.data(), T, x.E.data(), x.qa);
   // Each stream of P: RMSNorm * hnorm, projected by h_proj.
   const int R = T * int(n_hc);
-  s.pn.resize(size_t(R) * D);
+  x.pn.resize(size_t(R) * D);
   for (int r = 0; r < R; r++)
-    model::rms_norm(m.ex, s.pn.data() + size_t(r) * D, P + size_t(r) * D, mi.hnorm.f32(), D, c.rms_eps);
-  s.Hh.resize(size_t(R) * D);
-  model::project(m.ex, mi.h_proj, s.pn.data(), R, s.Hh.data(), s.qa);
-  s.Hin.resize(size_t(T) * hc);
+    model::rms_norm(m.ex, x.pn.data() + size_t(r) * D, P + size_t(r) * D, mi.hnorm.f32(), D, c.rms_eps);
+  x.Hh.resize(size_t(R) * D);
+  model::project(m.ex, mi.h_proj, x.pn.data(), R, x.Hh.data(), x.qa);
+  x.Hin.resize(size_t(T) * hc);
   for (int t = 0; t < T; t++)
     for (uint32_t h = 0; h < n_hc; h++) {
-      const float* E = s.E.data() + size_t(t) * D;
-      const float* Hh = s.Hh.data() + (size_t(t) * n_hc + h) * D;
-      float* out = s.Hin.data() + size_t(t) * hc + size_t(h) * D;
+      const float* E = x.E.data() + size_t(t) * D;
+      const float* Hh = x.Hh.data() + (size_t(t) * n_hc + h) * D;
+      float* out = x.Hin.data() + size_t(t) * hc + size_t(h) * D;
       for (uint32_t i = 0; i < D; i++) out[i] = E[i] + Hh[i];
     }
-  s.slots.resize(size_t(T));
-  for (int t = 0; t < T; t++) s.slots[t] = model::RowSlot{&s.layers, uint32_t(pos0 + t), nullptr};
-  s.H_mid.resize(size_t(T) * hc);
-  s.H_out.resize(size_t(T) * hc);
-  model::block_forward(m, mi.spec, s.slots.data(), tokens, s.Hin.data(), T, s.H_mid.data(), s.H_out.data(), s.fs);
+  x.slots.resize(size_t(T));
+  for (int t = 0; t < T; t++) x.slots[t] = model::RowSlot{&s.layers, uint32_t(pos0 + t), nullptr};
+  x.H_mid.resize(size_t(T) * hc);
+  x.H_out.resize(size_t(T) * hc);
+  model::block_forward(m, mi.spec, x.slots.data(), tokens, x.Hin.data(), T, x.H_mid.data(), x.H_out.data(), x.fs);
   if (logits) {
     const model::HeadWeights hw{&mi.hc_head_fn, &mi.hc_head_scale, &mi.hc_head_base, &mi.norm, &m.w.output};
-    model::output_head(m.ex, c, hw, s.H_out.data() + size_t(T - 1) * hc, 1, logits, s.head);
+    model::output_head(m.ex, c, hw, x.H_out.data() + size_t(T - 1) * hc, 1, logits, x.head);
   }
 }
 
 // mtp_rows where the block runs: on the device only the last row's output state comes back, so
-// s.H_out then holds that row alone (what the next draft step reads).
-void block_rows(const MtpModel::Impl& mi, MtpDrafter::State& s, const int32_t* tokens, const float* P, int T,
-                uint64_t pos0, float* logits) {
-  if (!s.dev) return mtp_rows(mi, s, tokens, P, T, pos0, logits);
-  s.H_out.resize(mi.base->impl().cfg.hc_dim());
-  s.dev->rows(tokens, P, T, uint32_t(pos0), s.H_out.data(), logits);
+// x.H_out then holds that row alone (what the next draft step reads).
+void block_rows(const MtpModel::Impl& mi, MtpDrafter::State& s, DraftScratch& x, const int32_t* tokens, const float* P,
+                int T, uint64_t pos0, float* logits) {
+  if (!s.dev) return mtp_rows(mi, s, x, tokens, P, T, pos0, logits);
+  if (!x.dev) x.dev = std::make_unique<model::device::DeviceMtpScratch>();
+  x.H_out.resize(mi.base->impl().cfg.hc_dim());
+  s.dev->rows(*x.dev, tokens, P, T, uint32_t(pos0), x.H_out.data(), logits);
 }
 
 int32_t argmax(const float* x, uint32_t n) {
@@ -213,16 +215,19 @@ std::vector<int32_t> MtpDrafter::draft(const Context& target, int32_t next, size
   }
   const uint32_t hc = c.hc_dim();
   const int T = int(n + 1 - from);
-  s.toks.assign(size_t(T), 0);
-  s.P.resize(size_t(T) * hc);
+  // The model's draft scratch, this call's alone until it returns.
+  const auto lease = mi.draft_scratch.take();
+  DraftScratch& x = *lease;
+  x.toks.assign(size_t(T), 0);
+  x.P.resize(size_t(T) * hc);
   for (int t = 0; t < T; t++) {
     const uint64_t p = from + uint64_t(t);
-    s.toks[t] = p < n ? tok[p] : next;
+    x.toks[t] = p < n ? tok[p] : next;
     const std::span<const float> h = target.hidden(p - 1);
-    std::copy(h.begin(), h.end(), s.P.begin() + size_t(t) * hc);
+    std::copy(h.begin(), h.end(), x.P.begin() + size_t(t) * hc);
   }
   s.logits.resize(c.n_vocab);
-  block_rows(mi, s, s.toks.data(), s.P.data(), T, from, s.logits.data());
+  block_rows(mi, s, x, x.toks.data(), x.P.data(), T, from, s.logits.data());
   // Kept rows' tokens were checked equal to the target's above; starting over copies them.
   if (start_over) s.seen.assign(tok.begin(), tok.begin() + std::ptrdiff_t(from));
   else s.seen.resize(from);
@@ -232,9 +237,9 @@ std::vector<int32_t> MtpDrafter::draft(const Context& target, int32_t next, size
 
   std::vector<int32_t> drafts{argmax(s.logits.data(), c.n_vocab)};
   while (drafts.size() < k && s.next + drafts.size() < target.capacity()) {
-    s.P.assign(s.H_out.end() - hc, s.H_out.end());
+    x.P.assign(x.H_out.end() - hc, x.H_out.end());
     const int32_t d = drafts.back();
-    block_rows(mi, s, &d, s.P.data(), 1, n + drafts.size(), s.logits.data());
+    block_rows(mi, s, x, &d, x.P.data(), 1, n + drafts.size(), s.logits.data());
     drafts.push_back(argmax(s.logits.data(), c.n_vocab));
   }
   n_raw -= uint32_t(drafts.size() - 1);  // the draft rows: only committed positions stay

@@ -27,6 +27,15 @@ uint64_t graph_bytes(const ActivationDims& d) {
   return kGraphShapes * (kGraphKernelsPerLayer * d.layers + kGraphHeadKernels) * kGraphNodeBytes;
 }
 
+uint64_t drafter_workspace(const ActivationDims& d) {
+  // Per row beyond the block's layer: the target's state, its norm and projection, the embedding
+  // row, the block's input, middle and output (n_hc x n_embd floats each); the embedding's norm
+  // and projection (n_embd each).
+  const uint64_t own_floats = (7 * d.hc_streams + 2) * d.embedding;
+  return kDrafterPassRows * (activation_bytes_per_token(d) + own_floats * 4) +
+         kGraphShapes * kDrafterStepKernels * kGraphNodeBytes;
+}
+
 uint64_t workspace_estimate(const ActivationDims& d, uint32_t prefill_cap) {
   const uint64_t attention_group = kAttentionGroupSlots * (d.heads * 4 + 8)  // scores and row addresses
                                    + kIndexerGroupRows * 5;                  // the indexer's scores, mask

@@ -48,7 +48,15 @@ inline constexpr uint64_t kGraphKernelsPerLayer = 50;
 inline constexpr uint64_t kGraphHeadKernels = 8;
 inline constexpr uint64_t kGraphNodeBytes = 10u << 10;
 
+// An MTP drafter's step (docs/memory.md §scratch): at most this many rows at once (a catch-up of
+// engine/model/mtp.cpp's kMaxCatchUp positions and the next token) through its one block, with
+// the target's states it reads and their projections; lent per draft like a pass's scratch.
+inline constexpr uint64_t kDrafterPassRows = 129;
+inline constexpr uint64_t kDrafterStepKernels = 60;  // the block's layer, its input and its head
+
 uint64_t activation_bytes_per_token(const ActivationDims& d);
+// The scratch one draft step may hold (every drafter borrows the same one) and its graphs.
+uint64_t drafter_workspace(const ActivationDims& d);
 // The executables one pass scratch's graphs may hold: kGraphShapes of a short pass's kernels.
 uint64_t graph_bytes(const ActivationDims& d);
 uint64_t workspace_estimate(const ActivationDims& d, uint32_t prefill_cap);

@@ -32,20 +32,22 @@ DeviceMtp::DeviceMtp(const MtpModel::Impl& mi, const LayerState& shape)
   if (!mi.device) throw std::invalid_argument("DeviceMtp: the MTP block's weights are not on the device");
 }
 
-void DeviceMtp::rows(const int32_t* tokens, const float* P, int T, uint32_t pos0, float* last_H, float* logits) {
+void DeviceMtp::rows(DeviceMtpScratch& x, const int32_t* tokens, const float* P, int T, uint32_t pos0, float* last_H,
+                     float* logits) {
   const Model::Impl& m = mi_.base->impl();
   const ModelConfig& c = m.cfg;
   const DeviceWeights& dw = *mi_.device;
   const int64_t D = c.n_embd, hc = int64_t(c.hc_dim()), n_hc = c.n_hc, R = int64_t(T) * n_hc;
   check_token_ids(c, tokens, T);
-  const cuda::DeviceSpan dtok = grown<int32_t>(tokens_, size_t(T)), error = grown<int32_t>(error_, 1);
-  const cuda::DeviceSpan e = grown(e_, size_t(T * D)), en = grown(en_, size_t(T * D)), E = grown(E_, size_t(T * D));
-  const cuda::DeviceSpan dP = grown(P_, size_t(R * D)), pn = grown(pn_, size_t(R * D)), Hh = grown(Hh_, size_t(R * D));
-  const cuda::DeviceSpan Hin = grown(Hin_, size_t(T * hc));
-  const cuda::DeviceSpan mid = grown(mid_, size_t(T * hc)), out = grown(out_, size_t(T * hc));
+  const cuda::DeviceSpan dtok = grown<int32_t>(x.tokens, size_t(T)), error = grown<int32_t>(x.error, 1);
+  const cuda::DeviceSpan e = grown(x.e, size_t(T * D)), en = grown(x.en, size_t(T * D)), E = grown(x.E, size_t(T * D));
+  const cuda::DeviceSpan dP = grown(x.P, size_t(R * D)), pn = grown(x.pn, size_t(R * D)),
+                         Hh = grown(x.Hh, size_t(R * D));
+  const cuda::DeviceSpan Hin = grown(x.Hin, size_t(T * hc));
+  const cuda::DeviceSpan mid = grown(x.mid, size_t(T * hc)), out = grown(x.out, size_t(T * hc));
   const size_t row = size_t(hc) * sizeof(float);
   const cuda::DeviceSpan last = out.sub(size_t(T - 1) * row, row);
-  const cuda::DeviceSpan lg = logits ? grown(logits_, c.n_vocab) : cuda::DeviceSpan{};
+  const cuda::DeviceSpan lg = logits ? grown(x.logits, c.n_vocab) : cuda::DeviceSpan{};
   // The step queued without a wait: one graph for a draft step or a short catch-up, as the
   // target's short passes (docs/cuda.md §graphs).
   const auto enqueue = [&] {
@@ -55,25 +57,25 @@ void DeviceMtp::rows(const int32_t* tokens, const float* P, int T, uint32_t pos0
     // e = RMSNorm(embed(t)) * enorm, projected by e_proj: the embedding in one stream.
     cuda::embed(dtok, T, dw.at(m.w.token_embd), c.n_vocab, D, 1, e, error);
     cuda::rms_norm(e, dw.at(mi_.enorm), en, T, D, c.rms_eps);
-    project(dw.matrix(mi_.e_proj), en, T, E, act_);
+    project(dw.matrix(mi_.e_proj), en, T, E, x.act);
     // Each stream of P: RMSNorm * hnorm, projected by h_proj; then E added to every stream.
     dP.upload(P, size_t(R * D) * sizeof(float));
     cuda::rms_norm(dP, dw.at(mi_.hnorm), pn, R, D, c.rms_eps);
-    project(dw.matrix(mi_.h_proj), pn, int(R), Hh, act_);
+    project(dw.matrix(mi_.h_proj), pn, int(R), Hh, x.act);
     cuda::add_broadcast(E, Hh, Hin, T, n_hc, D);
     // The block: a ratio-0 layer on its own raw rows, then the FFN (top-k routing).
-    runs_.assign(1, RowRun{&layers_[0], pos0, T});
-    attention_sublayer(dw, mi_.block_cfg, mi_.block, mi_.rope, runs_, Hin, T, mid, ls_, as_);
-    ffn_sublayer(dw, mi_.block_cfg, mi_.block, false, mi_.clamp, dtok, mid, T, out, ls_);
+    x.runs.assign(1, RowRun{&layers_[0], pos0, T});
+    attention_sublayer(dw, mi_.block_cfg, mi_.block, mi_.rope, x.runs, Hin, T, mid, x.ls, x.as);
+    ffn_sublayer(dw, mi_.block_cfg, mi_.block, false, mi_.clamp, dtok, mid, T, out, x.ls);
     if (logits) {
       const HeadWeights hw{&mi_.hc_head_fn, &mi_.hc_head_scale, &mi_.hc_head_base, &mi_.norm, &m.w.output};
-      output_head(dw, c, hw, last, 1, lg, hs_);
+      output_head(dw, c, hw, last, 1, lg, x.hs);
     }
   };
-  queue_pass(graph_, T, enqueue);
+  queue_pass(x.graph, T, enqueue);
   if (logits) lg.download(logits, size_t(c.n_vocab) * sizeof(float));
   last.download(last_H, row);
-  graph_.settle();
+  x.graph.settle();
   cuda::check_embed_error(error);
 }
 

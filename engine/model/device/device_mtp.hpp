@@ -5,7 +5,8 @@
 // block's own raw rows, then the FFN) and collapsed by the block's head into the base's LM head.
 // Only the inputs (the target's states, host floats) go up and the last row's state and logits
 // come down. Concurrency: one drafter, one host thread, the device's default stream (a short step
-// is captured on its own stream and launched as one graph: docs/cuda.md §graphs).
+// is captured on its own stream and launched as one graph: docs/cuda.md §graphs); the scratch is
+// the caller's, one step's alone while it runs.
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -30,6 +31,18 @@ std::shared_ptr<const DeviceWeights> place_sidecar_weights(const void* data, siz
                                                            std::shared_ptr<const DeviceWeights> base, uint64_t reserve,
                                                            std::string& reason);
 
+// The scratch of the block's steps on the device (grown on demand, kept) and their graphs. Lent
+// per draft from the MtpModel's pool (MtpModel::Impl::draft_scratch), so the drafters of every
+// live sequence hold one between them (docs/memory.md §scratch).
+struct DeviceMtpScratch {
+  std::vector<RowRun> runs;
+  LayerScratch ls;
+  AttentionScratch as;
+  HeadScratch hs;
+  cuda::DeviceBuffer tokens, error, e, en, E, P, pn, Hh, Hin, mid, out, logits, act;
+  cuda::PassGraph graph;  // after the buffers: destroyed first, waiting for its last launch
+};
+
 class DeviceMtp {
  public:
   // The block's state on the device, sized as `shape` (the drafter's ratio-0 layer state), empty.
@@ -37,9 +50,11 @@ class DeviceMtp {
   DeviceMtp(const MtpModel::Impl& mi, const LayerState& shape);
 
   // T rows at positions pos0 ..: tokens[t] with the target's final state P[t] (n_hc x n_embd host
-  // floats each) appended to the block's raw rows. Writes the last row's output state to last_H
-  // (hc_dim floats) and, when logits is set, its logits (n_vocab floats). Waits for the device.
-  void rows(const int32_t* tokens, const float* P, int T, uint32_t pos0, float* last_H, float* logits);
+  // floats each) appended to the block's raw rows, in `x`'s buffers. Writes the last row's output
+  // state to last_H (hc_dim floats) and, when logits is set, its logits (n_vocab floats). Waits
+  // for the device.
+  void rows(DeviceMtpScratch& x, const int32_t* tokens, const float* P, int T, uint32_t pos0, float* last_H,
+            float* logits);
 
   // The block's raw rows: counters on the host (a rollback moves n_raw only), rows on the device.
   DeviceLayerState& state() { return layers_[0]; }
@@ -47,12 +62,6 @@ class DeviceMtp {
  private:
   const MtpModel::Impl& mi_;
   std::vector<DeviceLayerState> layers_;
-  std::vector<RowRun> runs_;
-  LayerScratch ls_;
-  AttentionScratch as_;
-  HeadScratch hs_;
-  cuda::DeviceBuffer tokens_, error_, e_, en_, E_, P_, pn_, Hh_, Hin_, mid_, out_, logits_, act_;
-  cuda::PassGraph graph_;  // after the buffers: destroyed first, waiting for its last launch
 };
 
 }  // namespace ds4::model::device

@@ -1,20 +1,25 @@
 // The device forward's scratch is the model's, lent per pass (engine/model/scratch_pool.hpp):
 // what a prefill grows it to stays within the plan's workspace term, contexts after the first
-// allocate only their own state, and a BatchStep borrows the same scratch
-// (docs/memory.md §scratch). Measured as the device's free memory; skips without a GPU, and
-// model_device_emulated_tests runs it on the emulator.
+// allocate only their own state, a BatchStep borrows the same scratch, and the MTP drafters of
+// several sequences share one step scratch (docs/memory.md §scratch). Measured as the device's free memory; skips
+// without a GPU, and model_device_emulated_tests runs it on the emulator.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <filesystem>
 #include <iostream>
 #include <numeric>
+#include <string>
 #include <vector>
 
 #include "engine/gguf/gguf_reader.hpp"
 #include "engine/model/batch_step.hpp"
 #include "engine/model/device/device_forward.hpp"
 #include "engine/model/model_impl.hpp"
+#include "engine/model/mtp_impl.hpp"
 #include "engine/planner/plan_from_gguf.hpp"
 #include "tests/engine/model/device_test_support.hpp"
+#include "tests/engine/model/mtp_sidecar.hpp"
 
 namespace ds4 {
 namespace {
@@ -81,6 +86,44 @@ TEST(DeviceScratch, ContextsShareOnePassScratchWithinThePlansWorkspace) {
   step.run(entries);
   EXPECT_EQ(before, free_now()) << "the batched step allocated a scratch of its own";
   EXPECT_EQ(m->impl().device_scratch->made(), 1u);
+}
+
+// Device drafters of two sequences: the first draft grows the sidecar's draft scratch on the
+// device (within the plan's drafter term), the other's draft allocates nothing (its block's rows
+// were allocated with the drafter).
+TEST(DeviceScratch, DraftersShareOneStepScratchWithinThePlansDrafterTerm) {
+  SKIP_WITHOUT_GPU();
+  const std::shared_ptr<Model> m = load_on_device();
+  const std::filesystem::path tiny = test::tiny_vectors_dir() / "model.gguf";
+  const std::filesystem::path sidecar =
+      std::filesystem::temp_directory_path() / ("ds4d-device-draft-scratch-" + std::to_string(::getpid()) + ".gguf");
+  test::write_sidecar(sidecar);
+  const std::shared_ptr<const MtpModel> mtp = MtpModel::load(sidecar, m, tiny);
+  std::filesystem::remove(sidecar);
+  ASSERT_TRUE(mtp->impl().device) << mtp->placement();
+  ContextOptions co = options();
+  co.keep_hidden = mtp->hidden_reach();
+  std::vector<std::unique_ptr<Context>> contexts;
+  std::vector<MtpDrafter> drafters;
+  for (int32_t i = 0; i < 2; i++) {
+    contexts.push_back(std::make_unique<Context>(m, co));
+    contexts.back()->prefill(prompt(1 + 5 * i, 6));
+    drafters.emplace_back(mtp);
+  }
+  const size_t before = free_now();
+  ASSERT_EQ(drafters[0].draft(*contexts[0], 3, 2).size(), 2u);
+  const size_t scratch = before - free_now();
+  EXPECT_GT(scratch, 0u);
+  const planner::ModelFacts facts = planner::read_model_facts(m->gguf());
+  EXPECT_LE(scratch, planner::drafter_workspace(facts.dims));
+  std::cout << "device scratch of a drafter's 7-row catch-up: " << scratch << " B, planned "
+            << planner::drafter_workspace(facts.dims) << " B\n";
+  for (size_t i = 1; i < drafters.size(); i++) {
+    const size_t made = free_now();
+    ASSERT_EQ(drafters[i].draft(*contexts[i], 3, 2).size(), 2u);
+    EXPECT_EQ(made, free_now()) << "drafter " << i << "'s draft allocated device memory: a scratch of its own";
+  }
+  EXPECT_EQ(mtp->impl().draft_scratch.made(), 1u);
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include "engine/gguf/gguf_reader.hpp"
 #include "engine/planner/byte_size.hpp"
 #include "engine/planner/max_batch.hpp"
+#include "engine/planner/workspace_estimate.hpp"
 
 namespace ds4::planner {
 namespace {
@@ -60,6 +61,26 @@ TEST(PlanFromGguf, TinyModelPlanInput) {
   // and 2 × 2 indexer rows of 512 B.
   EXPECT_EQ(in.kv_fixed_bytes, 6ull * 2304 * 2048 + 2 * 81920 + 2 * 524288 + 4 * 2 * 2048 + 2 * 2 * 512);
   EXPECT_EQ(compute_plan(in).verdict, Verdict::Fits);
+}
+
+// A drafter adds its step's scratch and graphs to the workspace (docs/memory.md §scratch), and
+// its block's KV to the fixed KV: the embedded agent model with its MTP sidecar.
+TEST(PlanFromGguf, ADrafterAddsItsStepScratchToTheWorkspace) {
+  GgufPlanRequest r;
+  r.model_path = DS4D_AGENT_MODEL;
+  r.budgets.context_tokens = 4096;
+  r.mem_total_bytes = 8 * kGiB;
+  const PlanInput alone = plan_input_from_gguf(r);
+  r.drafter_path = DS4D_AGENT_MTP;
+  const PlanInput drafting = plan_input_from_gguf(r);
+  const ModelFacts m = read_model_facts(gguf::GgufFile::open(DS4D_AGENT_MODEL));
+  EXPECT_EQ(drafting.workspace_bytes - alone.workspace_bytes, drafter_workspace(m.dims));
+  EXPECT_GT(drafter_workspace(m.dims), kDrafterPassRows * activation_bytes_per_token(m.dims));
+  EXPECT_GT(drafting.kv_fixed_bytes, alone.kv_fixed_bytes);
+  EXPECT_EQ(drafting.sidecar_bytes, std::filesystem::file_size(DS4D_AGENT_MTP));
+  // An operator's workspace figure is taken as given.
+  r.workspace_bytes = 3 * kGiB;
+  EXPECT_EQ(plan_input_from_gguf(r).workspace_bytes, 3 * kGiB);
 }
 
 TEST(PlanFromGguf, ContextZeroIsTheTrainedContext) {
