@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "engine/cuda/kernels/gemm_rows.cuh"
+#include "engine/cuda/kernels/gemm_tile.cuh"
 #include "engine/cuda/kernels/gemm_tree.cuh"
 #include "engine/cuda/kernels/mma.cuh"
 #include "engine/quant/block_arith.hpp"
@@ -80,26 +81,16 @@ __device__ void gemm_blocks32(const uint8_t* __restrict__ w, int64_t rows, int64
   const int g = lane / 4, q = lane % 4;
   const int64_t t0 = tile_t0 + kGemmWarpTokens * half;
   const int64_t nb = cols / 32, wrow_bytes = nb * Weight::kBytes;
-  auto wrow = [&](int64_t r) { return w + (r < rows ? r : rows - 1) * wrow_bytes; };
   const uint8_t* arow[kMi][2];
-#pragma unroll
-  for (int mi = 0; mi < kMi; mi++)
-#pragma unroll
-    for (int h = 0; h < 2; h++) arow[mi][h] = x.act_row(t0 + 16 * mi + 8 * h + g);
   const uint8_t* brow[kNi];
-#pragma unroll
-  for (int ni = 0; ni < kNi; ni++) brow[ni] = wrow(r0 + 8 * ni + g);
-  const uint8_t* own_w[2] = {wrow(r0 + lane), wrow(r0 + 32 + lane)};
+  gemm_fragment_rows(x, t0, w, rows, wrow_bytes, r0, g, arow, brow);
+  const uint8_t* own_w[2] = {gemm_weight_row(w, r0 + lane, rows, wrow_bytes),
+                             gemm_weight_row(w, r0 + 32 + lane, rows, wrow_bytes)};
   const uint8_t* own_x = x.act_row(t0 + lane);
   const int32_t bias[4] = {kMmaFloatBias, kMmaFloatBias, kMmaFloatBias, kMmaFloatBias};
 
   float acc[kMi][kNi][4];
-#pragma unroll
-  for (int mi = 0; mi < kMi; mi++)
-#pragma unroll
-    for (int ni = 0; ni < kNi; ni++)
-#pragma unroll
-      for (int c = 0; c < 4; c++) acc[mi][ni][c] = 0.0f;
+  gemm_fill(acc, 0.0f);
 
   for (int64_t b = s; b < nb; b += fast::kSlices) {  // slice s, ascending (uniform in the warp)
     // The tile's scales, each decoded once: lane l takes weight rows l and 32 + l and token l.
@@ -107,15 +98,7 @@ __device__ void gemm_blocks32(const uint8_t* __restrict__ w, int64_t rows, int64
     wscale[warp][32 + lane] = Weight::scale(own_w[1] + b * Weight::kBytes);
     xscale[warp][lane] = *reinterpret_cast<const float*>(own_x + b * 36);
     uint32_t a[kMi][4];
-#pragma unroll
-    for (int mi = 0; mi < kMi; mi++) {
-      const uint32_t* x0 = reinterpret_cast<const uint32_t*>(arow[mi][0] + b * 36 + 4);  // 4-byte aligned
-      const uint32_t* x8 = reinterpret_cast<const uint32_t*>(arow[mi][1] + b * 36 + 4);
-      a[mi][0] = x0[q];
-      a[mi][1] = x8[q];
-      a[mi][2] = x0[4 + q];
-      a[mi][3] = x8[4 + q];
-    }
+    gemm_a_words(arow, b * 36 + 4, q, a);
     uint32_t bw[kNi][2];
 #pragma unroll
     for (int ni = 0; ni < kNi; ni++) Weight::words(brow[ni] + b * Weight::kBytes, q, bw[ni]);
@@ -145,15 +128,7 @@ __device__ void gemm_blocks32(const uint8_t* __restrict__ w, int64_t rows, int64
 
   gemm_slice_tree<kAcc, W>(&acc[0][0][0], partial, s, half, lane);
   if (s != 0) return;
-#pragma unroll
-  for (int mi = 0; mi < kMi; mi++)
-#pragma unroll
-    for (int ni = 0; ni < kNi; ni++)
-#pragma unroll
-      for (int c = 0; c < 4; c++) {
-        const int64_t t = t0 + 16 * mi + 8 * (c / 2) + g, r = r0 + 8 * ni + 2 * q + c % 2;
-        if (t < x.n && r < rows) x.out_row_of(t)[r] = acc[mi][ni][c];
-      }
+  gemm_store(acc, x, t0, r0, rows, g, q, [](float v) { return v; });
 }
 
 }  // namespace ds4::cuda::kernels

@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "engine/cuda/kernels/gemm_rows.cuh"
+#include "engine/cuda/kernels/gemm_tile.cuh"
 #include "engine/cuda/kernels/gemm_tree.cuh"
 #include "engine/cuda/kernels/mma.cuh"
 #include "engine/quant/block_arith.hpp"
@@ -45,27 +46,16 @@ __device__ void gemm_iq2_xxs(const uint8_t* __restrict__ w, int64_t rows, int64_
   const int s = static_cast<int>(threadIdx.x / 32), lane = static_cast<int>(threadIdx.x % 32);
   const int g = lane / 4, q = lane % 4;
   const int64_t nb = cols / 256, wrow_bytes = nb * kWBytes;
-  auto wrow = [&](int64_t r) { return w + (r < rows ? r : rows - 1) * wrow_bytes; };
   const uint8_t* arow[kMi][2];
-#pragma unroll
-  for (int mi = 0; mi < kMi; mi++)
-#pragma unroll
-    for (int h = 0; h < 2; h++) arow[mi][h] = x.act_row(t0 + 16 * mi + 8 * h + g);
   const uint8_t* brow[kNi];
-#pragma unroll
-  for (int ni = 0; ni < kNi; ni++) brow[ni] = wrow(r0 + 8 * ni + g);
-  const uint8_t* own_w = wrow(r0 + lane);
+  gemm_fragment_rows(x, t0, w, rows, wrow_bytes, r0, g, arow, brow);
+  const uint8_t* own_w = gemm_weight_row(w, r0 + lane, rows, wrow_bytes);
   const uint8_t* own_x = x.act_row(t0 + lane);
   const int32_t zero[4] = {0, 0, 0, 0};
   const int half = q % 2, entry = q / 2;
 
   float acc[kMi][kNi][4];
-#pragma unroll
-  for (int mi = 0; mi < kMi; mi++)
-#pragma unroll
-    for (int ni = 0; ni < kNi; ni++)
-#pragma unroll
-      for (int c = 0; c < 4; c++) acc[mi][ni][c] = 0.0f;
+  gemm_fill(acc, 0.0f);
 
   for (int64_t b = s; b < nb; b += quant::fast::kSlices) {  // slice s, ascending (uniform in the warp)
     {
@@ -78,24 +68,11 @@ __device__ void gemm_iq2_xxs(const uint8_t* __restrict__ w, int64_t rows, int64_
     }
     __syncwarp();
     int32_t bsum[kMi][kNi][4];
-#pragma unroll
-    for (int mi = 0; mi < kMi; mi++)
-#pragma unroll
-      for (int ni = 0; ni < kNi; ni++)
-#pragma unroll
-        for (int c = 0; c < 4; c++) bsum[mi][ni][c] = 0;
+    gemm_fill(bsum, 0);
 #pragma unroll 2
     for (int ib = 0; ib < kGroups; ib++) {
       uint32_t a[kMi][4];
-#pragma unroll
-      for (int mi = 0; mi < kMi; mi++) {
-        const uint32_t* x0 = reinterpret_cast<const uint32_t*>(arow[mi][0] + b * kABytes + 4 + 32 * ib);
-        const uint32_t* x8 = reinterpret_cast<const uint32_t*>(arow[mi][1] + b * kABytes + 4 + 32 * ib);
-        a[mi][0] = x0[q];
-        a[mi][1] = x8[q];
-        a[mi][2] = x0[4 + q];
-        a[mi][3] = x8[4 + q];
-      }
+      gemm_a_words(arow, b * kABytes + 4 + 32 * ib, q, a);
 #pragma unroll
       for (int ni = 0; ni < kNi; ni++) {
         const uint16_t* qs = reinterpret_cast<const qd::BlockIQ2_XXS*>(brow[ni] + b * kWBytes)->qs + 4 * ib;
@@ -133,15 +110,7 @@ __device__ void gemm_iq2_xxs(const uint8_t* __restrict__ w, int64_t rows, int64_
 
   gemm_slice_tree<kAcc, 1>(&acc[0][0][0], partial, s, 0, lane);
   if (s != 0) return;
-#pragma unroll
-  for (int mi = 0; mi < kMi; mi++)
-#pragma unroll
-    for (int ni = 0; ni < kNi; ni++)
-#pragma unroll
-      for (int c = 0; c < 4; c++) {
-        const int64_t t = t0 + 16 * mi + 8 * (c / 2) + g, r = r0 + 8 * ni + 2 * q + c % 2;
-        if (t < x.n && r < rows) x.out_row_of(t)[r] = quant::fast::iq2_xxs_finish(acc[mi][ni][c]);
-      }
+  gemm_store(acc, x, t0, r0, rows, g, q, [](float v) { return quant::fast::iq2_xxs_finish(v); });
 }
 
 }  // namespace ds4::cuda::kernels
