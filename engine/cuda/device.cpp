@@ -155,6 +155,14 @@ void DeviceSpan::download(void* dst, size_t bytes, size_t offset) const {
   g_host_waits.fetch_add(1, std::memory_order_relaxed);
   check(a, a.cuMemcpyDtoH(dst, sub(offset, bytes).address, bytes), "cuMemcpyDtoH");
 }
+bool take_error_word(DeviceSpan word) {
+  int32_t set = 0;
+  word.download(&set, sizeof set);
+  if (set == 0) return false;
+  const int32_t zero = 0;
+  word.upload(&zero, sizeof zero);
+  return true;
+}
 void DeviceSpan::copy_from(const DeviceSpan& src) const {
   const DriverApi& a = api_or_throw();
   if (src.size == 0) return;

@@ -62,6 +62,11 @@ struct DeviceSpan {
   void zero() const;
 };
 
+// The int32 error word a kernel sets at the start of `word` (an embedding's out-of-vocabulary
+// token, a hash layer's unroutable one): read after waiting for the device, and cleared when set,
+// for the next pass. Returns whether it was set; throws std::runtime_error from the driver.
+bool take_error_word(DeviceSpan word);
+
 // A GPU buffer; freed on destruction. Converts to the DeviceSpan of all of it.
 class DeviceBuffer {
  public:

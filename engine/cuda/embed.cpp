@@ -23,12 +23,7 @@ void embed(DeviceSpan tokens, int64_t T, DeviceSpan table, int64_t n_vocab, int6
 }
 
 void check_embed_error(DeviceSpan error) {
-  int32_t word = 0;
-  error.download(&word, sizeof word);  // synchronous: waits for the embedding
-  if (word == 0) return;
-  const int32_t zero = 0;
-  error.upload(&zero, sizeof zero);
-  throw std::out_of_range("CUDA embed: a token id is outside the vocabulary");
+  if (take_error_word(error)) throw std::out_of_range("CUDA embed: a token id is outside the vocabulary");
 }
 
 }  // namespace ds4::cuda

@@ -108,12 +108,8 @@ void ffn_sublayer(const DeviceWeights& dw, const ModelConfig& cfg, const LayerWe
 }
 
 void check_route_error(cuda::DeviceSpan route_error) {
-  int32_t bad = 0;
-  route_error.download(&bad, sizeof bad);
-  if (bad == 0) return;
-  const int32_t zero = 0;
-  route_error.upload(&zero, sizeof zero);
-  throw std::runtime_error("device MoE: a token id the hash layer's tid2eid table cannot route");
+  if (cuda::take_error_word(route_error))
+    throw std::runtime_error("device MoE: a token id the hash layer's tid2eid table cannot route");
 }
 
 }  // namespace ds4::model::device

@@ -73,9 +73,15 @@ TEST(DeviceBlockGpu, BlocksMatchTheCpuStepAfterStep) {
     EXPECT_EQ(dst.n_raw, want.n_raw);
     EXPECT_EQ(dst.comp_n, want.comp.n) << "layer " << il;
     EXPECT_EQ(dst.index_n, want.index_comp.n) << "layer " << il;
-    if (il == 1) EXPECT_NE(dst.raw_head, 0u);            // the ring wrapped on the device
-    if (il == 2) EXPECT_GT(dst.index_n, cfg.idx_top_k);  // the indexer had to choose
-    if (il == 3) EXPECT_EQ(dst.comp_n, 1u);              // the ratio-128 window closed on the device
+    if (il == 1) {
+      EXPECT_NE(dst.raw_head, 0u);  // the ring wrapped on the device
+    }
+    if (il == 2) {
+      EXPECT_GT(dst.index_n, cfg.idx_top_k);  // the indexer had to choose
+    }
+    if (il == 3) {
+      EXPECT_EQ(dst.comp_n, 1u);  // the ratio-128 window closed on the device
+    }
     // Back to the CPU layout: the same rows and windows as the CPU's own state.
     std::vector<model::LayerState> back = model::make_layer_states(cfg, kCapacity, 0);
     dst.download(back[il]);
