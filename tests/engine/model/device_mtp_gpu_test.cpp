@@ -9,7 +9,6 @@
 
 #include <cstring>
 #include <filesystem>
-#include <random>
 #include <span>
 #include <vector>
 
@@ -42,15 +41,10 @@ TEST(DeviceMtpGpu, DraftsAndLogitsAreTheCpusThroughRejectionsAndRollbacks) {
   EXPECT_NE(mtp_dev->placement().find("on the device"), std::string::npos) << mtp_dev->placement();
   EXPECT_NE(mtp_cpu->placement().find("on the CPU"), std::string::npos) << mtp_cpu->placement();
 
-  ContextOptions co;
-  co.keep_hidden = mtp_cpu->hidden_reach();
-  Context tc(cpu, co), td(dev, co);
-  MtpDrafter dc(mtp_cpu), dd(mtp_dev);
-  std::mt19937 rng(7);
-  std::vector<int32_t> t(60);
-  for (auto& x : t) x = int32_t(rng() % cpu->info().n_vocab);
-  tc.prefill(std::span<const int32_t>(t).first(12));
-  td.prefill(std::span<const int32_t>(t).first(12));
+  const std::vector<int32_t> t = test::random_tokens(*cpu, 60, 7);
+  test::DraftersSideBySide p(cpu, mtp_cpu, dev, mtp_dev, std::span<const int32_t>(t).first(12));
+  Context &tc = p.tc, &td = p.td;
+  MtpDrafter &dc = p.dc, &dd = p.dd;
   const auto step = [&](int32_t next, const char* where) {
     const auto want = dc.draft(tc, next, 3), got = dd.draft(td, next, 3);
     ASSERT_EQ(want.size(), 3u) << where;

@@ -9,7 +9,6 @@
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
-#include <random>
 #include <span>
 #include <string>
 #include <vector>
@@ -65,9 +64,7 @@ TEST_F(DiscreteDevice, TheWeightsAreCopiedToTheDeviceAndItsLogitsAreTheCpus) {
   // Beyond the self-check: a longer prefill and greedy decode steps, bit for bit.
   const std::shared_ptr<Model> cpu = test::device::fast_tiny();
   Context c(cpu), d(loaded.model);
-  std::mt19937 rng(11);
-  std::vector<int32_t> t(16);
-  for (auto& x : t) x = int32_t(rng() % cpu->info().n_vocab);
+  const std::vector<int32_t> t = test::random_tokens(*cpu, 16, 11);
   c.prefill(t);
   d.prefill(t);
   for (int step = 0; step < 3; step++) {
@@ -99,22 +96,15 @@ TEST_F(DiscreteDevice, AnMtpBlockThatDoesNotFitBesideTheModelDraftsOnTheCpu) {
       << mtp_dev->placement();
 
   // The drafter runs on the CPU from the hidden states the device context keeps.
-  ContextOptions co;
-  co.keep_hidden = mtp_cpu->hidden_reach();
-  Context tc(cpu, co), td(dev, co);
-  MtpDrafter dc(mtp_cpu), dd(mtp_dev);
-  std::mt19937 rng(5);
-  std::vector<int32_t> t(40);
-  for (auto& x : t) x = int32_t(rng() % cpu->info().n_vocab);
-  tc.prefill(std::span<const int32_t>(t).first(12));
-  td.prefill(std::span<const int32_t>(t).first(12));
+  const std::vector<int32_t> t = test::random_tokens(*cpu, 16, 5);
+  test::DraftersSideBySide p(cpu, mtp_cpu, dev, mtp_dev, std::span<const int32_t>(t).first(12));
   for (size_t n = 12; n < 16; n++) {
-    const auto want = dc.draft(tc, t[n], 3), got = dd.draft(td, t[n], 3);
+    const auto want = p.dc.draft(p.tc, t[n], 3), got = p.dd.draft(p.td, t[n], 3);
     ASSERT_EQ(want.size(), 3u) << n;
     EXPECT_EQ(got, want) << n;
-    EXPECT_TRUE(same_bits(dd.last_logits(), dc.last_logits())) << n;
-    tc.decode(t[n]);
-    td.decode(t[n]);
+    EXPECT_TRUE(same_bits(p.dd.last_logits(), p.dc.last_logits())) << n;
+    p.tc.decode(t[n]);
+    p.td.decode(t[n]);
   }
 }
 

@@ -1,17 +1,20 @@
 #pragma once
 // An MTP sidecar for the ds4-tiny model, written by the tests that need one (mtp_test.cpp,
-// device_mtp_gpu_test.cpp): no sidecar ships with the vectors.
+// device_mtp_gpu_test.cpp): no sidecar ships with the vectors; and a CPU target and drafter beside
+// another backend's, for the tests that compare them.
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <memory>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "engine/gguf/gguf_reader.hpp"
 #include "engine/gguf/gguf_writer.hpp"
 #include "engine/gguf/sidecar_binding.hpp"
+#include "engine/model/mtp.hpp"
 #include "engine/quant/quant.hpp"
 #include "tests/engine/model/tiny_cases.hpp"
 
@@ -77,5 +80,31 @@ inline void write_sidecar(const std::filesystem::path& out, const std::string& s
   }
   w.write(out.string());
 }
+
+// n random token ids of m's vocabulary, from `seed`.
+inline std::vector<int32_t> random_tokens(const Model& m, size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<int32_t> t(n);
+  for (auto& x : t) x = int32_t(rng() % m.info().n_vocab);
+  return t;
+}
+
+// Two targets with their MTP drafters, c on the CPU and d on another backend (or placement),
+// both prefilled with `prompt` and keeping the final states their drafters read.
+struct DraftersSideBySide {
+  DraftersSideBySide(std::shared_ptr<Model> cpu, std::shared_ptr<const MtpModel> mtp_cpu, std::shared_ptr<Model> dev,
+                     std::shared_ptr<const MtpModel> mtp_dev, std::span<const int32_t> prompt)
+      : tc(std::move(cpu), options(*mtp_cpu)), td(std::move(dev), options(*mtp_cpu)), dc(mtp_cpu), dd(mtp_dev) {
+    tc.prefill(prompt);
+    td.prefill(prompt);
+  }
+  static ContextOptions options(const MtpModel& m) {
+    ContextOptions co;
+    co.keep_hidden = m.hidden_reach();
+    return co;
+  }
+  Context tc, td;
+  MtpDrafter dc, dd;
+};
 
 }  // namespace ds4::test
