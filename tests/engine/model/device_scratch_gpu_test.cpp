@@ -6,9 +6,11 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <numeric>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -99,30 +101,45 @@ TEST(DeviceScratch, DraftersShareOneStepScratchWithinThePlansDrafterTerm) {
       std::filesystem::temp_directory_path() / ("ds4d-device-draft-scratch-" + std::to_string(::getpid()) + ".gguf");
   test::write_sidecar(sidecar);
   const std::shared_ptr<const MtpModel> mtp = MtpModel::load(sidecar, m, tiny);
+  const std::shared_ptr<const MtpModel> mtp_cpu = MtpModel::load(sidecar, test::device::fast_tiny(), tiny);
   std::filesystem::remove(sidecar);
   ASSERT_TRUE(mtp->impl().device) << mtp->placement();
-  ContextOptions co = options();
-  co.keep_hidden = mtp->hidden_reach();
-  std::vector<std::unique_ptr<Context>> contexts;
-  std::vector<MtpDrafter> drafters;
-  for (int32_t i = 0; i < 2; i++) {
-    contexts.push_back(std::make_unique<Context>(m, co));
-    contexts.back()->prefill(prompt(1 + 5 * i, 6));
-    drafters.emplace_back(mtp);
-  }
+  // Two sequences, each a device target and drafter beside the same on the CPU: the drafters take
+  // turns with the one scratch (and its graphs, updated with each drafter's own rows), and still
+  // draft the CPU's tokens and logits bits.
+  std::vector<std::unique_ptr<test::DraftersSideBySide>> seqs;
+  for (int32_t i = 0; i < 2; i++)
+    seqs.push_back(
+        std::make_unique<test::DraftersSideBySide>(test::device::fast_tiny(), mtp_cpu, m, mtp, prompt(1 + 5 * i, 6)));
+  const auto draft = [&](size_t i) {
+    test::DraftersSideBySide& p = *seqs[i];
+    const std::vector<int32_t> got = p.dd.draft(p.td, 3, 2);
+    EXPECT_EQ(got, p.dc.draft(p.tc, 3, 2)) << "sequence " << i;
+    const std::span<const float> a = p.dd.last_logits(), b = p.dc.last_logits();
+    EXPECT_TRUE(!a.empty() && a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size_bytes()) == 0)
+        << "sequence " << i << ": the drafts' logits differ from the CPU's";
+    return got.size();
+  };
+  const auto reject = [&](size_t i) {  // the target takes the token alone: the drafts are rejected
+    seqs[i]->tc.decode(3);
+    seqs[i]->td.decode(3);
+  };
   const size_t before = free_now();
-  ASSERT_EQ(drafters[0].draft(*contexts[0], 3, 2).size(), 2u);
+  ASSERT_EQ(draft(0), 2u);
   const size_t scratch = before - free_now();
   EXPECT_GT(scratch, 0u);
   const planner::ModelFacts facts = planner::read_model_facts(m->gguf());
   EXPECT_LE(scratch, planner::drafter_workspace(facts.dims));
   std::cout << "device scratch of a drafter's 7-row catch-up: " << scratch << " B, planned "
             << planner::drafter_workspace(facts.dims) << " B\n";
-  for (size_t i = 1; i < drafters.size(); i++) {
-    const size_t made = free_now();
-    ASSERT_EQ(drafters[i].draft(*contexts[i], 3, 2).size(), 2u);
-    EXPECT_EQ(made, free_now()) << "drafter " << i << "'s draft allocated device memory: a scratch of its own";
-  }
+  reject(0);
+  for (size_t round = 0; round < 2; round++)
+    for (size_t i = round == 0 ? 1 : 0; i < seqs.size(); i++) {
+      const size_t made = free_now();
+      ASSERT_EQ(draft(i), 2u);
+      EXPECT_EQ(made, free_now()) << "drafter " << i << "'s draft allocated device memory: a scratch of its own";
+      reject(i);
+    }
   EXPECT_EQ(mtp->impl().draft_scratch.made(), 1u);
 }
 
