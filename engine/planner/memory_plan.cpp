@@ -23,8 +23,10 @@ std::string line(const char* label, uint64_t bytes, bool chosen_by_auto = false)
 
 std::string signed_line(const char* label, int64_t bytes) {
   const uint64_t mag = bytes < 0 ? static_cast<uint64_t>(-(bytes + 1)) + 1 : static_cast<uint64_t>(bytes);
+  // fmt joins the sign (GCC 12 warns, wrongly, of overlapping copies in `sign + std::string`).
   const char* sign = bytes < 0 ? "-" : "";
-  return fmt::format("  {:<11} {:>12}  {:>20} B\n", label, sign + format_gib(mag), sign + format_bytes_exact(mag));
+  return fmt::format("  {:<11} {:>12}  {:>20} B\n", label, fmt::format("{}{}", sign, format_gib(mag)),
+                     fmt::format("{}{}", sign, format_bytes_exact(mag)));
 }
 
 }  // namespace
@@ -90,6 +92,9 @@ std::string render_report(const Plan& p) {
                    format_gib(p.kv_bytes_per_context), format_bytes_exact(in.kv_bytes_per_token), in.context_tokens,
                    format_bytes_exact(in.kv_fixed_bytes));
   s += line("workspace", in.workspace_bytes);
+  if (in.drafter_workspace_bytes != 0)
+    s += fmt::format("    (of which the MTP drafter's step: {}, {} B)\n", format_gib(in.drafter_workspace_bytes),
+                     format_bytes_exact(in.drafter_workspace_bytes));
   s += line("reserve", in.reserve_bytes, chose(kAutoReserve));
   s += line("= total", p.total_bytes);
   s += line("MemTotal", in.mem_total_bytes);

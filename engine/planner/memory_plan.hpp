@@ -21,6 +21,7 @@ struct PlanInput {
   uint64_t kv_fixed_bytes = 0;
   uint64_t live_contexts = 1;  // sessions resident at once (server.max_batch); at least 1
   uint64_t workspace_bytes = 0;
+  uint64_t drafter_workspace_bytes = 0;  // of workspace_bytes: an MTP drafter's step (drafter_workspace)
   uint64_t reserve_bytes = 0;
   uint64_t mem_total_bytes = 0;  // MemTotal
   uint64_t floor_bytes = 0;      // minimum headroom at steady state

@@ -97,7 +97,10 @@ PlanInput plan_input_from_gguf(const GgufPlanRequest& r) {
   }
   if (r.sidecar_bytes) in.sidecar_bytes = *r.sidecar_bytes;
   in.workspace_bytes = r.workspace_bytes ? *r.workspace_bytes : workspace_estimate(m.dims, r.prefill_cap);
-  if (!r.workspace_bytes && !r.drafter_path.empty()) in.workspace_bytes += drafter_workspace(m.dims);
+  if (!r.workspace_bytes && !r.drafter_path.empty()) {
+    in.drafter_workspace_bytes = drafter_workspace(m.dims);
+    in.workspace_bytes += in.drafter_workspace_bytes;
+  }
   in.mem_total_bytes = r.mem_total_bytes;
 
   BudgetFacts facts;

@@ -75,12 +75,21 @@ TEST(PlanFromGguf, ADrafterAddsItsStepScratchToTheWorkspace) {
   const PlanInput drafting = plan_input_from_gguf(r);
   const ModelFacts m = read_model_facts(gguf::GgufFile::open(DS4D_AGENT_MODEL));
   EXPECT_EQ(drafting.workspace_bytes - alone.workspace_bytes, drafter_workspace(m.dims));
+  EXPECT_EQ(drafting.drafter_workspace_bytes, drafter_workspace(m.dims));
+  EXPECT_EQ(alone.drafter_workspace_bytes, 0u);
+  // The report says how much of the workspace is the drafter's.
+  const std::string report = render_report(compute_plan(drafting));
+  EXPECT_NE(report.find("\n    (of which the MTP drafter's step: 0.02 GiB, 19,810,872 B)\n  reserve"),
+            std::string::npos)
+      << report;
+  EXPECT_EQ(render_report(compute_plan(alone)).find("drafter"), std::string::npos);
   EXPECT_GT(drafter_workspace(m.dims), kDrafterPassRows * activation_bytes_per_token(m.dims));
   EXPECT_GT(drafting.kv_fixed_bytes, alone.kv_fixed_bytes);
   EXPECT_EQ(drafting.sidecar_bytes, std::filesystem::file_size(DS4D_AGENT_MTP));
   // An operator's workspace figure is taken as given.
   r.workspace_bytes = 3 * kGiB;
   EXPECT_EQ(plan_input_from_gguf(r).workspace_bytes, 3 * kGiB);
+  EXPECT_EQ(plan_input_from_gguf(r).drafter_workspace_bytes, 0u);
 }
 
 TEST(PlanFromGguf, ContextZeroIsTheTrainedContext) {
