@@ -262,7 +262,9 @@ TEST(Config, EveryKeyHasDistinctNames) {
   std::set<std::string> flags, envs;
   for (const ConfigKey& k : config_keys()) {
     EXPECT_TRUE(flags.insert(k.flag).second) << k.flag;
-    if (!k.alias.empty()) EXPECT_TRUE(flags.insert(k.alias).second) << k.alias;
+    if (!k.alias.empty()) {
+      EXPECT_TRUE(flags.insert(k.alias).second) << k.alias;
+    }
     EXPECT_TRUE(envs.insert(k.env).second) << k.env;
     EXPECT_FALSE(k.help.empty()) << k.path;
   }

@@ -55,7 +55,9 @@ void check_step(std::span<const float> ref, std::span<const float> got, const st
   EXPECT_GE(s.pearson, 0.98) << what;
   EXPECT_LE(s.rms_ratio, 0.2) << what;
   EXPECT_LE(s.max_ratio, 0.25) << what;
-  if (margin(ref) > 1.0) EXPECT_EQ(argmax(ref), argmax(got)) << what << ": argmax differs at margin " << margin(ref);
+  if (margin(ref) > 1.0) {
+    EXPECT_EQ(argmax(ref), argmax(got)) << what << ": argmax differs at margin " << margin(ref);
+  }
   std::printf("[ parity   ] %s: Pearson %.5f, rms/std %.4f, max|d|/max|logit| %.4f\n", what.c_str(), s.pearson,
               s.rms_ratio, s.max_ratio);
 }
@@ -73,7 +75,9 @@ TEST(AgentModel, ParityWithPyTorchReference) {
     std::span<const float> ref = k.logits;
     for (size_t g = 0; g < k.gen.size(); ++g) {
       if (margin(ref) < 0.5) greedy_same = false;
-      if (greedy_same) EXPECT_EQ(argmax(got), size_t(k.gen[g])) << k.name << ": greedy step " << g;
+      if (greedy_same) {
+        EXPECT_EQ(argmax(got), size_t(k.gen[g])) << k.name << ": greedy step " << g;
+      }
       got = ctx.decode(k.gen[g]);
       ref = k.gen_logits[g];
       check_step(ref, got, k.name + " step " + std::to_string(g));

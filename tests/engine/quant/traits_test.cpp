@@ -79,7 +79,9 @@ TEST(Traits, DispatchFollowsIsa) {
 TEST(Traits, MissingKernelsFallBackAndTheTargetArchIsDetected) {
   for (Type t : kAll) {
     const CpuKernels& g = cpu_kernels(t, Arch::Generic);
-    if (traits(t).has_dot) EXPECT_NE(g.dot, g.dot_exact) << "the generic set has both orders";
+    if (traits(t).has_dot) {
+      EXPECT_NE(g.dot, g.dot_exact) << "the generic set has both orders";
+    }
     EXPECT_EQ(g.dot_multi, nullptr);
     EXPECT_EQ(g.dot_multi_fast, nullptr);
   }

@@ -317,8 +317,9 @@ void check_echo_modes(const EchoExperiment::Model& model, std::vector<Row>& all)
     }
     // Re-serialized tool calls diverge inside the injected sampled block (the agent model's own
     // arguments may already be canonical, so only the forced script is sure to differ).
-    if (model.forced && std::string(contracts) == "warn")
+    if (model.forced && std::string(contracts) == "warn") {
       EXPECT_LT(by_mode['a'][1].cached, by_mode['c'][1].cached) << model.name;
+    }
     auto rows = EchoExperiment::play_rows('c', contracts, true, model);
     all.insert(all.end(), rows.begin(), rows.end());
     ASSERT_EQ(rows.size(), kTurns.size()) << model.name;

@@ -285,9 +285,12 @@ TEST_P(SpeculationExactness, FullAndZeroAcceptanceChangeNothing) {
       std::cout << fmt::format("speculation model={} drafter={} K={} drafted={} accepted={} sha256={}\n", GetParam(),
                                name, k, drafted, accepted, digest(outs));
       EXPECT_GT(drafted, 0u);
-      if (kind == OracleDrafter::Kind::Wrong) EXPECT_EQ(accepted, 0u);
+      if (kind == OracleDrafter::Kind::Wrong) {
+        EXPECT_EQ(accepted, 0u);
+      }
       // Always right: the drafts never reach past the known output, so every one is accepted.
-      else EXPECT_EQ(accepted, drafted);
+      else
+        EXPECT_EQ(accepted, drafted);
     }
 }
 

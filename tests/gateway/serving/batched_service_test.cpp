@@ -108,8 +108,12 @@ TEST(StepBatcher, RunsWaitingSequencesTogetherAndSlicesAPrefillBesideDecodeRows)
     if (step.size() > 1) shared++;
     if (prefill > 0) prefill_slices++;
     // Beside decode rows a prompt takes at most its budget; decode rows come first.
-    if (decode > 0) EXPECT_LE(prefill, config.prefill_rows_beside_decode);
-    if (step.size() > 1) EXPECT_EQ(step.front().tokens, 1u);
+    if (decode > 0) {
+      EXPECT_LE(prefill, config.prefill_rows_beside_decode);
+    }
+    if (step.size() > 1) {
+      EXPECT_EQ(step.front().tokens, 1u);
+    }
   }
   EXPECT_GE(shared, 1u) << steps.size() << " steps, none shared";
   EXPECT_GE(prefill_slices, 2u) << "the 100-token prompt was not sliced beside the decode rows";

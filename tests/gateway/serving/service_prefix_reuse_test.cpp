@@ -521,7 +521,9 @@ TEST(PrefixReuse, ACheckpointCarriesOnlyTheContractsOfItsOwnTurns) {
     for (const auto& [text, store] : files) {
       const bool is_a = text.rfind(a, 0) == 0;
       EXPECT_EQ(bool(store->find_by_tool_call_id("call_A")), is_a && text.size() >= a_end.size()) << text;
-      if (is_a) EXPECT_FALSE(store->find_by_tool_call_id("call_B0")) << text;
+      if (is_a) {
+        EXPECT_FALSE(store->find_by_tool_call_id("call_B0")) << text;
+      }
     }
     if (b_turns == 0) a_bytes_alone = bytes.at(a_end);
     else EXPECT_EQ(bytes.at(a_end), a_bytes_alone);
@@ -571,8 +573,9 @@ TEST(PrefixReuse, WriteAmplificationCountsTheBytesWrittenPerTurn) {
         }
       const double now = checkpoint_bytes_written(h.metrics);
       EXPECT_EQ(now - before, double(appeared)) << "turn " << turn + 1 << ", hot " << hot;
-      if (hot > 0) EXPECT_EQ(files, turn < 2 ? 1u : 0u) << "turn " << turn + 1 << ": only a cold prompt writes";
-      else EXPECT_EQ(files, turn < 1 ? 1u : turn == 1 ? 2u : 1u) << "turn " << turn + 1;
+      if (hot > 0) {
+        EXPECT_EQ(files, turn < 2 ? 1u : 0u) << "turn " << turn + 1 << ": only a cold prompt writes";
+      } else EXPECT_EQ(files, turn < 1 ? 1u : turn == 1 ? 2u : 1u) << "turn " << turn + 1;
       before = now;
     }
   }

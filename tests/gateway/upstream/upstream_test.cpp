@@ -152,8 +152,9 @@ TEST(RouteKey, RendezvousMovesOnlyTheKeysOfALeavingNode) {
     winners.insert(order[0]);
     const std::string& won = three[order[0]];
     const std::string& won_without_b = two[rendezvous_order(key, two)[0]];
-    if (won != "http://b:1") EXPECT_EQ(won_without_b, won) << key;
-    else EXPECT_EQ(won_without_b, three[order[1]]) << key;  // b's keys go to their next node
+    if (won != "http://b:1") {
+      EXPECT_EQ(won_without_b, won) << key;
+    } else EXPECT_EQ(won_without_b, three[order[1]]) << key;  // b's keys go to their next node
   }
   EXPECT_EQ(winners.size(), 3u);
 }

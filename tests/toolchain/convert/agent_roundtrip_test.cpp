@@ -108,8 +108,9 @@ TEST(AgentRoundTrip, Q2AndMxfp4ConversionsMatchTheDirectModel) {
   const gguf::GgufFile fd = gguf::GgufFile::open((d / "direct.gguf").string());
   const gguf::GgufFile fm = gguf::GgufFile::open((d / "mxfp4.gguf").string());
   for (const gguf::TensorInfo& t : fd.tensors())
-    if (t.type == quant::Type::MXFP4)
+    if (t.type == quant::Type::MXFP4) {
       EXPECT_EQ(0, std::memcmp(fd.data(t), fm.data(fm.tensor(t.name)), t.n_bytes)) << t.name;
+    }
 
   const gguf::GgufFile agent = gguf::GgufFile::open(kAgent.string());
   const Prompts ev = eval_prompts(gguf::Ds4Dims::from_metadata(agent).n_vocab);
@@ -130,8 +131,8 @@ TEST(AgentRoundTrip, Q2AndMxfp4ConversionsMatchTheDirectModel) {
   const auto tok = tokenizer::Tokenizer::from_gguf(agent);
   std::string calib;
   for (const auto& ids : ev.calibration) calib += tok.decode(ids);
-  const auto col =
-      imatrix::collect((d / "q2.gguf").string(), calib, {.chunk_tokens = 256, .max_chunks = 8, .threads = 2});
+  const auto col = imatrix::collect((d / "q2.gguf").string(), calib,
+                                    {.chunk_tokens = 256, .max_chunks = 8, .threads = 2, .dataset = {}});
   write_imatrix((d / "imatrix.dat").string(), col.imatrix);
   const ConvertResult q2i = convert(d / "official", d / "q2-imatrix.gguf", "q2", (d / "imatrix.dat").string());
   EXPECT_GT(q2i.imatrix_targets_covered, 0u);

@@ -129,7 +129,9 @@ TEST(ConvertRoundTrip, Mxfp4RecipeMatchesTheDirectGguf) {
   }
   EXPECT_GT(exact, 100u);
   for (const TensorResult& tr : r.tensors)
-    if (tr.type == quant::Type::MXFP4) EXPECT_EQ(tr.max_err, 0.0) << tr.name;
+    if (tr.type == quant::Type::MXFP4) {
+      EXPECT_EQ(tr.max_err, 0.0) << tr.name;
+    }
   // The direct GGUF of the checkpoint (whole tensors decoded and quantized in one plain loop):
   // the conversion's bytes and logits must match it.
   const Checkpoint ck = Checkpoint::open(official_tiny().string());

@@ -87,7 +87,9 @@ TEST(Imatrix, CollectWritesAGgmlFileWithCoverage) {
     EXPECT_EQ(back.entries[i].ncall, 3);
   }
   for (const auto& e : back.entries)
-    if (e.name == "blk.2.ffn_down_exps.weight") EXPECT_EQ(e.values.size(), 16u * 256u);
+    if (e.name == "blk.2.ffn_down_exps.weight") {
+      EXPECT_EQ(e.values.size(), 16u * 256u);
+    }
   // A truncated file is an error naming it.
   fs::resize_file(d / "m.dat", fs::file_size(d / "m.dat") / 2);
   EXPECT_THROW(read_imatrix((d / "m.dat").string()), ConvertError);
@@ -107,7 +109,8 @@ TEST(Imatrix, ConvertBindsTheImatrixHashAndRejectsAMismatch) {
   const fs::path d = scratch_dir("imatrix_convert");
   std::string text;
   for (int i = 0; i < 20; ++i) text += "The router picks six experts for every token of the prompt. ";
-  const auto r = imatrix::collect(direct_tiny().string(), text, {.chunk_tokens = 64, .max_chunks = 2, .threads = 2});
+  const auto r = imatrix::collect(direct_tiny().string(), text,
+                                  {.chunk_tokens = 64, .max_chunks = 2, .threads = 2, .dataset = {}});
   write_imatrix((d / "good.dat").string(), r.imatrix);
 
   const ConvertResult plain = convert_checkpoint(opts(d / "plain.gguf", ""));
@@ -147,7 +150,8 @@ TEST(Imatrix, ImportanceSteersTheWeightedQuantizersPerExpert) {
                                  "\"blk.1.ffn_down_exps.weight\" = \"q4_K\"\n";
   std::string text;
   for (int i = 0; i < 20; ++i) text += "Each expert sees only the tokens the router sends to it. ";
-  const auto col = imatrix::collect(direct_tiny().string(), text, {.chunk_tokens = 64, .max_chunks = 2, .threads = 2});
+  const auto col = imatrix::collect(direct_tiny().string(), text,
+                                    {.chunk_tokens = 64, .max_chunks = 2, .threads = 2, .dataset = {}});
   write_imatrix((d / "im.dat").string(), col.imatrix);
   ConvertOptions o = opts(d / "plain.gguf", "");
   o.recipe = (d / "r.toml").string();

@@ -48,8 +48,9 @@ inline Agreement compare(std::span<const float> got, std::span<const float> ref,
   std::vector<size_t> idx(n);
   for (size_t i = 0; i < n; i++) idx[i] = i;
   std::partial_sort(idx.begin(), idx.begin() + 2, idx.end(), [&](size_t a, size_t b) { return ref[a] > ref[b]; });
-  if (ref[idx[0]] - ref[idx[1]] > 1.0f)
+  if (ref[idx[0]] - ref[idx[1]] > 1.0f) {
     EXPECT_EQ(size_t(std::max_element(got.begin(), got.end()) - got.begin()), idx[0]) << what;
+  }
   return g;
 }
 

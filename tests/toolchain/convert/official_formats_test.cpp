@@ -29,7 +29,9 @@ TEST(OfficialFormats, KnownValues) {
   EXPECT_EQ(e2m1_value(7), 6.0f);
   EXPECT_EQ(e2m1_value(9), -0.5f);
   for (int x = 0; x < 256; ++x)
-    if ((x & 0x7f) != 0x7f && (x & 0x7f) != 0) EXPECT_EQ(f32_to_e4m3(e4m3_value(uint8_t(x))), x) << x;
+    if ((x & 0x7f) != 0x7f && (x & 0x7f) != 0) {
+      EXPECT_EQ(f32_to_e4m3(e4m3_value(uint8_t(x))), x) << x;
+    }
   EXPECT_EQ(f32_to_e4m3(1e6f), 0x7e);  // saturates
 }
 
