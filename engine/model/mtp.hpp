@@ -5,8 +5,9 @@
 // appended, and predicts x_{n+1}; fed its own output state and draft it predicts further.
 //
 // An MtpModel is immutable and shared: the sidecar GGUF's mapped weights, bound to a base Model
-// whose token embedding and output head it reuses. An MtpDrafter is one sequence's drafting
-// state (the block's own raw KV rows) and is used by one thread, beside one Context.
+// whose token embedding and output head it reuses, and the scratch of a draft's steps, which it
+// lends to one draft() at a time (docs/memory.md §scratch). An MtpDrafter is one sequence's
+// drafting state (the block's own raw KV rows) and is used by one thread, beside one Context.
 #include <cstdint>
 #include <filesystem>
 #include <memory>
