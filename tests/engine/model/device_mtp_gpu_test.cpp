@@ -21,10 +21,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-bool same_bits(std::span<const float> a, std::span<const float> b) {
-  return !a.empty() && a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size_bytes()) == 0;
-}
-
 TEST(DeviceMtpGpu, DraftsAndLogitsAreTheCpusThroughRejectionsAndRollbacks) {
   SKIP_WITHOUT_GPU();
   const fs::path tiny = test::tiny_vectors_dir() / "model.gguf";
@@ -49,7 +45,7 @@ TEST(DeviceMtpGpu, DraftsAndLogitsAreTheCpusThroughRejectionsAndRollbacks) {
     const auto want = dc.draft(tc, next, 3), got = dd.draft(td, next, 3);
     ASSERT_EQ(want.size(), 3u) << where;
     EXPECT_EQ(got, want) << where;
-    EXPECT_TRUE(same_bits(dd.last_logits(), dc.last_logits())) << where;
+    EXPECT_TRUE(test::same_bits(dd.last_logits(), dc.last_logits())) << where;
     // The target takes the token alone (the drafts rejected): the drafter's draft rows go.
     tc.decode(next);
     td.decode(next);

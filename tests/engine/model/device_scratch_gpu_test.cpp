@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <numeric>
@@ -115,8 +114,7 @@ TEST(DeviceScratch, DraftersShareOneStepScratchWithinThePlansDrafterTerm) {
     test::DraftersSideBySide& p = *seqs[i];
     const std::vector<int32_t> got = p.dd.draft(p.td, 3, 2);
     EXPECT_EQ(got, p.dc.draft(p.tc, 3, 2)) << "sequence " << i;
-    const std::span<const float> a = p.dd.last_logits(), b = p.dc.last_logits();
-    EXPECT_TRUE(!a.empty() && a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size_bytes()) == 0)
+    EXPECT_TRUE(test::same_bits(p.dd.last_logits(), p.dc.last_logits()))
         << "sequence " << i << ": the drafts' logits differ from the CPU's";
     return got.size();
   };

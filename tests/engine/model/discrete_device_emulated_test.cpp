@@ -29,10 +29,6 @@ constexpr size_t kGiB = size_t(1) << 30;
 // Before main(): the device's kind is probed once per process.
 const bool kDiscrete = (cuda::emu::emulate_discrete_device(2 * kGiB), true);
 
-bool same_bits(std::span<const float> a, std::span<const float> b) {
-  return !a.empty() && a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size_bytes()) == 0;
-}
-
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
 // Each test sets the free memory it needs; this gives the device back its 2 GiB afterwards.
@@ -68,7 +64,7 @@ TEST_F(DiscreteDevice, TheWeightsAreCopiedToTheDeviceAndItsLogitsAreTheCpus) {
   c.prefill(t);
   d.prefill(t);
   for (int step = 0; step < 3; step++) {
-    ASSERT_TRUE(same_bits(d.logits(), c.logits())) << "step " << step;
+    ASSERT_TRUE(test::same_bits(d.logits(), c.logits())) << "step " << step;
     const auto next = int32_t(std::max_element(c.logits().begin(), c.logits().end()) - c.logits().begin());
     c.decode(next);
     d.decode(next);
@@ -102,7 +98,7 @@ TEST_F(DiscreteDevice, AnMtpBlockThatDoesNotFitBesideTheModelDraftsOnTheCpu) {
     const auto want = p.dc.draft(p.tc, t[n], 3), got = p.dd.draft(p.td, t[n], 3);
     ASSERT_EQ(want.size(), 3u) << n;
     EXPECT_EQ(got, want) << n;
-    EXPECT_TRUE(same_bits(p.dd.last_logits(), p.dc.last_logits())) << n;
+    EXPECT_TRUE(test::same_bits(p.dd.last_logits(), p.dc.last_logits())) << n;
     p.tc.decode(t[n]);
     p.td.decode(t[n]);
   }

@@ -81,6 +81,12 @@ inline void write_sidecar(const std::filesystem::path& out, const std::string& s
   w.write(out.string());
 }
 
+// Whether a and b hold the same floats bit for bit (and are not empty: a drafter that drafted
+// nothing has no logits to agree on).
+inline bool same_bits(std::span<const float> a, std::span<const float> b) {
+  return !a.empty() && a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size_bytes()) == 0;
+}
+
 // n random token ids of m's vocabulary, from `seed`.
 inline std::vector<int32_t> random_tokens(const Model& m, size_t n, uint32_t seed) {
   std::mt19937 rng(seed);

@@ -58,10 +58,6 @@ std::vector<int32_t> tokens(size_t n, uint32_t seed) {
   return t;
 }
 
-bool same_bits(std::span<const float> a, std::span<const float> b) {
-  return !a.empty() && a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size_bytes()) == 0;
-}
-
 ContextOptions keeping() {
   ContextOptions o;
   o.keep_hidden = fixture().mtp->hidden_reach();
@@ -126,7 +122,7 @@ TEST(Mtp, DraftsDependOnlyOnTheTargetsTokens) {
     if (n % 17 == 0 || n + 1 == t.size()) {
       MtpDrafter fresh(f.mtp);
       EXPECT_EQ(fresh.draft(target, t[n], 4), drafts) << "at " << n;
-      EXPECT_TRUE(same_bits(fresh.last_logits(), inc.last_logits())) << "at " << n;
+      EXPECT_TRUE(test::same_bits(fresh.last_logits(), inc.last_logits())) << "at " << n;
     }
     // The target verifies the token and the drafts, then keeps only the token: a rejection.
     std::vector<int32_t> row{t[n]};
@@ -145,7 +141,7 @@ TEST(Mtp, DraftsDependOnlyOnTheTargetsTokens) {
     MtpDrafter fresh(f.mtp);
     const auto drafts = inc.draft(target, other[i], 4);
     EXPECT_EQ(fresh.draft(target, other[i], 4), drafts) << "after the rollback, at " << i;
-    EXPECT_TRUE(same_bits(fresh.last_logits(), inc.last_logits())) << "after the rollback, at " << i;
+    EXPECT_TRUE(test::same_bits(fresh.last_logits(), inc.last_logits())) << "after the rollback, at " << i;
     target.decode(other[i]);
     differ += drafts[0] != other[i];
   }

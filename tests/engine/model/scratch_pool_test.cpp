@@ -103,7 +103,7 @@ TEST(ScratchPool, CpuContextsAfterTheFirstGrowOnlyTheirState) {
 // Sequences with a drafter each: the first draft grows the model's draft scratch, within the
 // plan's drafter term; the others' drafts grow only their own state (the drafts' logits and the
 // tokens they were computed from). Each drafter held its own scratch before: the same catch-up
-// again, on DS4 Flash some 190 MiB per sequence outside the plan.
+// again, on DS4 Flash about 199 MiB per sequence outside the plan.
 TEST(ScratchPool, CpuDraftersAfterTheFirstGrowOnlyTheirState) {
   LoadOptions o;
   o.arithmetic = Arithmetic::Fast;
