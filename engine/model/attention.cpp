@@ -129,7 +129,7 @@ void grouped_output(const Exec& ex, const ModelConfig& cfg, const Tensor& output
                     float* low, QuantAct& qa, std::vector<float>& tmp) {
   const uint32_t G = cfg.n_out_group, rank = cfg.out_lora_rank, gd = cfg.group_dim();
   if (tmp.size() < size_t(T) * rank) tmp.resize(size_t(T) * rank);
-  quantize_rows(output_a.type, heads, T, int64_t(cfg.q_dim()), qa);
+  quantize_rows(ex, output_a.type, heads, T, int64_t(cfg.q_dim()), qa);
   for (uint32_t g = 0; g < G; g++) {
     const size_t act_off = quant::act_row_bytes(qa.type, int64_t(g) * gd);
     matmul_raw(ex, output_a.rows(int64_t(g) * rank, rank), qa.bytes.data() + act_off, qa.row_bytes, T, tmp.data());

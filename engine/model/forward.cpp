@@ -36,14 +36,25 @@ void hc_pre_batch(const Exec& ex, const ModelConfig& cfg, const HcWeights& hw, c
   float* x = sized(s.x, size_t(T) * D);
   float* xn = sized(s.xn, size_t(T) * D);
   if (s.split.size() < size_t(T)) s.split.resize(T);
-  for (int t = 0; t < T; t++) rms_norm(ex, flat + size_t(t) * hc, H + size_t(t) * hc, nullptr, hc, cfg.rms_eps);
+  const double row_bytes = double(hc) * sizeof(float);
+  for_rows(ex, T, row_bytes,
+           [&](int t) { rms_norm(ex, flat + size_t(t) * hc, H + size_t(t) * hc, nullptr, hc, cfg.rms_eps); });
   project(ex, hw.fn, flat, T, mix, s.qa);
-  for (int t = 0; t < T; t++) {
+  for_rows(ex, T, row_bytes, [&](int t) {
     hc_split(mix + size_t(t) * mixn, hw.scale.f32(), hw.base.f32(), cfg.n_hc, cfg.sinkhorn_iters, cfg.hc_eps, ex.exact,
              s.split[t]);
     hc_weighted_sum(H + size_t(t) * hc, s.split[t].pre, D, cfg.n_hc, x + size_t(t) * D);
     rms_norm(ex, xn + size_t(t) * D, x + size_t(t) * D, norm.f32(), D, cfg.rms_eps);
-  }
+  });
+}
+
+// HC post for T tokens: H_out[t] from the sublayer's output y[t] and its input H[t].
+void hc_post_batch(const Exec& ex, const ModelConfig& cfg, const float* y, const float* H, int T, float* H_out,
+                   const ForwardScratch& s) {
+  const uint32_t hc = cfg.hc_dim(), D = cfg.n_embd;
+  for_rows(ex, T, 2.0 * hc * sizeof(float), [&](int t) {
+    hc_post(y + size_t(t) * D, H + size_t(t) * hc, s.split[t], D, cfg.n_hc, H_out + size_t(t) * hc);
+  });
 }
 
 // One token into a compressor (attention or indexer): its inputs are remembered for rollback and
@@ -79,18 +90,21 @@ void attention_sublayer(const Model::Impl& m, const BlockSpec& b, const RowSlot*
   float* q = sized(s.q, size_t(T) * qd);
   float* kv = sized(s.kv, size_t(T) * hd);
   project(ex, lw.attn_q_a, xn, T, qr, s.qa);
-  for (int t = 0; t < T; t++)
+  for_rows(ex, T, double(ql) * sizeof(float), [&](int t) {
     rms_norm(ex, qrn + size_t(t) * ql, qr + size_t(t) * ql, lw.attn_q_a_norm.f32(), ql, cfg.rms_eps);
+  });
   project(ex, lw.attn_q_b, qrn, T, q, s.qa);
-  for (int t = 0; t < T; t++)
+  for_rows(ex, T, double(qd) * sizeof(float), [&](int t) {
     for (uint32_t h = 0; h < cfg.n_head; h++) {
       float* qh = q + size_t(t) * qd + size_t(h) * hd;
       rms_norm(ex, qh, qh, nullptr, hd, cfg.rms_eps);
     }
+  });
   float* kvr = sized(s.kvr, size_t(T) * hd);
   project(ex, lw.attn_kv, xn, T, kvr, s.qa);
-  for (int t = 0; t < T; t++)
+  for_rows(ex, T, double(hd) * sizeof(float), [&](int t) {
     rms_norm(ex, kv + size_t(t) * hd, kvr + size_t(t) * hd, lw.attn_kv_a_norm.f32(), hd, cfg.rms_eps);
+  });
 
   // Widths come from the configuration, so every row's state agrees with row 0's.
   const LayerState& st0 = (*rows[0].layers)[il];
@@ -109,20 +123,26 @@ void attention_sublayer(const Model::Impl& m, const BlockSpec& b, const RowSlot*
     project(ex, lw.indexer_proj, xn, T, sized(s.iw, size_t(T) * cfg.idx_heads), s.qa);
   }
 
+  // Each token's query and kv row at its position (and the kv row's FP8 rounding): they depend
+  // on no state, so the pool takes them before the sequential part.
+  for_rows(ex, T, double(qd + hd) * sizeof(float), [&](int t) {
+    float cs[512];
+    rope_angles(rope, rows[t].pos, false, ex.exact, cs);
+    rope_apply(q + size_t(t) * qd, cfg.n_head, hd, cfg.n_rot, cs);
+    rope_apply(kv + size_t(t) * hd, 1, hd, cfg.n_rot, cs);
+    fp8_kv_row_inplace(kv + size_t(t) * hd, hd, cfg.n_rot);
+  });
+
   // Sequential, stateful part.
   float* heads = sized(s.heads, size_t(T) * qd);
   float* pooled = sized(s.pooled, hd > cfg.idx_dim ? hd : cfg.idx_dim);
-  float cs_fwd[512], cs_inv[512];
+  float cs_fwd[512];
   const float* sinks = lw.attn_sinks.f32();
   for (int t = 0; t < T; t++) {
     LayerState& st = (*rows[t].layers)[il];
     const uint32_t pos = rows[t].pos;
     float* qt = q + size_t(t) * qd;
     float* kvt = kv + size_t(t) * hd;
-    rope_angles(rope, pos, false, ex.exact, cs_fwd);
-    rope_apply(qt, cfg.n_head, hd, cfg.n_rot, cs_fwd);
-    rope_apply(kvt, 1, hd, cfg.n_rot, cs_fwd);
-    fp8_kv_row_inplace(kvt, hd, cfg.n_rot);
     float* slot = st.push_raw_slot();
     for (uint32_t i = 0; i < hd; i++) slot[i] = round_f16(kvt[i]);
 
@@ -139,6 +159,7 @@ void attention_sublayer(const Model::Impl& m, const BlockSpec& b, const RowSlot*
           float* iqt = s.iq.data() + size_t(t) * iqd;
           float* iwt = s.iw.data() + size_t(t) * cfg.idx_heads;
           if (st.index_comp.n > cfg.idx_top_k) {
+            rope_angles(rope, pos, false, ex.exact, cs_fwd);
             rope_apply(iqt, cfg.idx_heads, id, cfg.n_rot, cs_fwd);
             for (uint32_t h = 0; h < cfg.idx_heads; h++) indexer_qat_row_inplace(iqt + size_t(h) * id, id);
             const float scale = 1.0f / std::sqrt(float(id * cfg.idx_heads));
@@ -150,20 +171,21 @@ void attention_sublayer(const Model::Impl& m, const BlockSpec& b, const RowSlot*
         }
       }
     }
-    float* ht = heads + size_t(t) * qd;
-    attend(st, qt, cfg.n_head, sinks, allowed, ex.exact, ex.isa, *ex.pool, ht);
-    rope_angles(rope, pos, true, ex.exact, cs_inv);
-    rope_apply(ht, cfg.n_head, hd, cfg.n_rot, cs_inv);
+    attend(st, qt, cfg.n_head, sinks, allowed, ex.exact, ex.isa, *ex.pool, heads + size_t(t) * qd);
   }
+  // The heads' outputs back from their positions, again row by row on the pool.
+  for_rows(ex, T, double(qd) * sizeof(float), [&](int t) {
+    float cs[512];
+    rope_angles(rope, rows[t].pos, true, ex.exact, cs);
+    rope_apply(heads + size_t(t) * qd, cfg.n_head, hd, cfg.n_rot, cs);
+  });
 
   // Grouped output projection, then back to the embedding width.
   float* low = sized(s.low, size_t(T) * cfg.n_out_group * cfg.out_lora_rank);
   grouped_output(ex, cfg, lw.attn_output_a, heads, T, low, s.qa, s.low_g);
   float* attn_out = sized(s.attn_out, size_t(T) * D);
   project(ex, lw.attn_output_b, low, T, attn_out, s.qa);
-  for (int t = 0; t < T; t++)
-    hc_post(attn_out + size_t(t) * D, H + size_t(t) * cfg.hc_dim(), s.split[t], D, cfg.n_hc,
-            H_out + size_t(t) * cfg.hc_dim());
+  hc_post_batch(ex, cfg, attn_out, H, T, H_out, s);
 }
 
 void ffn_sublayer(const Model::Impl& m, const BlockSpec& b, const int32_t* tokens, const float* H, int T, float* H_out,
@@ -174,9 +196,7 @@ void ffn_sublayer(const Model::Impl& m, const BlockSpec& b, const int32_t* token
   hc_pre_batch(m.ex, cfg, lw.hc_ffn, lw.ffn_norm, H, T, s);
   float* ffn_out = sized(s.ffn_out, size_t(T) * D);
   moe_forward(m.ex, cfg, lw, b.hash, b.clamp, s.xn.data(), tokens, T, ffn_out, s.moe);
-  for (int t = 0; t < T; t++)
-    hc_post(ffn_out + size_t(t) * D, H + size_t(t) * cfg.hc_dim(), s.split[t], D, cfg.n_hc,
-            H_out + size_t(t) * cfg.hc_dim());
+  hc_post_batch(m.ex, cfg, ffn_out, H, T, H_out, s);
 }
 
 }  // namespace

@@ -35,17 +35,34 @@ void matmul_f16_ordered(const Exec& ex, const kernels::WeightView& w, const uint
 
 quant::Type vec_dot_type_of(quant::Type weight_type) { return quant::traits(weight_type).vec_dot_type; }
 
-void quantize_rows(quant::Type weight_type, const float* x, int n, int64_t cols, QuantAct& out, int64_t stride) {
-  if (stride < 0) stride = cols;
-  const quant::Type vt = vec_dot_type_of(weight_type);
-  out.type = vt;
+namespace {
+
+// Shapes `out` for n rows of `cols` values quantized for `weight_type` (growing its bytes).
+void shape_rows(quant::Type weight_type, int n, int64_t cols, QuantAct& out) {
+  out.type = vec_dot_type_of(weight_type);
   out.rows = n;
   out.cols = cols;
-  out.row_bytes = quant::act_row_bytes(vt, cols);
+  out.row_bytes = quant::act_row_bytes(out.type, cols);
   const size_t need = out.row_bytes * size_t(n);
   if (out.bytes.size() < need) out.bytes.resize(need);
-  for (int t = 0; t < n; t++)
-    quant::quantize_activation(vt, x + size_t(t) * size_t(stride), out.bytes.data() + size_t(t) * out.row_bytes, cols);
+}
+
+void quantize_row(const float* x, int t, int64_t stride, QuantAct& out) {
+  quant::quantize_activation(out.type, x + size_t(t) * size_t(stride), out.bytes.data() + size_t(t) * out.row_bytes,
+                             out.cols);
+}
+
+}  // namespace
+
+void quantize_rows(quant::Type weight_type, const float* x, int n, int64_t cols, QuantAct& out, int64_t stride) {
+  shape_rows(weight_type, n, cols, out);
+  for (int t = 0; t < n; t++) quantize_row(x, t, stride < 0 ? cols : stride, out);
+}
+
+void quantize_rows(const Exec& ex, quant::Type weight_type, const float* x, int n, int64_t cols, QuantAct& out,
+                   int64_t stride) {
+  shape_rows(weight_type, n, cols, out);
+  for_rows(ex, n, double(cols) * sizeof(float), [&](int t) { quantize_row(x, t, stride < 0 ? cols : stride, out); });
 }
 
 void matmul_raw(const Exec& ex, const kernels::WeightView& w, const void* act, size_t act_row_bytes, int n,
@@ -65,7 +82,7 @@ void matmul(const Exec& ex, const kernels::WeightView& w, const QuantAct& act, f
 void project(const Exec& ex, const Tensor& w, const float* x, int n, float* out, QuantAct& scratch) {
   if (ex.observer)
     for (int t = 0; t < n; t++) ex.observer->observe(w.name, -1, x + size_t(t) * w.ne[0], int64_t(w.ne[0]));
-  quantize_rows(w.type, x, n, int64_t(w.ne[0]), scratch);
+  quantize_rows(ex, w.type, x, n, int64_t(w.ne[0]), scratch);
   matmul(ex, w.view(), scratch, out);
 }
 

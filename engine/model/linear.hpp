@@ -41,8 +41,21 @@ struct QuantAct {
 
 quant::Type vec_dot_type_of(quant::Type weight_type);
 
-// Quantizes n rows of `cols` floats (row stride `stride` floats) for weights of `weight_type`.
+// Runs fn(t) for every t in [0, n) on the pool, in chunks of rows worth a thread (each row reads
+// or writes about `bytes_per_row`; a batch too small for two chunks runs inline). fn(t) must
+// write only row t's outputs: then the results are the same bits at every thread count.
+template <class Fn>
+void for_rows(const Exec& ex, int n, double bytes_per_row, Fn&& fn) {
+  ex.pool->parallel_for(n, kernels::ThreadPool::grain_for_bytes(bytes_per_row), [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; t++) fn(int(t));
+  });
+}
+
+// Quantizes n rows of `cols` floats (row stride `stride` floats) for weights of `weight_type`:
+// on the calling thread, or with `ex`, the rows spread over its pool (the same bytes).
 void quantize_rows(quant::Type weight_type, const float* x, int n, int64_t cols, QuantAct& out, int64_t stride = -1);
+void quantize_rows(const Exec& ex, quant::Type weight_type, const float* x, int n, int64_t cols, QuantAct& out,
+                   int64_t stride = -1);
 
 // out[t * w.rows + r] = w_row_r . act_row_t.
 void matmul(const Exec& ex, const kernels::WeightView& w, const QuantAct& act, float* out);

@@ -83,53 +83,54 @@ void moe_forward(const Exec& ex, const ModelConfig& cfg, const LayerWeights& lw,
   for (auto& v : s.pairs_of_expert) v.clear();
   for (int t = 0; t < T; t++)
     for (uint32_t k = 0; k < K; k++) s.pairs_of_expert[s.choice[t].expert[k]].push_back(uint32_t(t) * K + k);
+  // The experts' outputs are rows in expert order: pair q's row is at[q] (each expert's rows
+  // are one batch of its matmul); the element-wise steps then run over pairs on the pool.
+  s.at.resize(size_t(T) * K);
+  s.first.resize(E);
+  for (uint32_t e = 0, p = 0; e < E; e++) {
+    s.first[e] = p;
+    for (uint32_t pair : s.pairs_of_expert[e]) s.at[pair] = p++;
+  }
 
   // Gate/up for every (token, slot) pair, grouped by expert; mid = silu(g) * u * weight.
-  quantize_rows(lw.ffn_gate_exps.type, xn, T, D, s.xq);
-  s.mid.resize(size_t(T) * K * F);
+  quantize_rows(ex, lw.ffn_gate_exps.type, xn, T, D, s.xq);
+  s.gate.resize(size_t(T) * K * F);
+  s.up.resize(size_t(T) * K * F);
   for (uint32_t e = 0; e < E; e++) {
     const auto& pairs = s.pairs_of_expert[e];
     if (pairs.empty()) continue;
-    const int n = int(pairs.size());
     gather_rows(s.xq, pairs, K, s.gather);  // one token row per pair
     if (ex.observer)
       for (uint32_t pair : pairs) {
         ex.observer->observe(lw.ffn_gate_exps.name, int(e), xn + size_t(pair / K) * D, D);
         ex.observer->observe(lw.ffn_up_exps.name, int(e), xn + size_t(pair / K) * D, D);
       }
-    s.gate.resize(size_t(n) * F);
-    s.up.resize(size_t(n) * F);
-    matmul(ex, lw.ffn_gate_exps.expert(e), s.gather, s.gate.data());
-    matmul(ex, lw.ffn_up_exps.expert(e), s.gather, s.up.data());
-    for (int i = 0; i < n; i++) {
-      const uint32_t pair = pairs[i];
-      const float w = s.choice[pair / K].weight[pair % K];
-      float* mid = s.mid.data() + size_t(pair) * F;
-      const float* g = s.gate.data() + size_t(i) * F;
-      const float* u = s.up.data() + size_t(i) * F;
-      if (ex.exact)
-        for (uint32_t j = 0; j < F; j++) mid[j] = swiglu_clamped<ExactMath>(g[j], u[j], clamp) * w;
-      else
-        for (uint32_t j = 0; j < F; j++) mid[j] = moe_arith::routed_mid(g[j], u[j], clamp, w);
-    }
+    matmul(ex, lw.ffn_gate_exps.expert(e), s.gather, s.gate.data() + size_t(s.first[e]) * F);
+    matmul(ex, lw.ffn_up_exps.expert(e), s.gather, s.up.data() + size_t(s.first[e]) * F);
   }
+  s.mid.resize(size_t(T) * K * F);
+  for_rows(ex, int(T * K), 3.0 * F * sizeof(float), [&](int pair) {
+    const float w = s.choice[pair / K].weight[pair % K];
+    float* mid = s.mid.data() + size_t(pair) * F;
+    const float* g = s.gate.data() + size_t(s.at[pair]) * F;
+    const float* u = s.up.data() + size_t(s.at[pair]) * F;
+    if (ex.exact)
+      for (uint32_t j = 0; j < F; j++) mid[j] = swiglu_clamped<ExactMath>(g[j], u[j], clamp) * w;
+    else
+      for (uint32_t j = 0; j < F; j++) mid[j] = moe_arith::routed_mid(g[j], u[j], clamp, w);
+  });
 
-  // Down projections of the re-quantized hidden vectors.
-  quantize_rows(lw.ffn_down_exps.type, s.mid.data(), T * int(K), F, s.midq);
+  // Down projections of the re-quantized hidden vectors, in expert order.
+  quantize_rows(ex, lw.ffn_down_exps.type, s.mid.data(), T * int(K), F, s.midq);
   s.down.resize(size_t(T) * K * D);
-  std::vector<float>& tmp = s.gate;
   for (uint32_t e = 0; e < E; e++) {
     const auto& pairs = s.pairs_of_expert[e];
     if (pairs.empty()) continue;
-    const int n = int(pairs.size());
     gather_rows(s.midq, pairs, 1, s.gather);  // one hidden row per pair
     if (ex.observer)
       for (uint32_t pair : pairs)
         ex.observer->observe(lw.ffn_down_exps.name, int(e), s.mid.data() + size_t(pair) * F, F);
-    tmp.resize(size_t(n) * D);
-    matmul(ex, lw.ffn_down_exps.expert(e), s.gather, tmp.data());
-    for (int i = 0; i < n; i++)
-      std::memcpy(s.down.data() + size_t(pairs[i]) * D, tmp.data() + size_t(i) * D, D * sizeof(float));
+    matmul(ex, lw.ffn_down_exps.expert(e), s.gather, s.down.data() + size_t(s.first[e]) * D);
   }
 
   // Shared expert (weight 1).
@@ -138,7 +139,7 @@ void moe_forward(const Exec& ex, const ModelConfig& cfg, const LayerWeights& lw,
   s.sh_up.resize(size_t(T) * Fs);
   s.sh_mid.resize(size_t(T) * Fs);
   s.sh_out.resize(size_t(T) * D);
-  quantize_rows(lw.ffn_gate_shexp.type, xn, T, D, s.shq);
+  quantize_rows(ex, lw.ffn_gate_shexp.type, xn, T, D, s.shq);
   if (ex.observer)
     for (int t = 0; t < T; t++) {
       ex.observer->observe(lw.ffn_gate_shexp.name, -1, xn + size_t(t) * D, D);
@@ -146,20 +147,22 @@ void moe_forward(const Exec& ex, const ModelConfig& cfg, const LayerWeights& lw,
     }
   matmul(ex, lw.ffn_gate_shexp.view(), s.shq, s.sh_gate.data());
   matmul(ex, lw.ffn_up_shexp.view(), s.shq, s.sh_up.data());
-  for (size_t i = 0; i < size_t(T) * Fs; i++)
-    s.sh_mid[i] = ex.exact ? swiglu_clamped<ExactMath>(s.sh_gate[i], s.sh_up[i], clamp)
-                           : moe_arith::swiglu(s.sh_gate[i], s.sh_up[i], clamp);
+  for_rows(ex, T, 3.0 * Fs * sizeof(float), [&](int t) {
+    for (size_t i = size_t(t) * Fs; i < size_t(t + 1) * Fs; i++)
+      s.sh_mid[i] = ex.exact ? swiglu_clamped<ExactMath>(s.sh_gate[i], s.sh_up[i], clamp)
+                             : moe_arith::swiglu(s.sh_gate[i], s.sh_up[i], clamp);
+  });
   project(ex, lw.ffn_down_shexp, s.sh_mid.data(), T, s.sh_out.data(), s.shq);
 
-  for (int t = 0; t < T; t++) {
+  for_rows(ex, T, double(K + 2) * D * sizeof(float), [&](int t) {
     const float* sh = s.sh_out.data() + size_t(t) * D;
     float* o = ffn_out + size_t(t) * D;
     for (uint32_t r = 0; r < D; r++) {
       float acc = 0.0f;
-      for (uint32_t k = 0; k < K; k++) acc += s.down[(size_t(t) * K + k) * D + r];
+      for (uint32_t k = 0; k < K; k++) acc += s.down[size_t(s.at[size_t(t) * K + k]) * D + r];
       o[r] = acc + sh[r];
     }
-  }
+  });
 }
 
 }  // namespace ds4::model
