@@ -83,8 +83,8 @@ void moe_forward(const Exec& ex, const ModelConfig& cfg, const LayerWeights& lw,
   for (auto& v : s.pairs_of_expert) v.clear();
   for (int t = 0; t < T; t++)
     for (uint32_t k = 0; k < K; k++) s.pairs_of_expert[s.choice[t].expert[k]].push_back(uint32_t(t) * K + k);
-  // The experts' outputs are rows in expert order: pair q's row is at[q] (each expert's rows
-  // are one batch of its matmul); the element-wise steps then run over pairs on the pool.
+  // The experts' down outputs are rows in expert order (each expert's rows are one batch of its
+  // matmul): pair q's row is at[q].
   s.at.resize(size_t(T) * K);
   s.first.resize(E);
   for (uint32_t e = 0, p = 0; e < E; e++) {
@@ -92,33 +92,36 @@ void moe_forward(const Exec& ex, const ModelConfig& cfg, const LayerWeights& lw,
     for (uint32_t pair : s.pairs_of_expert[e]) s.at[pair] = p++;
   }
 
-  // Gate/up for every (token, slot) pair, grouped by expert; mid = silu(g) * u * weight.
+  // Gate/up for every (token, slot) pair, grouped by expert; mid = silu(g) * u * weight, taken
+  // while the expert's rows are hot.
   quantize_rows(ex, lw.ffn_gate_exps.type, xn, T, D, s.xq);
-  s.gate.resize(size_t(T) * K * F);
-  s.up.resize(size_t(T) * K * F);
+  s.mid.resize(size_t(T) * K * F);
   for (uint32_t e = 0; e < E; e++) {
     const auto& pairs = s.pairs_of_expert[e];
     if (pairs.empty()) continue;
+    const int n = int(pairs.size());
     gather_rows(s.xq, pairs, K, s.gather);  // one token row per pair
     if (ex.observer)
       for (uint32_t pair : pairs) {
         ex.observer->observe(lw.ffn_gate_exps.name, int(e), xn + size_t(pair / K) * D, D);
         ex.observer->observe(lw.ffn_up_exps.name, int(e), xn + size_t(pair / K) * D, D);
       }
-    matmul(ex, lw.ffn_gate_exps.expert(e), s.gather, s.gate.data() + size_t(s.first[e]) * F);
-    matmul(ex, lw.ffn_up_exps.expert(e), s.gather, s.up.data() + size_t(s.first[e]) * F);
+    s.gate.resize(size_t(n) * F);
+    s.up.resize(size_t(n) * F);
+    matmul(ex, lw.ffn_gate_exps.expert(e), s.gather, s.gate.data());
+    matmul(ex, lw.ffn_up_exps.expert(e), s.gather, s.up.data());
+    for_rows(ex, n, 3.0 * F * sizeof(float), [&](int i) {
+      const uint32_t pair = pairs[i];
+      const float w = s.choice[pair / K].weight[pair % K];
+      float* mid = s.mid.data() + size_t(pair) * F;
+      const float* g = s.gate.data() + size_t(i) * F;
+      const float* u = s.up.data() + size_t(i) * F;
+      if (ex.exact)
+        for (uint32_t j = 0; j < F; j++) mid[j] = swiglu_clamped<ExactMath>(g[j], u[j], clamp) * w;
+      else
+        for (uint32_t j = 0; j < F; j++) mid[j] = moe_arith::routed_mid(g[j], u[j], clamp, w);
+    });
   }
-  s.mid.resize(size_t(T) * K * F);
-  for_rows(ex, int(T * K), 3.0 * F * sizeof(float), [&](int pair) {
-    const float w = s.choice[pair / K].weight[pair % K];
-    float* mid = s.mid.data() + size_t(pair) * F;
-    const float* g = s.gate.data() + size_t(s.at[pair]) * F;
-    const float* u = s.up.data() + size_t(s.at[pair]) * F;
-    if (ex.exact)
-      for (uint32_t j = 0; j < F; j++) mid[j] = swiglu_clamped<ExactMath>(g[j], u[j], clamp) * w;
-    else
-      for (uint32_t j = 0; j < F; j++) mid[j] = moe_arith::routed_mid(g[j], u[j], clamp, w);
-  });
 
   // Down projections of the re-quantized hidden vectors, in expert order.
   quantize_rows(ex, lw.ffn_down_exps.type, s.mid.data(), T * int(K), F, s.midq);

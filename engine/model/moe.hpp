@@ -45,8 +45,8 @@ struct MoeScratch {
   std::vector<float> logits, probs, gate, up, mid, down, sh_gate, sh_up, sh_mid, sh_out;
   std::vector<RoutedChoice> choice;
   std::vector<std::vector<uint32_t>> pairs_of_expert;  // pair id = t * n_used + slot
-  // gate, up and down hold one row per pair in expert order: at[pair] is its row, first[expert]
-  // the expert's first row
+  // down holds one row per pair in expert order: at[pair] is its row, first[expert] the
+  // expert's first row
   std::vector<uint32_t> at, first;
 };
 
