@@ -1,16 +1,11 @@
 #pragma once
 // Weight x activation products for the forward pass, on top of kernels::matmul. This file
 // decides which activation format each weight type consumes (Q8_0 weights: per-32 int8
-// activations; routed experts: Q8_K; F16: plain f32) and which kernel may run it:
-// integer-dot kernels are bit-identical in scalar and AVX2, so both arithmetic modes use AVX2
-// for them. Float weights need the sequential reference sum: Exact mode runs the format's
-// exact-order kernel (Order::Exact of the best architecture, e.g. AVX2: SIMD conversions and products, the
-// sum serial in index order, the same bits as scalar and 2-4x faster), Fast mode runs F16 through
-// the order-preserving SIMD matvec (engine/kernels/ordered_simd.hpp), which gives the same bits.
-// (A reordered F16 sum is not an option: these are the decision-making projections -- HC mix,
-// router, compressor scores, indexer -- and reordering flips enough top-k choices to push
-// long ds4-tiny runs outside the README's statistical thresholds: rand600 reached Pearson
-// 0.975 at decode step 20 and an argmax flip at margin > 1.)
+// activations; routed experts: Q8_K; F16: plain f32) and which kernel runs it: Fast mode takes
+// every format's Fast-order kernel (docs/arithmetic.md); Exact mode the exact-order kernels, F16
+// through the order-preserving SIMD matvec (engine/kernels/ordered_simd.hpp: the reference's
+// serial sum, its bits, in 16-row blocks on the pool). for_rows spreads a batch's row-wise
+// steps over the pool (docs/arithmetic.md §threads).
 #include <cstdint>
 #include <vector>
 

@@ -13,6 +13,7 @@
 #include <random>
 #include <span>
 
+#include "engine/model/linear.hpp"
 #include "engine/model/model.hpp"
 #include "tests/engine/model/tiny_cases.hpp"
 
@@ -92,6 +93,29 @@ TEST_P(Invariants, VerifyEqualsDecodeOneByOne) {
   ASSERT_EQ(rows.size(), draft.size());
   for (size_t i = 0; i < draft.size(); i++) EXPECT_TRUE(same_bits(rows[i], b.decode(draft[i]))) << "row " << i;
   EXPECT_TRUE(same_bits(a.logits(), b.logits()));
+}
+
+// A batch's activation rows quantized on the pool (model::for_rows, chunks of rows handed to both
+// threads) are the bytes the caller alone writes, for each activation format the forward uses.
+TEST(RowWork, QuantizingOnThePoolGivesTheCallersBytes) {
+  kernels::ThreadPool pool(2);
+  model::Exec ex;
+  ex.pool = &pool;
+  ex.isa = quant::best_isa();
+  const int rows = 96, cols = 4096;  // 16 KiB a row: 24 chunks of 4 rows
+  std::mt19937 rng(5);
+  std::normal_distribution<float> dist(0.0f, 2.0f);
+  std::vector<float> x(size_t(rows) * cols);
+  for (float& v : x) v = dist(rng);
+  for (quant::Type w : {quant::Type::Q8_0, quant::Type::IQ2_XXS, quant::Type::F16}) {
+    model::QuantAct alone, spread;
+    model::quantize_rows(w, x.data(), rows, cols, alone);
+    model::quantize_rows(ex, w, x.data(), rows, cols, spread);
+    ASSERT_EQ(spread.type, alone.type);
+    ASSERT_EQ(spread.row_bytes, alone.row_bytes);
+    ASSERT_EQ(spread.rows, rows);
+    EXPECT_EQ(spread.bytes, alone.bytes) << quant::type_info(w).name;
+  }
 }
 
 TEST_P(Invariants, ThreadCountDoesNotChangeLogits) {
