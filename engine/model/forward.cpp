@@ -136,7 +136,6 @@ void attention_sublayer(const Model::Impl& m, const BlockSpec& b, const RowSlot*
   // Sequential, stateful part.
   float* heads = sized(s.heads, size_t(T) * qd);
   float* pooled = sized(s.pooled, hd > cfg.idx_dim ? hd : cfg.idx_dim);
-  float cs_fwd[512];
   const float* sinks = lw.attn_sinks.f32();
   for (int t = 0; t < T; t++) {
     LayerState& st = (*rows[t].layers)[il];
@@ -159,6 +158,7 @@ void attention_sublayer(const Model::Impl& m, const BlockSpec& b, const RowSlot*
           float* iqt = s.iq.data() + size_t(t) * iqd;
           float* iwt = s.iw.data() + size_t(t) * cfg.idx_heads;
           if (st.index_comp.n > cfg.idx_top_k) {
+            float cs_fwd[512];
             rope_angles(rope, pos, false, ex.exact, cs_fwd);
             rope_apply(iqt, cfg.idx_heads, id, cfg.n_rot, cs_fwd);
             for (uint32_t h = 0; h < cfg.idx_heads; h++) indexer_qat_row_inplace(iqt + size_t(h) * id, id);

@@ -47,22 +47,23 @@ void shape_rows(quant::Type weight_type, int n, int64_t cols, QuantAct& out) {
   if (out.bytes.size() < need) out.bytes.resize(need);
 }
 
+// Row t of x (rows `stride` floats apart; negative: `out.cols`) into row t of `out`.
 void quantize_row(const float* x, int t, int64_t stride, QuantAct& out) {
-  quant::quantize_activation(out.type, x + size_t(t) * size_t(stride), out.bytes.data() + size_t(t) * out.row_bytes,
-                             out.cols);
+  const size_t step = size_t(stride < 0 ? out.cols : stride);
+  quant::quantize_activation(out.type, x + size_t(t) * step, out.bytes.data() + size_t(t) * out.row_bytes, out.cols);
 }
 
 }  // namespace
 
 void quantize_rows(quant::Type weight_type, const float* x, int n, int64_t cols, QuantAct& out, int64_t stride) {
   shape_rows(weight_type, n, cols, out);
-  for (int t = 0; t < n; t++) quantize_row(x, t, stride < 0 ? cols : stride, out);
+  for (int t = 0; t < n; t++) quantize_row(x, t, stride, out);
 }
 
 void quantize_rows(const Exec& ex, quant::Type weight_type, const float* x, int n, int64_t cols, QuantAct& out,
                    int64_t stride) {
   shape_rows(weight_type, n, cols, out);
-  for_rows(ex, n, double(cols) * sizeof(float), [&](int t) { quantize_row(x, t, stride < 0 ? cols : stride, out); });
+  for_rows(ex, n, double(cols) * sizeof(float), [&](int t) { quantize_row(x, t, stride, out); });
 }
 
 void matmul_raw(const Exec& ex, const kernels::WeightView& w, const void* act, size_t act_row_bytes, int n,

@@ -83,14 +83,6 @@ void moe_forward(const Exec& ex, const ModelConfig& cfg, const LayerWeights& lw,
   for (auto& v : s.pairs_of_expert) v.clear();
   for (int t = 0; t < T; t++)
     for (uint32_t k = 0; k < K; k++) s.pairs_of_expert[s.choice[t].expert[k]].push_back(uint32_t(t) * K + k);
-  // The experts' down outputs are rows in expert order (each expert's rows are one batch of its
-  // matmul): pair q's row is at[q].
-  s.at.resize(size_t(T) * K);
-  s.first.resize(E);
-  for (uint32_t e = 0, p = 0; e < E; e++) {
-    s.first[e] = p;
-    for (uint32_t pair : s.pairs_of_expert[e]) s.at[pair] = p++;
-  }
 
   // Gate/up for every (token, slot) pair, grouped by expert; mid = silu(g) * u * weight, taken
   // while the expert's rows are hot.
@@ -123,9 +115,12 @@ void moe_forward(const Exec& ex, const ModelConfig& cfg, const LayerWeights& lw,
     });
   }
 
-  // Down projections of the re-quantized hidden vectors, in expert order.
+  // Down projections of the re-quantized hidden vectors, written in expert order (each expert's
+  // rows are one batch of its matmul): pair q's row is at[q].
   quantize_rows(ex, lw.ffn_down_exps.type, s.mid.data(), T * int(K), F, s.midq);
   s.down.resize(size_t(T) * K * D);
+  s.at.resize(size_t(T) * K);
+  uint32_t row = 0;
   for (uint32_t e = 0; e < E; e++) {
     const auto& pairs = s.pairs_of_expert[e];
     if (pairs.empty()) continue;
@@ -133,7 +128,8 @@ void moe_forward(const Exec& ex, const ModelConfig& cfg, const LayerWeights& lw,
     if (ex.observer)
       for (uint32_t pair : pairs)
         ex.observer->observe(lw.ffn_down_exps.name, int(e), s.mid.data() + size_t(pair) * F, F);
-    matmul(ex, lw.ffn_down_exps.expert(e), s.gather, s.down.data() + size_t(s.first[e]) * D);
+    matmul(ex, lw.ffn_down_exps.expert(e), s.gather, s.down.data() + size_t(row) * D);
+    for (uint32_t pair : pairs) s.at[pair] = row++;
   }
 
   // Shared expert (weight 1).

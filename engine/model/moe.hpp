@@ -45,9 +45,7 @@ struct MoeScratch {
   std::vector<float> logits, probs, gate, up, mid, down, sh_gate, sh_up, sh_mid, sh_out;
   std::vector<RoutedChoice> choice;
   std::vector<std::vector<uint32_t>> pairs_of_expert;  // pair id = t * n_used + slot
-  // down holds one row per pair in expert order: at[pair] is its row, first[expert] the
-  // expert's first row
-  std::vector<uint32_t> at, first;
+  std::vector<uint32_t> at;                            // pair id -> its row of `down` (rows in expert order)
 };
 
 // ffn_out[t] = routed(xn[t]) + shared(xn[t]) for T tokens; `hash_layer` routes by token id
