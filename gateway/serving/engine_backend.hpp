@@ -110,7 +110,8 @@ class EngineBackend {
   // are not kept.
   virtual uint64_t fingerprint() const { return 0; }
   // A live sequence (one per session the worker runs at once); the first call may hand over one
-  // made at load time.
+  // made at load time. Called by one thread at a time (the Service's slots take turns): an
+  // implementation need not lock.
   virtual std::unique_ptr<EngineSequence> new_sequence() = 0;
   // Runs every entry (sequences of this backend), each ending exactly as if it had been run
   // alone, and records a failure in its entry instead of throwing. The default runs them one by

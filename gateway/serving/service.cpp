@@ -351,6 +351,8 @@ void Service::dispatch_locked() {
 void Service::slot_main(Slot& slot) {
   std::shared_ptr<EngineBackend> backend = this->backend();
   try {
+    // The slots start together; a backend makes one sequence at a time (engine_backend.hpp).
+    std::lock_guard making(new_sequence_mu_);
     slot.engine = backend->new_sequence();
     slot.seq = batcher_->wrap(*slot.engine);
   } catch (const std::exception& e) {

@@ -182,8 +182,9 @@ class Service {
   size_t running_ = 0;                        // slots holding a job
   uint64_t slot_clock_ = 0;                   // orders slots by last use
   size_t live_tokens_ = 0;
-  PrefixCache cache_;        // thread-safe (prefix_cache.hpp)
-  std::mutex finishing_mu_;  // a turn's on_finished and the placing of its contract records
+  PrefixCache cache_;           // thread-safe (prefix_cache.hpp)
+  std::mutex finishing_mu_;     // a turn's on_finished and the placing of its contract records
+  std::mutex new_sequence_mu_;  // the slots' calls of EngineBackend::new_sequence, one at a time
   bool stop_worker_ = false;
   std::condition_variable ticker_cv_;
   std::thread ticker_;

@@ -5,6 +5,7 @@
 // tests/gateway/e2e/batched_sessions_test.cpp.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <future>
 #include <mutex>
 #include <thread>
@@ -224,6 +225,39 @@ TEST(BatchedService, RunsUpToMaxBatchJobsAtOnceQueuesTheRestAndACancelFreesASlot
   const std::string m = metrics.render();
   EXPECT_NE(m.find("ds4d_step_rows_total{kind=\"decode\"}"), std::string::npos);
   EXPECT_NE(m.find("ds4d_queue_wait_seconds_count 4"), std::string::npos) << m;
+  s.stop(0ms);
+}
+
+// Makes each sequence slowly and counts the calls that came while another was being made.
+class SlowToMakeBackend : public ScriptedBackend {
+ public:
+  using ScriptedBackend::ScriptedBackend;
+  std::unique_ptr<serving::EngineSequence> new_sequence() override {
+    if (inside.fetch_add(1) != 0) overlapped++;
+    std::this_thread::sleep_for(20ms);
+    inside--;
+    made++;
+    return ScriptedBackend::new_sequence();
+  }
+  std::atomic<int> inside{0}, overlapped{0}, made{0};
+};
+
+// The slots start together, and a backend is asked for one sequence at a time: Ds4Backend hands
+// its first caller the sequence made at load, and two slots asking at once could both take it
+// (the daemon died of SIGSEGV on its first request in the CI's VM; docs/batching.md §slots).
+TEST(BatchedService, TheSlotsAskTheBackendForTheirSequencesOneAtATime) {
+  auto backend = std::make_shared<SlowToMakeBackend>("0123456789");
+  backend->endless = true;
+  serving::Metrics metrics;
+  serving::ServiceConfig c;
+  c.max_batch = 4;
+  serving::Service s(c, metrics);
+  s.set_backend(backend);
+  std::vector<Submitted> jobs;
+  for (int i = 0; i < 4; i++) jobs.push_back(submit(s, bytes("prompt " + std::to_string(i)), 20));
+  for (auto& j : jobs) EXPECT_EQ(j.result.get().finish, serving::FinishReason::MaxTokens);
+  EXPECT_EQ(backend->made.load(), 4);
+  EXPECT_EQ(backend->overlapped.load(), 0);
   s.stop(0ms);
 }
 
