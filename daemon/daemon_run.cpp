@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cctype>
 #include <cerrno>
+#include <chrono>
 #include <csignal>
 #include <fstream>
 #include <memory>
@@ -364,7 +365,10 @@ int run_daemon(const config::Config& given) {
         spdlog::error("engine worker stuck in one call for over {} s; withholding WATCHDOG=1", stall.count());
       }
     }
-    timespec ts{static_cast<time_t>(tick.count() / 1000000), static_cast<long>(tick.count() % 1000000) * 1000};
+    // While loading, look at the loader often: READY=1 must follow the load at once, not the
+    // next watchdog tick (a quarter of WatchdogSec: 15 s for the unit's 60 s).
+    const auto wait = ready ? tick : std::min<std::chrono::microseconds>(tick, std::chrono::milliseconds(100));
+    timespec ts{static_cast<time_t>(wait.count() / 1000000), static_cast<long>(wait.count() % 1000000) * 1000};
     const int sig = sigtimedwait(&stop_signals, nullptr, &ts);
     if (sig == SIGTERM || sig == SIGINT) {
       spdlog::info("received {}; draining in-flight requests (up to {} s)", sig == SIGTERM ? "SIGTERM" : "SIGINT",
@@ -378,6 +382,15 @@ int run_daemon(const config::Config& given) {
   server->stop(drain);
   service.stop(std::chrono::seconds(1));
   watch.stop();
+  if (loader.joinable()) {
+    // A load that finished after the last look is joined: the shutdown is then the normal one.
+    bool done = false;
+    {
+      std::lock_guard lock(outcome.mu);
+      done = outcome.done;
+    }
+    if (done) loader.join();
+  }
   if (loader.joinable()) {
     // Stopped while loading: the load cannot be interrupted, and nothing is left to serve.
     spdlog::info("stopped during the model load; exiting without waiting for it");

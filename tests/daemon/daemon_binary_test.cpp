@@ -123,6 +123,20 @@ class DaemonBinary : public ::testing::Test {
 constexpr const char* kChat =
     R"({"messages":[{"role":"user","content":"Hello there"}],"max_tokens":4,"temperature":0})";
 
+// The main loop sleeps a quarter of WatchdogSec between its looks (30 s here): READY=1 used to
+// wait for the next look after the load, so systemd saw the unit start that much late.
+TEST_F(DaemonBinary, ReadyFollowsTheLoadNotTheWatchdogTick) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const pid_t d = start(DS4D_DAEMON_BIN, {"--config", config()}, systemd.address(), "120000000");
+  await("READY=1", d);
+  const double ready_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_NE(seen.find("READY=1"), std::string::npos) << seen << log();
+  EXPECT_LT(ready_s, 15.0) << "READY=1 came " << ready_s << " s after the start\n" << log();
+  kill(d, SIGTERM);
+  EXPECT_EQ(wait_exit(d), 0) << log();
+  EXPECT_EQ(log().find("stopped during the model load"), std::string::npos) << log();
+}
+
 TEST_F(DaemonBinary, ReportsReadinessServesAndPingsTheWatchdog) {
   const pid_t d = start(DS4D_DAEMON_BIN, {"--config", config()}, systemd.address(), "400000");
   await("READY=1", d);
