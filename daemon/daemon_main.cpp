@@ -10,7 +10,9 @@
 
 #include "config/config_loader.hpp"
 #include "config/exit_status.hpp"
+#include "config/log_setup.hpp"
 #include "config/program_config.hpp"
+#include "daemon/crash_report.hpp"
 #include "daemon/daemon_run.hpp"
 
 namespace {
@@ -30,7 +32,8 @@ constexpr const char* kDescription =
     "is not stuck in one call longer than server.engine_stall_s, and STOPPING=1 on SIGTERM. Under\n"
     "ds4d-supervisor, NOTIFY_SOCKET is the supervisor's relay socket.\n\n"
     "SIGTERM or SIGINT: stop accepting, let in-flight requests finish for up to\n"
-    "server.drain_timeout_s, exit 0.\n";
+    "server.drain_timeout_s, exit 0. A fault (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT) prints the\n"
+    "signal, its address, the thread and the call stack on stderr, then ends the process with it.\n";
 
 constexpr const char* kFooter =
     "\nConfiguration: every option above is also a key in the TOML file (section.key as shown in\n"
@@ -63,6 +66,7 @@ int main(int argc, char** argv) {
   if (auto done =
           config::load_program_config(loader, "ds4d", print_config ? &std::cout : nullptr, std::cerr, environ, cfg))
     return *done;
+  daemon::install_crash_report(config::logging_style(cfg.log, std::getenv("JOURNAL_STREAM")) == "journal");
   try {
     return daemon::run_daemon(cfg);
   } catch (const std::exception& e) {

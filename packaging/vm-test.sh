@@ -129,6 +129,16 @@ set -e
 elapsed=$(( $(date +%s) - start ))
 
 tr -d '\r' < "$serial" | grep -a '^DS4D-VM' || true
+# A fault report's frames in ds4d name offsets in the stripped packaged binary; the build tree's
+# unstripped ds4d (DS4D_VM_SYMBOLS, default beside the package's build) names their functions.
+symbols=${DS4D_VM_SYMBOLS:-$(dirname "$deb")/../daemon/ds4d}
+offsets=$(tr -d '\r' < "$serial" | sed -n 's/^DS4D-VM-CRASH .*#\([0-9]*\) .*ds4d(+\(0x[0-9a-f]*\)).*/\1 \2/p')
+if [ -n "$offsets" ] && [ -x "$symbols" ] && command -v addr2line >/dev/null; then
+  echo "vm-test: the fault's frames in ds4d, from $symbols:"
+  while read -r frame offset; do
+    echo "vm-test:   #$frame $offset $(addr2line -f -C -e "$symbols" "$offset" | head -n 1)"
+  done <<<"$offsets"
+fi
 summary=$(tr -d '\r' < "$serial" | grep -a '^DS4D-VM-SUMMARY' | tail -n 1 || true)
 if [ "$qemu_rc" -eq 124 ]; then
   echo "vm-test: the guest did not power off within ${boot_timeout}s; last serial lines:"

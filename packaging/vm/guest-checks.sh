@@ -24,6 +24,20 @@ check() {  # check NAME DETAIL-ON-FAILURE COMMAND...
   name=$1; why=$2; shift 2
   if "$@"; then pass "$name"; else fail "$name" "$why"; fi
 }
+# no_faults: ds4d reports a fault (SIGSEGV, SIGBUS, ...) with its call stack before it dies
+# (daemon/crash_report.hpp). A report of a signal no check sent is a failure, shown whole as
+# DS4D-VM-CRASH lines (vm-test.sh turns their offsets into functions); the crash check's own
+# SIGSEGV is reported "sent by a process".
+no_faults() {
+  journalctl -u ds4d.service --no-pager -o cat 2>/dev/null | grep -a '^ds4d: ' > /tmp/ds4d-faults.txt
+  first=$(grep -a '^ds4d: fatal SIG' /tmp/ds4d-faults.txt | grep -v '(sent by a process)' | head -n 1)
+  if [ -z "$first" ]; then
+    pass no_faults "$(grep -ac '^ds4d: fatal SIG' /tmp/ds4d-faults.txt) fault reports, each of a signal a check sent"
+  else
+    fail no_faults "$first"
+    awk '/^ds4d: fatal SIG/ { on = !/sent by a process/ } on { print "DS4D-VM-CRASH " $0 }' /tmp/ds4d-faults.txt | head -n 70
+  fi
+}
 wait_for() {  # wait_for SECONDS COMMAND...: poll once a second until COMMAND succeeds
   limit=$1; shift
   i=0
@@ -143,6 +157,7 @@ fi
 # The install probe ends here (vm-test.sh DS4D_VM_PROBE=install: a guest under slow emulation).
 if [ "$(cat "$payload/probe" 2>/dev/null)" = install ]; then
   echo "DS4D-VM-INFO install probe only: stop, restart, crash, memory pressure and purge not checked"
+  no_faults
   echo "DS4D-VM-SUMMARY $passed passed, $failed failed"
   [ "$failed" -eq 0 ]
   exit
@@ -336,6 +351,7 @@ if [ "$(systemctl is-active earlyoom.service)" = active ] && [ "${eo_pid:-0}" -g
 else
   fail earlyoom_restored "earlyoom not running with its own defaults after the purge"
 fi
+no_faults
 
 echo "DS4D-VM-SUMMARY $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
