@@ -66,6 +66,10 @@ struct LoadOutcome {
   std::string model_id;
   WeightPin pin;  // lives as long as the daemon
 
+  bool finished() {
+    std::lock_guard lock(mu);
+    return done;
+  }
   // The loader thread's last act: what it loaded, or why it failed.
   void publish(int code, std::string err, std::string id, WeightPin p = {}) {
     std::lock_guard lock(mu);
@@ -327,12 +331,7 @@ int run_daemon(const config::Config& given) {
   int exit_code = 0;
   for (;;) {
     if (!ready) {
-      bool done = false;
-      {
-        std::lock_guard lock(outcome.mu);
-        done = outcome.done;
-      }
-      if (done) {
+      if (outcome.finished()) {
         loader.join();
         if (outcome.exit_code != 0) {
           spdlog::error("loading the model failed: {}", outcome.error);
@@ -382,15 +381,8 @@ int run_daemon(const config::Config& given) {
   server->stop(drain);
   service.stop(std::chrono::seconds(1));
   watch.stop();
-  if (loader.joinable()) {
-    // A load that finished after the last look is joined: the shutdown is then the normal one.
-    bool done = false;
-    {
-      std::lock_guard lock(outcome.mu);
-      done = outcome.done;
-    }
-    if (done) loader.join();
-  }
+  // A load that finished after the last look is joined: the shutdown is then the normal one.
+  if (loader.joinable() && outcome.finished()) loader.join();
   if (loader.joinable()) {
     // Stopped while loading: the load cannot be interrupted, and nothing is left to serve.
     spdlog::info("stopped during the model load; exiting without waiting for it");
