@@ -153,12 +153,14 @@ TEST(StepBatcher, AnEntrysFailureReachesOnlyItsOwnCaller) {
 }
 
 struct Sink : serving::GenerationSink {
-  std::string text;
+  std::string text;                 // read once the result is in (the promise orders it)
+  std::atomic<size_t> streamed{0};  // text's length, for polling while the job runs
   std::promise<serving::GenerationResult> done;
   std::atomic<size_t> queued_at{0};
   void on_queued(size_t position) override { queued_at = position; }
   bool on_text(std::string_view b) override {
     text += b;
+    streamed = text.size();
     return true;
   }
   void on_finished(const serving::GenerationResult& r) override { done.set_value(r); }
@@ -298,7 +300,7 @@ TEST(BatchedService, ALongPromptIsPrefilledInSlicesBetweenARunningSessionsSteps)
   serving::Service s(c, metrics);
   s.set_backend(backend);
   Submitted runner = submit(s, bytes("a running session"), 100000);
-  ASSERT_TRUE(eventually([&] { return runner.sink->text.size() > 5; }));
+  ASSERT_TRUE(eventually([&] { return runner.sink->streamed.load() > 5; }));
   Submitted big = submit(s, std::vector<Token>(3000, 'x'), 3);
   EXPECT_EQ(big.result.get().finish, serving::FinishReason::MaxTokens);
   runner.cancel->store(true);
