@@ -12,7 +12,6 @@
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 
 namespace ds4::daemon {
 namespace {
@@ -67,9 +66,12 @@ const char* signal_name(int sig) {
   }
 }
 
+// kill(2), tkill(2) or raise(3), not a fault of this process's own.
+bool sent_by_process(int code) { return code == SI_USER || code == SI_TKILL; }
+
 // What si_code says about the cause (sigaction(2)); null when it says nothing useful.
 const char* cause(int sig, int code) {
-  if (code == SI_USER || code == SI_TKILL) return "sent by a process";
+  if (sent_by_process(code)) return "sent by a process";
   if (sig == SIGSEGV)
     return code == SEGV_MAPERR ? "address not mapped" : code == SEGV_ACCERR ? "access denied" : nullptr;
   if (sig == SIGBUS) return code == BUS_ADRERR ? "no such address (a truncated mapped file?)" : nullptr;
@@ -89,7 +91,7 @@ void on_fatal_signal(int sig, siginfo_t* info, void*) {
     line.text(why);
     line.text(")");
   }
-  if (info->si_code == SI_USER || info->si_code == SI_TKILL) {
+  if (sent_by_process(info->si_code)) {
     line.text(" from pid ");
     line.number(uint64_t(info->si_pid), 10);
   } else if (sig != SIGABRT) {
